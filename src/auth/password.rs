@@ -1,0 +1,152 @@
+//! bcrypt on a dedicated pool of threads sized to the cores, fed through a deep bounded
+//! queue, so password hashing never runs on (or starves) the request threads.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HashError {
+    /// The queue is full or the wait exceeded its bound: shed load, do not guess.
+    #[error("password hashing is overloaded")]
+    Overloaded,
+    #[error("password hashing failed: {0}")]
+    Failed(String),
+}
+
+enum Job {
+    Verify {
+        password: String,
+        hash: Option<String>,
+        reply: oneshot::Sender<bool>,
+    },
+    Hash {
+        password: String,
+        reply: oneshot::Sender<Result<String, String>>,
+    },
+}
+
+/// Deep enough that 500 concurrent sign-ins wait in line rather than fail.
+const QUEUE_CAPACITY: usize = 4096;
+/// At cost 10 on two cores a full queue drains in about two minutes; a request waits
+/// at most this long before it is answered with "try again".
+const MAX_WAIT: Duration = Duration::from_secs(120);
+
+#[derive(Clone)]
+pub struct Hasher {
+    queue: SyncSender<Job>,
+    depth: Arc<AtomicUsize>,
+}
+
+impl Hasher {
+    pub fn start(threads: usize, cost: u32) -> std::io::Result<Self> {
+        let (queue, rx) = sync_channel(QUEUE_CAPACITY);
+        let rx = Arc::new(Mutex::new(rx));
+        let depth = Arc::new(AtomicUsize::new(0));
+        let dummy = Arc::new(OnceLock::new());
+        for i in 0..threads.max(1) {
+            let rx = rx.clone();
+            let depth = depth.clone();
+            let dummy = dummy.clone();
+            std::thread::Builder::new()
+                .name(format!("tessera-hash-{i}"))
+                .spawn(move || work(&rx, &depth, cost, &dummy))?;
+        }
+        Ok(Self { queue, depth })
+    }
+
+    /// Checks `password` against `hash`; with no hash (unknown user) it verifies against
+    /// a dummy of the same cost, so both cases take the same time and both say `false`.
+    pub async fn verify(&self, password: &str, hash: Option<&str>) -> Result<bool, HashError> {
+        let (reply, rx) = oneshot::channel();
+        self.enqueue(Job::Verify {
+            password: password.to_string(),
+            hash: hash.map(str::to_string),
+            reply,
+        })?;
+        self.wait(rx).await
+    }
+
+    pub async fn hash(&self, password: &str) -> Result<String, HashError> {
+        let (reply, rx) = oneshot::channel();
+        self.enqueue(Job::Hash {
+            password: password.to_string(),
+            reply,
+        })?;
+        self.wait(rx).await?.map_err(HashError::Failed)
+    }
+
+    /// Jobs waiting or running, for metrics.
+    pub fn queue_depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    fn enqueue(&self, job: Job) -> Result<(), HashError> {
+        self.depth.fetch_add(1, Ordering::Relaxed);
+        match self.queue.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.depth.fetch_sub(1, Ordering::Relaxed);
+                Err(HashError::Overloaded)
+            }
+        }
+    }
+
+    async fn wait<T>(&self, rx: oneshot::Receiver<T>) -> Result<T, HashError> {
+        match tokio::time::timeout(MAX_WAIT, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            _ => Err(HashError::Overloaded),
+        }
+    }
+}
+
+fn work(rx: &Mutex<Receiver<Job>>, depth: &AtomicUsize, cost: u32, dummy: &OnceLock<String>) {
+    loop {
+        let job = {
+            let Ok(guard) = rx.lock() else { return };
+            match guard.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        // The depth drops before the reply, so a caller that has its answer never
+        // sees its own job still counted.
+        match job {
+            Job::Verify { password, hash, reply } => {
+                let ok = match hash {
+                    Some(h) => bcrypt::verify(&password, &h).unwrap_or(false),
+                    None => {
+                        let d = dummy.get_or_init(|| bcrypt::hash("tessera-dummy-password", cost).unwrap_or_default());
+                        let _ = bcrypt::verify(&password, d);
+                        false
+                    }
+                };
+                depth.fetch_sub(1, Ordering::Relaxed);
+                let _ = reply.send(ok);
+            }
+            Job::Hash { password, reply } => {
+                let hashed = bcrypt::hash(&password, cost).map_err(|e| e.to_string());
+                depth.fetch_sub(1, Ordering::Relaxed);
+                let _ = reply.send(hashed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn verifies_right_and_wrong_passwords_and_unknown_users() {
+        let hasher = Hasher::start(2, 4).unwrap();
+        let hash = hasher.hash("correct horse").await.unwrap();
+        assert!(hasher.verify("correct horse", Some(&hash)).await.unwrap());
+        assert!(!hasher.verify("wrong", Some(&hash)).await.unwrap());
+        assert!(!hasher.verify("correct horse", None).await.unwrap());
+        assert_eq!(hasher.queue_depth(), 0);
+    }
+}

@@ -1,0 +1,338 @@
+//! Settings: defaults, an optional TOML file, `TESSERA_*` environment and flags, in that
+//! order of precedence; validated once at start with one clear line per bad setting.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use url::Url;
+
+/// A setting that could not be used, named as the operator wrote it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid setting `{name}`: {reason}")]
+    Invalid { name: &'static str, reason: String },
+    #[error("cannot read config file {path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        reason: reason.into(),
+    }
+}
+
+/// Values as given on the command line or in the environment, before parsing.
+/// Every field is text so that a bad value gets our message, not a parser's.
+#[derive(Debug, Default, Clone)]
+pub struct RawSettings {
+    pub config: Option<PathBuf>,
+    pub db: Option<String>,
+    pub listen: Option<String>,
+    pub issuer: Option<String>,
+    pub bcrypt_cost: Option<String>,
+    pub sqlite_wal: Option<String>,
+    pub sqlite_synchronous: Option<String>,
+    pub log_format: Option<String>,
+    pub hash_threads: Option<String>,
+    pub workers: Option<String>,
+}
+
+/// Keys accepted in the TOML file; any other key is an error, not silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    db: Option<toml::Value>,
+    listen: Option<toml::Value>,
+    issuer: Option<toml::Value>,
+    bcrypt_cost: Option<toml::Value>,
+    sqlite_wal: Option<toml::Value>,
+    sqlite_synchronous: Option<toml::Value>,
+    log_format: Option<toml::Value>,
+    hash_threads: Option<toml::Value>,
+    workers: Option<toml::Value>,
+}
+
+/// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
+/// FULL also survives power loss, at the price of an fsync per group commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synchronous {
+    Normal,
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct SqliteSettings {
+    pub wal: bool,
+    pub synchronous: Synchronous,
+    /// Bound of the writer's queue; a full queue answers 503 rather than waiting.
+    pub writer_queue: usize,
+    pub read_pool: u32,
+}
+
+/// Lifetimes in seconds.
+#[derive(Debug, Clone)]
+pub struct TokenLifetimes {
+    pub code: i64,
+    pub access_token: i64,
+    pub id_token: i64,
+    pub refresh_token: i64,
+    pub session: i64,
+    pub login_request: i64,
+}
+
+impl Default for TokenLifetimes {
+    fn default() -> Self {
+        Self {
+            code: 60,
+            access_token: 900,
+            id_token: 900,
+            refresh_token: 30 * 24 * 3600,
+            session: 12 * 3600,
+            login_request: 15 * 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub db_path: PathBuf,
+    pub listen: SocketAddr,
+    /// `None` means "derive from the bound address", which is how tests on port 0 work.
+    pub issuer: Option<Url>,
+    pub bcrypt_cost: u32,
+    pub sqlite: SqliteSettings,
+    pub log_format: LogFormat,
+    pub hash_threads: usize,
+    pub workers: usize,
+    pub lifetimes: TokenLifetimes,
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            db_path: PathBuf::from("tessera.db"),
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9000),
+            issuer: None,
+            bcrypt_cost: 10,
+            sqlite: SqliteSettings {
+                wal: true,
+                synchronous: Synchronous::Normal,
+                writer_queue: 8192,
+                read_pool: 8,
+            },
+            log_format: LogFormat::Text,
+            hash_threads: cores(),
+            workers: cores(),
+            lifetimes: TokenLifetimes::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// Layers defaults < file < environment/flags and validates every value.
+    pub fn load(raw: &RawSettings) -> Result<Self, ConfigError> {
+        let file = match &raw.config {
+            Some(path) => read_file(path)?,
+            None => FileSettings::default(),
+        };
+        let pick =
+            |flag: &Option<String>, file: &Option<toml::Value>| flag.clone().or_else(|| file.as_ref().map(value_text));
+        let mut s = Settings::default();
+        if let Some(v) = pick(&raw.db, &file.db) {
+            if v.trim().is_empty() {
+                return Err(invalid("db", "must not be empty"));
+            }
+            s.db_path = PathBuf::from(v);
+        }
+        if let Some(v) = pick(&raw.listen, &file.listen) {
+            s.listen = v
+                .parse()
+                .map_err(|_| invalid("listen", format!("`{v}` is not an address like 127.0.0.1:9000")))?;
+        }
+        if let Some(v) = pick(&raw.issuer, &file.issuer) {
+            s.issuer = Some(parse_issuer(&v)?);
+        }
+        if let Some(v) = pick(&raw.bcrypt_cost, &file.bcrypt_cost) {
+            s.bcrypt_cost = parse_in_range("bcrypt_cost", &v, 4, 31)? as u32;
+        }
+        if let Some(v) = pick(&raw.sqlite_wal, &file.sqlite_wal) {
+            s.sqlite.wal = parse_bool("sqlite_wal", &v)?;
+        }
+        if let Some(v) = pick(&raw.sqlite_synchronous, &file.sqlite_synchronous) {
+            s.sqlite.synchronous = match v.to_ascii_lowercase().as_str() {
+                "normal" => Synchronous::Normal,
+                "full" => Synchronous::Full,
+                _ => {
+                    return Err(invalid(
+                        "sqlite_synchronous",
+                        format!("`{v}` is not `normal` or `full`"),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = pick(&raw.log_format, &file.log_format) {
+            s.log_format = match v.to_ascii_lowercase().as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => return Err(invalid("log_format", format!("`{v}` is not `text` or `json`"))),
+            };
+        }
+        if let Some(v) = pick(&raw.hash_threads, &file.hash_threads) {
+            s.hash_threads = parse_in_range("hash_threads", &v, 1, 256)? as usize;
+        }
+        if let Some(v) = pick(&raw.workers, &file.workers) {
+            s.workers = parse_in_range("workers", &v, 1, 256)? as usize;
+        }
+        Ok(s)
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileSettings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::File {
+        path: path.display().to_string(),
+        reason: e.message().replace('\n', " "),
+    })
+}
+
+fn value_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn parse_in_range(name: &'static str, v: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+    match v.trim().parse::<i64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(invalid(
+            name,
+            format!("`{v}` is not a whole number from {min} to {max}"),
+        )),
+    }
+}
+
+fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(invalid(name, format!("`{v}` is not `true` or `false`"))),
+    }
+}
+
+/// The issuer is an https (or, for local use, http) URL without query or fragment
+/// (OpenID Connect Discovery 1.0 §3); a trailing slash is dropped so that
+/// `{issuer}/.well-known/openid-configuration` is well formed.
+pub fn parse_issuer(v: &str) -> Result<Url, ConfigError> {
+    let trimmed = v.trim().trim_end_matches('/');
+    let url = Url::parse(trimmed).map_err(|e| invalid("issuer", format!("`{v}` is not a URL: {e}")))?;
+    if url.scheme() != "https" && url.scheme() != "http" {
+        return Err(invalid("issuer", "must be an http or https URL"));
+    }
+    if url.query().is_some() || url.fragment().is_some() || url.host().is_none() {
+        return Err(invalid("issuer", "must have a host and no query or fragment"));
+    }
+    Ok(url)
+}
+
+/// The issuer string as it appears in tokens: the URL without a trailing slash.
+pub fn issuer_text(url: &Url) -> String {
+    url.as_str().trim_end_matches('/').to_string()
+}
+
+/// The issuer to use when none is configured: the bound address, with a wildcard
+/// address replaced by loopback so the URL is reachable from this machine.
+pub fn default_issuer(bound: SocketAddr) -> Result<Url, ConfigError> {
+    let ip = match bound.ip() {
+        ip if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        ip => ip,
+    };
+    parse_issuer(&format!("http://{}", SocketAddr::new(ip, bound.port())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        let s = Settings::load(&RawSettings::default()).unwrap();
+        assert_eq!(s.db_path, PathBuf::from("tessera.db"));
+        assert_eq!(s.listen.to_string(), "127.0.0.1:9000");
+        assert_eq!(s.bcrypt_cost, 10);
+        assert!(s.sqlite.wal);
+        let issuer = default_issuer(s.listen).unwrap();
+        assert_eq!(issuer_text(&issuer), "http://127.0.0.1:9000");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_setting_in_one_line() {
+        let raw = RawSettings {
+            bcrypt_cost: Some("99".into()),
+            ..Default::default()
+        };
+        let err = Settings::load(&raw).unwrap_err().to_string();
+        assert!(err.contains("`bcrypt_cost`"), "{err}");
+        assert!(!err.contains('\n'));
+        let raw = RawSettings {
+            sqlite_wal: Some("maybe".into()),
+            ..Default::default()
+        };
+        assert!(Settings::load(&raw).unwrap_err().to_string().contains("`sqlite_wal`"));
+    }
+
+    #[test]
+    fn flags_override_the_file_which_overrides_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        std::fs::write(
+            &path,
+            "bcrypt_cost = 12\nlisten = \"127.0.0.1:7000\"\nsqlite_wal = false\n",
+        )
+        .unwrap();
+        let raw = RawSettings {
+            config: Some(path),
+            bcrypt_cost: Some("11".into()),
+            ..Default::default()
+        };
+        let s = Settings::load(&raw).unwrap();
+        assert_eq!(s.bcrypt_cost, 11);
+        assert_eq!(s.listen.port(), 7000);
+        assert!(!s.sqlite.wal);
+    }
+
+    #[test]
+    fn unknown_file_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.toml");
+        std::fs::write(&path, "bcrypt_cots = 12\n").unwrap();
+        let raw = RawSettings {
+            config: Some(path),
+            ..Default::default()
+        };
+        assert!(matches!(Settings::load(&raw), Err(ConfigError::File { .. })));
+    }
+
+    #[test]
+    fn issuer_must_be_a_plain_http_url() {
+        assert!(parse_issuer("ftp://x").is_err());
+        assert!(parse_issuer("https://id.example.com/?a=b").is_err());
+        let url = parse_issuer("https://id.example.com/").unwrap();
+        assert_eq!(issuer_text(&url), "https://id.example.com");
+    }
+}

@@ -1,0 +1,217 @@
+//! Signing keys: generated and parsed once, held in memory, swapped whole on rotation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use josekit::jwk::alg::ed::EdCurve;
+use josekit::jwk::Jwk;
+use josekit::jws::{EdDSA, JwsSigner, JwsVerifier, ES256, RS256};
+use serde_json::{Map, Value};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key operation failed: {0}")]
+    Jose(#[from] josekit::JoseError),
+    #[error("stored key {kid} is unusable: {reason}")]
+    Stored { kid: String, reason: String },
+    #[error("no active signing key for {0}")]
+    NoActiveKey(&'static str),
+}
+
+/// JWS algorithms Tessera signs with (RFC 7518 §3; RFC 8037 for EdDSA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Alg {
+    Rs256,
+    Es256,
+    EdDsa,
+}
+
+impl Alg {
+    pub const ALL: [Alg; 3] = [Alg::Rs256, Alg::Es256, Alg::EdDsa];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alg::Rs256 => "RS256",
+            Alg::Es256 => "ES256",
+            Alg::EdDsa => "EdDSA",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+/// A key as stored: the private key as PKCS#8 PEM and its public JWK.
+#[derive(Debug, Clone)]
+pub struct SigningKeyRecord {
+    pub kid: String,
+    pub alg: Alg,
+    pub private_pem: String,
+    pub public_jwk: String,
+    pub created_at: i64,
+    /// When set, the key no longer signs; it stays in the JWKS until `expires_at`.
+    pub retired_at: Option<i64>,
+}
+
+impl SigningKeyRecord {
+    /// Generates a new key pair for `alg` (RSA 2048, P-256 or Ed25519).
+    pub fn generate(alg: Alg, kid: String, now: i64) -> Result<Self, KeyError> {
+        let (pem, mut jwk) = match alg {
+            Alg::Rs256 => {
+                let kp = RS256.generate_key_pair(2048)?;
+                (kp.to_pem_private_key(), kp.to_jwk_public_key())
+            }
+            Alg::Es256 => {
+                let kp = ES256.generate_key_pair()?;
+                (kp.to_pem_private_key(), kp.to_jwk_public_key())
+            }
+            Alg::EdDsa => {
+                let kp = EdDSA.generate_key_pair(EdCurve::Ed25519)?;
+                (kp.to_pem_private_key(), kp.to_jwk_public_key())
+            }
+        };
+        jwk.set_key_id(&kid);
+        jwk.set_key_use("sig");
+        jwk.set_algorithm(alg.as_str());
+        Ok(Self {
+            kid,
+            alg,
+            private_pem: String::from_utf8_lossy(&pem).into_owned(),
+            public_jwk: jwk.to_string(),
+            created_at: now,
+            retired_at: None,
+        })
+    }
+}
+
+struct ActiveKey {
+    kid: String,
+    signer: Box<dyn JwsSigner>,
+}
+
+/// Every key parsed once: signers for the newest key of each algorithm, verifiers for
+/// every published key, and the JWKS document already serialised.
+pub struct KeySet {
+    active: HashMap<Alg, ActiveKey>,
+    verifiers: HashMap<String, Box<dyn JwsVerifier>>,
+    jwks: String,
+}
+
+impl KeySet {
+    pub fn from_records(records: &[SigningKeyRecord]) -> Result<Self, KeyError> {
+        let mut active: HashMap<Alg, (i64, ActiveKey)> = HashMap::new();
+        let mut verifiers: HashMap<String, Box<dyn JwsVerifier>> = HashMap::new();
+        let mut published = Vec::new();
+        for rec in records {
+            let stored = |reason: String| KeyError::Stored {
+                kid: rec.kid.clone(),
+                reason,
+            };
+            let jwk = Jwk::from_bytes(rec.public_jwk.as_bytes()).map_err(|e| stored(e.to_string()))?;
+            let verifier: Box<dyn JwsVerifier> = match rec.alg {
+                Alg::Rs256 => Box::new(RS256.verifier_from_jwk(&jwk)?),
+                Alg::Es256 => Box::new(ES256.verifier_from_jwk(&jwk)?),
+                Alg::EdDsa => Box::new(EdDSA.verifier_from_jwk(&jwk)?),
+            };
+            verifiers.insert(rec.kid.clone(), verifier);
+            published.push(Value::Object(jwk.as_ref().clone()));
+            if rec.retired_at.is_some() {
+                continue;
+            }
+            let newer = active
+                .get(&rec.alg)
+                .is_none_or(|(created, _)| rec.created_at >= *created);
+            if newer {
+                let pem = rec.private_pem.as_bytes();
+                let signer: Box<dyn JwsSigner> = match rec.alg {
+                    Alg::Rs256 => Box::new(RS256.signer_from_pem(pem)?),
+                    Alg::Es256 => Box::new(ES256.signer_from_pem(pem)?),
+                    Alg::EdDsa => Box::new(EdDSA.signer_from_pem(pem)?),
+                };
+                let key = ActiveKey {
+                    kid: rec.kid.clone(),
+                    signer,
+                };
+                active.insert(rec.alg, (rec.created_at, key));
+            }
+        }
+        let mut doc = Map::new();
+        doc.insert("keys".into(), Value::Array(published));
+        Ok(Self {
+            active: active.into_iter().map(|(alg, (_, k))| (alg, k)).collect(),
+            verifiers,
+            jwks: Value::Object(doc).to_string(),
+        })
+    }
+
+    pub fn jwks_json(&self) -> &str {
+        &self.jwks
+    }
+
+    pub fn signing_algs(&self) -> Vec<&'static str> {
+        Alg::ALL
+            .into_iter()
+            .filter(|a| self.active.contains_key(a))
+            .map(Alg::as_str)
+            .collect()
+    }
+
+    pub(crate) fn signer(&self, alg: Alg) -> Result<(&str, &dyn JwsSigner), KeyError> {
+        self.active
+            .get(&alg)
+            .map(|k| (k.kid.as_str(), k.signer.as_ref()))
+            .ok_or(KeyError::NoActiveKey(alg.as_str()))
+    }
+
+    pub(crate) fn verifier(&self, kid: &str) -> Option<&dyn JwsVerifier> {
+        self.verifiers.get(kid).map(|v| v.as_ref())
+    }
+}
+
+/// The shared, swappable key set handed to handlers.
+#[derive(Clone)]
+pub struct KeyStore {
+    current: Arc<RwLock<Arc<KeySet>>>,
+}
+
+impl KeyStore {
+    pub fn new(set: KeySet) -> Self {
+        Self {
+            current: Arc::new(RwLock::new(Arc::new(set))),
+        }
+    }
+
+    /// A snapshot: cheap to take, unaffected by a rotation that happens meanwhile.
+    pub fn current(&self) -> Arc<KeySet> {
+        match self.current.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn replace(&self, set: KeySet) {
+        let mut guard = match self.current.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *guard = Arc::new(set);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_unretired_key_signs_and_all_are_published() {
+        let old = SigningKeyRecord::generate(Alg::Es256, "old".into(), 1).unwrap();
+        let new = SigningKeyRecord::generate(Alg::Es256, "new".into(), 2).unwrap();
+        let set = KeySet::from_records(&[old, new]).unwrap();
+        assert_eq!(set.signer(Alg::Es256).unwrap().0, "new");
+        assert!(set.verifier("old").is_some());
+        let jwks: Value = serde_json::from_str(set.jwks_json()).unwrap();
+        assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
+        assert!(jwks["keys"][0].get("d").is_none(), "private part leaked");
+    }
+}

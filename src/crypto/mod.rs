@@ -1,0 +1,10 @@
+//! Keys, JWT signing and verification, random bearer values and their hashes.
+//! The only module that uses josekit.
+
+pub mod jwt;
+pub mod keys;
+pub mod random;
+
+pub use jwt::{JwtError, Signed};
+pub use keys::{KeyError, KeyStore, SigningKeyRecord};
+pub use random::{sha256, sha256_b64, Secret, TokenHash};

@@ -1,0 +1,81 @@
+//! Connection pragmas, set in one place for the writer, the readers and the CLI.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::DbError;
+use crate::config::{SqliteSettings, Synchronous};
+
+const BUSY_TIMEOUT_MS: u32 = 5000;
+
+/// Opens the read-write connection, creating the file with owner-only permissions: it
+/// holds password hashes and private keys.
+pub fn open_writer(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+    create_private_file(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
+    configure_writer(&conn, settings)?;
+    Ok(conn)
+}
+
+/// A short-lived read-write connection for CLI commands run beside a live server.
+pub fn open_cli(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+    let mut conn = open_writer(path, settings)?;
+    super::migrations::apply(&mut conn)?;
+    Ok(conn)
+}
+
+fn create_private_file(path: &Path) -> Result<(), DbError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(DbError::Open(format!("{}: {e}", path.display()))),
+    }
+}
+
+fn configure_common(conn: &Connection, settings: &SqliteSettings) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS.into()))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    let sync = match settings.synchronous {
+        Synchronous::Normal => "NORMAL",
+        Synchronous::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+fn configure_writer(conn: &Connection, settings: &SqliteSettings) -> Result<(), DbError> {
+    // WAL lets readers proceed while the writer commits; the rollback journal is for
+    // filesystems without shared memory, where the busy timeout absorbs contention.
+    let mode = if settings.wal { "WAL" } else { "DELETE" };
+    let applied: String = conn.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0))?;
+    if !applied.eq_ignore_ascii_case(mode) {
+        return Err(DbError::Open(format!(
+            "journal_mode {mode} not available (got {applied})"
+        )));
+    }
+    configure_common(conn, settings)?;
+    Ok(())
+}
+
+pub fn configure_reader(conn: &mut Connection, settings: &SqliteSettings) -> rusqlite::Result<()> {
+    configure_common(conn, settings)?;
+    conn.pragma_update(None, "query_only", "ON")?;
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! Authorization codes, grants (token families), refresh tokens and revocation.
+//! Single-use values are consumed by one conditional UPDATE, so of two parallel
+//! redemptions exactly one wins.
+
+use rusqlite::{params, Connection, Row};
+
+use super::{optional, DbError};
+use crate::crypto::TokenHash;
+
+pub struct NewCode<'a> {
+    pub code_hash: &'a TokenHash,
+    pub grant_id: &'a str,
+    pub client_id: &'a str,
+    pub user_id: i64,
+    pub redirect_uri: &'a str,
+    pub scope: &'a str,
+    pub nonce: Option<&'a str>,
+    pub code_challenge: Option<&'a str>,
+    pub sid: &'a str,
+    pub auth_time: i64,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
+                                 code_challenge, sid, auth_time, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        c.code_hash.as_bytes(),
+        c.grant_id,
+        c.client_id,
+        c.user_id,
+        c.redirect_uri,
+        c.scope,
+        c.nonce,
+        c.code_challenge,
+        c.sid,
+        c.auth_time,
+        c.now,
+        c.expires_at
+    ])?;
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+pub struct Code {
+    pub grant_id: String,
+    pub client_id: String,
+    pub user_id: i64,
+    pub redirect_uri: String,
+    pub scope: String,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub sid: String,
+    pub auth_time: i64,
+    pub expires_at: i64,
+}
+
+/// The outcome of presenting a single-use value.
+#[derive(Debug)]
+pub enum Consumed<T> {
+    /// First use: the caller now owns it.
+    Fresh(T),
+    /// Used before: the grant it created (RFC 6749 §4.1.2 asks to revoke its tokens).
+    Replayed {
+        grant_id: String,
+    },
+    Unknown,
+}
+
+pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Consumed<Code>, DbError> {
+    let fresh = optional(
+        conn.prepare_cached(
+            "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
+             RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time, expires_at",
+        )?
+        .query_row(params![hash.as_bytes(), now], |r| {
+            Ok(Code {
+                grant_id: r.get(0)?,
+                client_id: r.get(1)?,
+                user_id: r.get(2)?,
+                redirect_uri: r.get(3)?,
+                scope: r.get(4)?,
+                nonce: r.get(5)?,
+                code_challenge: r.get(6)?,
+                sid: r.get(7)?,
+                auth_time: r.get(8)?,
+                expires_at: r.get(9)?,
+            })
+        }),
+    )?;
+    if let Some(code) = fresh {
+        return Ok(Consumed::Fresh(code));
+    }
+    let used = optional(
+        conn.prepare_cached("SELECT grant_id FROM auth_codes WHERE code_hash = ?1")?
+            .query_row([hash.as_bytes()], |r| r.get(0)),
+    )?;
+    Ok(match used {
+        Some(grant_id) => Consumed::Replayed { grant_id },
+        None => Consumed::Unknown,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub id: String,
+    pub client_id: String,
+    pub user_id: Option<i64>,
+    pub scope: String,
+    pub sid: Option<String>,
+    pub auth_time: Option<i64>,
+    pub nonce: Option<String>,
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        g.id,
+        g.client_id,
+        g.user_id,
+        g.scope,
+        g.sid,
+        g.auth_time,
+        g.nonce,
+        now,
+        g.expires_at
+    ])?;
+    Ok(())
+}
+
+const GRANT_COLUMNS: &str = "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at";
+
+fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
+    Ok(Grant {
+        id: r.get(0)?,
+        client_id: r.get(1)?,
+        user_id: r.get(2)?,
+        scope: r.get(3)?,
+        sid: r.get(4)?,
+        auth_time: r.get(5)?,
+        nonce: r.get(6)?,
+        expires_at: r.get(7)?,
+        revoked_at: r.get(8)?,
+    })
+}
+
+pub fn find_grant(conn: &Connection, id: &str) -> Result<Option<Grant>, DbError> {
+    let sql = format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([id], grant_from_row))
+}
+
+/// Revokes a grant and with it every access and refresh token of the family.
+pub fn revoke_grant(conn: &Connection, id: &str, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
+        .execute(params![id, now])?;
+    Ok(n == 1)
+}
+
+pub fn insert_refresh(
+    conn: &Connection,
+    hash: &TokenHash,
+    grant_id: &str,
+    scope: &str,
+    now: i64,
+    expires_at: i64,
+) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO refresh_tokens (token_hash, grant_id, scope, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![hash.as_bytes(), grant_id, scope, now, expires_at])?;
+    conn.prepare_cached("UPDATE grants SET expires_at = max(expires_at, ?2) WHERE id = ?1")?
+        .execute(params![grant_id, expires_at])?;
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+pub struct Refresh {
+    pub grant: Grant,
+    pub scope: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub used_at: Option<i64>,
+}
+
+fn refresh_with_grant(conn: &Connection, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
+    let row = optional(
+        conn.prepare_cached(
+            "SELECT grant_id, scope, created_at, expires_at, used_at FROM refresh_tokens WHERE token_hash = ?1",
+        )?
+        .query_row([hash.as_bytes()], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        }),
+    )?;
+    let Some((grant_id, scope, created_at, expires_at, used_at)) = row else {
+        return Ok(None);
+    };
+    let grant = find_grant(conn, &grant_id)?
+        .ok_or_else(|| DbError::Corrupt(format!("refresh token without grant {grant_id}")))?;
+    Ok(Some(Refresh {
+        grant,
+        scope,
+        created_at,
+        expires_at,
+        used_at,
+    }))
+}
+
+/// Looks a refresh token up without using it (introspection, revocation).
+pub fn find_refresh(conn: &Connection, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
+    refresh_with_grant(conn, hash)
+}
+
+/// Uses a refresh token: `Fresh` the first time, `Replayed` after.
+pub fn consume_refresh(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Consumed<Refresh>, DbError> {
+    let updated = conn
+        .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL")?
+        .execute(params![hash.as_bytes(), now])?;
+    match refresh_with_grant(conn, hash)? {
+        Some(r) if updated == 1 => Ok(Consumed::Fresh(r)),
+        Some(r) => Ok(Consumed::Replayed { grant_id: r.grant.id }),
+        None => Ok(Consumed::Unknown),
+    }
+}
+
+/// Whether an access token is still good as far as the database knows: its grant is
+/// neither revoked nor its user disabled, and the token itself was not revoked.
+pub fn access_token_active(conn: &Connection, grant_id: &str, jti: &str) -> Result<bool, DbError> {
+    let active = optional(
+        conn.prepare_cached(
+            "SELECT g.revoked_at IS NULL
+                    AND coalesce(u.disabled, 0) = 0
+                    AND NOT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)
+             FROM grants g LEFT JOIN users u ON u.id = g.user_id WHERE g.id = ?1",
+        )?
+        .query_row(params![grant_id, jti], |r| r.get::<_, bool>(0)),
+    )?;
+    Ok(active.unwrap_or(false))
+}
+
+/// Revokes one access token (RFC 7009) until it would have expired anyway.
+pub fn revoke_jti(conn: &Connection, jti: &str, expires_at: i64) -> Result<(), DbError> {
+    conn.prepare_cached("INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2)")?
+        .execute(params![jti, expires_at])?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Storage: one writer thread that group-commits, a pool of read-only connections, and
+//! domain operations over them. The only module that uses rusqlite.
+
+pub mod clients;
+pub mod connection;
+pub mod grants;
+pub mod keys;
+pub mod migrations;
+pub mod sessions;
+pub mod users;
+mod writer;
+
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::Connection;
+
+/// The connection type write and read operations receive.
+pub type Conn = Connection;
+
+use crate::config::SqliteSettings;
+pub use writer::WriterStats;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The writer's queue is full or it did not answer in time: shed load with a 503.
+    #[error("database is busy")]
+    Busy,
+    #[error("database writer has stopped")]
+    WriterGone,
+    #[error("commit failed: {0}")]
+    Commit(String),
+    #[error("record already exists")]
+    Conflict,
+    #[error("database operation panicked")]
+    Panicked,
+    #[error("schema version {found} is newer than this binary supports ({supported}); upgrade Tessera")]
+    SchemaTooNew { found: i64, supported: i64 },
+    #[error("{0}")]
+    Migration(String),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Sqlite(rusqlite::Error),
+    #[error(transparent)]
+    Pool(#[from] r2d2::Error),
+    #[error("cannot open database: {0}")]
+    Open(String),
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
+                DbError::Conflict
+            }
+            _ => DbError::Sqlite(e),
+        }
+    }
+}
+
+/// How long a request waits for the writer before it is told to come back later.
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The database handle shared by all handlers: cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    writer: writer::Writer,
+    readers: r2d2::Pool<SqliteConnectionManager>,
+}
+
+impl Db {
+    /// Opens (creating if needed) the file, applies migrations, starts the writer thread
+    /// and the read pool.
+    pub fn open(path: &std::path::Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+        let mut conn = connection::open_writer(path, settings)?;
+        migrations::apply(&mut conn)?;
+        let writer = writer::Writer::start(conn, settings.writer_queue)?;
+        let read_settings = settings.clone();
+        let manager = SqliteConnectionManager::file(path)
+            .with_flags(
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )
+            .with_init(move |c| connection::configure_reader(c, &read_settings));
+        let readers = r2d2::Pool::builder()
+            .max_size(settings.read_pool)
+            .min_idle(Some(1))
+            .connection_timeout(Duration::from_secs(5))
+            .build(manager)?;
+        Ok(Self { writer, readers })
+    }
+
+    /// Runs `op` in the writer's next group commit, under its own SAVEPOINT: an error
+    /// rolls back this operation only. Resolves once the batch is durable.
+    pub async fn write<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let reply = self.writer.submit(op)?;
+        match tokio::time::timeout(WRITE_DEADLINE, reply).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(DbError::WriterGone),
+            Err(_) => Err(DbError::Busy),
+        }
+    }
+
+    /// Runs `op` on a read-only pooled connection, off the async threads.
+    pub async fn read<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = pool.get()?;
+            op(&conn)
+        })
+        .await
+        .map_err(|_| DbError::Panicked)?
+    }
+
+    /// Synchronous read for startup code that is not yet on the async runtime.
+    pub fn read_now<T>(&self, op: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
+        let conn = self.readers.get()?;
+        op(&conn)
+    }
+
+    pub fn writer_stats(&self) -> WriterStats {
+        self.writer.stats()
+    }
+
+    /// Stops accepting writes and waits for the queue to be committed.
+    pub fn shutdown(&self) {
+        self.writer.shutdown();
+    }
+}
+
+/// Maps "no row" to `None` while keeping every other error: a failing database is never
+/// mistaken for a missing record.
+pub(crate) fn optional<T>(r: rusqlite::Result<T>) -> Result<Option<T>, DbError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,134 @@
+//! SSO sessions and the pending authorization requests that wait for a sign-in.
+
+use rusqlite::{params, Connection};
+
+use super::{optional, DbError};
+use crate::crypto::TokenHash;
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub sid: String,
+    pub user_id: i64,
+    pub auth_time: i64,
+    pub expires_at: i64,
+}
+
+pub struct NewSession<'a> {
+    pub id_hash: &'a TokenHash,
+    pub sid: &'a str,
+    pub user_id: i64,
+    pub auth_time: i64,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+pub fn create(conn: &Connection, s: &NewSession<'_>) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        s.id_hash.as_bytes(),
+        s.sid,
+        s.user_id,
+        s.auth_time,
+        s.now,
+        s.expires_at
+    ])?;
+    Ok(())
+}
+
+/// The live session behind a cookie: not ended, not expired, and its user enabled.
+pub fn find_active(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<Option<Session>, DbError> {
+    optional(
+        conn.prepare_cached(
+            "SELECT s.sid, s.user_id, s.auth_time, s.expires_at FROM sessions s
+             JOIN users u ON u.id = s.user_id
+             WHERE s.id_hash = ?1 AND s.ended_at IS NULL AND s.expires_at > ?2 AND u.disabled = 0",
+        )?
+        .query_row(params![id_hash.as_bytes(), now], |r| {
+            Ok(Session {
+                sid: r.get(0)?,
+                user_id: r.get(1)?,
+                auth_time: r.get(2)?,
+                expires_at: r.get(3)?,
+            })
+        }),
+    )
+}
+
+pub fn end(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE sessions SET ended_at = ?2 WHERE id_hash = ?1 AND ended_at IS NULL")?
+        .execute(params![id_hash.as_bytes(), now])?;
+    Ok(n == 1)
+}
+
+/// An authorization request parked while the user signs in.
+#[derive(Debug, Clone)]
+pub struct LoginRequest {
+    pub csrf_hash: TokenHash,
+    pub browser_hash: TokenHash,
+    pub params: String,
+}
+
+pub struct NewLoginRequest<'a> {
+    pub id_hash: &'a TokenHash,
+    pub csrf_hash: &'a TokenHash,
+    pub browser_hash: &'a TokenHash,
+    pub params: &'a str,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+pub fn create_login_request(conn: &Connection, r: &NewLoginRequest<'_>) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO login_requests (id_hash, csrf_hash, browser_hash, params, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        r.id_hash.as_bytes(),
+        r.csrf_hash.as_bytes(),
+        r.browser_hash.as_bytes(),
+        r.params,
+        r.now,
+        r.expires_at
+    ])?;
+    Ok(())
+}
+
+fn hash_col(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<TokenHash> {
+    let bytes: Vec<u8> = r.get(i)?;
+    TokenHash::from_slice(&bytes).ok_or(rusqlite::Error::InvalidColumnType(
+        i,
+        "hash".into(),
+        rusqlite::types::Type::Blob,
+    ))
+}
+
+/// A pending request that is neither used nor expired.
+pub fn find_login_request(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<Option<LoginRequest>, DbError> {
+    optional(
+        conn.prepare_cached(
+            "SELECT csrf_hash, browser_hash, params FROM login_requests
+             WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        )?
+        .query_row(params![id_hash.as_bytes(), now], |r| {
+            Ok(LoginRequest {
+                csrf_hash: hash_col(r, 0)?,
+                browser_hash: hash_col(r, 1)?,
+                params: r.get(2)?,
+            })
+        }),
+    )
+}
+
+/// Marks a pending request used; `false` when another submission got there first.
+pub fn consume_login_request(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE login_requests SET used_at = ?2 WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        )?
+        .execute(params![id_hash.as_bytes(), now])?;
+    Ok(n == 1)
+}

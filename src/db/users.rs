@@ -1,0 +1,124 @@
+//! People who sign in: lookups by name, id and subject; creation and account changes.
+
+use rusqlite::{params, Connection, Row};
+
+use super::{optional, DbError};
+
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: i64,
+    pub sub: String,
+    pub username: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+    pub password_hash: String,
+    pub is_admin: bool,
+    pub disabled: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+pub struct NewUser<'a> {
+    pub sub: &'a str,
+    pub username: &'a str,
+    pub email: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub password_hash: &'a str,
+    pub is_admin: bool,
+    pub now: i64,
+}
+
+const COLUMNS: &str =
+    "id, sub, username, email, email_verified, name, password_hash, is_admin, disabled, created_at, updated_at";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
+    Ok(User {
+        id: r.get(0)?,
+        sub: r.get(1)?,
+        username: r.get(2)?,
+        email: r.get(3)?,
+        email_verified: r.get(4)?,
+        name: r.get(5)?,
+        password_hash: r.get(6)?,
+        is_admin: r.get(7)?,
+        disabled: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+/// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken.
+pub fn insert(conn: &Connection, u: &NewUser<'_>) -> Result<i64, DbError> {
+    conn.prepare_cached(
+        "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+    )?
+    .execute(params![
+        u.sub,
+        u.username,
+        u.email,
+        u.name,
+        u.password_hash,
+        u.is_admin,
+        u.now
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn find_by_username(conn: &Connection, username: &str) -> Result<Option<User>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE username = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([username], from_row))
+}
+
+pub fn find_by_id(conn: &Connection, id: i64) -> Result<Option<User>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([id], from_row))
+}
+
+pub fn list(conn: &Connection) -> Result<Vec<User>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn count(conn: &Connection) -> Result<i64, DbError> {
+    Ok(conn.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?)
+}
+
+/// Replaces the password hash; `false` when no such user exists.
+pub fn set_password(conn: &Connection, username: &str, hash: &str, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE username = ?1")?
+        .execute(params![username, hash, now])?;
+    Ok(n == 1)
+}
+
+/// Disables or enables an account. Disabling also ends its sessions and revokes its
+/// grants, so no token issued before keeps working.
+pub fn set_disabled(conn: &Connection, username: &str, disabled: bool, now: i64) -> Result<bool, DbError> {
+    let Some(user) = find_by_username(conn, username)? else {
+        return Ok(false);
+    };
+    conn.execute(
+        "UPDATE users SET disabled = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user.id, disabled, now],
+    )?;
+    if disabled {
+        conn.execute(
+            "UPDATE sessions SET ended_at = ?2 WHERE user_id = ?1 AND ended_at IS NULL",
+            params![user.id, now],
+        )?;
+        conn.execute(
+            "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+            params![user.id, now],
+        )?;
+    }
+    Ok(true)
+}
+
+pub fn find_by_sub(conn: &Connection, sub: &str) -> Result<Option<User>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE sub = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([sub], from_row))
+}

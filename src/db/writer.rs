@@ -1,0 +1,190 @@
+//! The writer thread: owns the only read-write connection, drains its queue into one
+//! transaction per batch (group commit) and runs each operation under a SAVEPOINT.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use super::DbError;
+
+/// Upper bound on operations per transaction, so one batch cannot hold the lock long.
+const MAX_BATCH: usize = 512;
+
+/// Told the outcome of the batch's COMMIT; replies to the waiting request.
+type Completion = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+trait WriteJob: Send {
+    /// Runs the operation; `true` when it succeeded and its savepoint is to be kept.
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Completion);
+    /// Answers without running, when the batch cannot even begin.
+    fn abandon(self: Box<Self>, reason: String);
+}
+
+struct Job<F, T> {
+    op: F,
+    reply: oneshot::Sender<Result<T, DbError>>,
+}
+
+impl<F, T> WriteJob for Job<F, T>
+where
+    F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    T: Send + 'static,
+{
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Completion) {
+        let Job { op, reply } = *self;
+        let result = catch_unwind(AssertUnwindSafe(|| op(conn))).unwrap_or(Err(DbError::Panicked));
+        let ok = result.is_ok();
+        let completion: Completion = Box::new(move |commit| {
+            // A result is only reported once it is committed: a client is never told
+            // of a write that a crash could still undo.
+            let outcome = match commit {
+                Ok(()) => result,
+                Err(e) => Err(DbError::Commit(e)),
+            };
+            let _ = reply.send(outcome);
+        });
+        (ok, completion)
+    }
+
+    fn abandon(self: Box<Self>, reason: String) {
+        let _ = self.reply.send(Err(DbError::Commit(reason)));
+    }
+}
+
+enum Msg {
+    Job(Box<dyn WriteJob>),
+    Stop(std::sync::mpsc::Sender<()>),
+}
+
+/// Counters for metrics and benchmarks.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriterStats {
+    pub batches: u64,
+    pub operations: u64,
+    pub commit_micros_total: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    operations: AtomicU64,
+    commit_micros: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct Writer {
+    queue: SyncSender<Msg>,
+    counters: Arc<Counters>,
+}
+
+impl Writer {
+    pub fn start(conn: Connection, capacity: usize) -> Result<Self, DbError> {
+        let (queue, rx) = sync_channel(capacity.max(1));
+        let counters = Arc::new(Counters::default());
+        let thread_counters = counters.clone();
+        std::thread::Builder::new()
+            .name("tessera-db-writer".into())
+            .spawn(move || run(conn, rx, &thread_counters))
+            .map_err(|e| DbError::Open(format!("cannot start writer thread: {e}")))?;
+        Ok(Self { queue, counters })
+    }
+
+    pub fn submit<T, F>(&self, op: F) -> Result<oneshot::Receiver<Result<T, DbError>>, DbError>
+    where
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        match self.queue.try_send(Msg::Job(Box::new(Job { op, reply }))) {
+            Ok(()) => Ok(rx),
+            Err(TrySendError::Full(_)) => Err(DbError::Busy),
+            Err(TrySendError::Disconnected(_)) => Err(DbError::WriterGone),
+        }
+    }
+
+    pub fn stats(&self) -> WriterStats {
+        WriterStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            operations: self.counters.operations.load(Ordering::Relaxed),
+            commit_micros_total: self.counters.commit_micros.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Commits everything queued before this call, then stops the thread.
+    pub fn shutdown(&self) {
+        let (ack, done) = std::sync::mpsc::channel();
+        if self.queue.send(Msg::Stop(ack)).is_ok() {
+            let _ = done.recv_timeout(Duration::from_secs(30));
+        }
+    }
+}
+
+fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = Vec::new();
+        let mut stop = None;
+        match first {
+            Msg::Job(job) => batch.push(job),
+            Msg::Stop(ack) => stop = Some(ack),
+        }
+        while stop.is_none() && batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Stop(ack)) => stop = Some(ack),
+                Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            commit_batch(&conn, batch, counters);
+        }
+        if let Some(ack) = stop {
+            let _ = ack.send(());
+            return;
+        }
+    }
+}
+
+fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Counters) {
+    let started = Instant::now();
+    let size = batch.len() as u64;
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        tracing::error!(error = %e, "writer could not begin a transaction");
+        for job in batch {
+            job.abandon(e.to_string());
+        }
+        return;
+    }
+    let mut completions = Vec::with_capacity(batch.len());
+    for job in batch {
+        if let Err(e) = conn.execute_batch("SAVEPOINT op") {
+            job.abandon(e.to_string());
+            continue;
+        }
+        let (ok, completion) = job.run(conn);
+        let end = if ok { "RELEASE op" } else { "ROLLBACK TO op; RELEASE op" };
+        if let Err(e) = conn.execute_batch(end) {
+            tracing::error!(error = %e, "writer could not close a savepoint");
+            completion(Err(e.to_string()));
+            continue;
+        }
+        completions.push(completion);
+    }
+    let commit = conn.execute_batch("COMMIT").map_err(|e| {
+        tracing::error!(error = %e, "group commit failed; the batch is rolled back");
+        let _ = conn.execute_batch("ROLLBACK");
+        e.to_string()
+    });
+    for completion in completions {
+        completion(commit.clone());
+    }
+    counters.batches.fetch_add(1, Ordering::Relaxed);
+    counters.operations.fetch_add(size, Ordering::Relaxed);
+    counters
+        .commit_micros
+        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+}

@@ -1,0 +1,134 @@
+//! Domain newtypes, each made by parsing: once built, a value is known to be valid.
+
+mod redirect_uri;
+mod scope;
+
+pub use redirect_uri::RedirectUri;
+pub use scope::Scope;
+
+/// Why a value was refused, in words fit to show the person who typed it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+fn refuse<T>(msg: impl Into<String>) -> Result<T, ParseError> {
+    Err(ParseError(msg.into()))
+}
+
+/// A client identifier as registered: 1–128 characters from a URL-safe set, so it can
+/// appear unescaped in logs, paths and the `client_id:secret` Basic form (RFC 6749 §2.3.1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientId(String);
+
+impl ClientId {
+    pub fn parse(s: &str) -> Result<Self, ParseError> {
+        let ok =
+            !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+        if !ok {
+            return refuse("a client id is 1-128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'");
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A login name: 1–64 characters, no whitespace or control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Username(String);
+
+impl Username {
+    pub fn parse(s: &str) -> Result<Self, ParseError> {
+        let ok = !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !ok {
+            return refuse("a username is 1-64 characters without spaces");
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An email address, checked for shape only; ownership is proven elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub fn parse(s: &str) -> Result<Self, ParseError> {
+        let s = s.trim();
+        let ok = s.len() <= 254
+            && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+            && s.split_once('@')
+                .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.') && !domain.contains('@'));
+        if !ok {
+            return refuse("not an email address");
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A new password: 8 to 72 bytes (bcrypt reads no further than 72, and a longer
+/// password silently truncated would be weaker than its owner believes).
+#[derive(Clone)]
+pub struct NewPassword(String);
+
+impl NewPassword {
+    pub fn parse(s: &str) -> Result<Self, ParseError> {
+        if s.chars().count() < 8 {
+            return refuse("a password has at least 8 characters");
+        }
+        if s.len() > 72 {
+            return refuse("a password has at most 72 bytes");
+        }
+        Ok(Self(s.to_string()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for NewPassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NewPassword(<redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_ids() {
+        assert!(ClientId::parse("grafana").is_ok());
+        assert!(ClientId::parse("my-app_1.v2").is_ok());
+        assert!(ClientId::parse("").is_err());
+        assert!(ClientId::parse("a:b").is_err());
+        assert!(ClientId::parse(&"x".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn usernames_and_emails() {
+        assert!(Username::parse("alice").is_ok());
+        assert!(Username::parse("al ice").is_err());
+        assert!(Email::parse("a@example.com").is_ok());
+        assert!(Email::parse("a@b@example.com").is_err());
+        assert!(Email::parse("nobody").is_err());
+    }
+
+    #[test]
+    fn passwords_are_redacted_and_bounded() {
+        let p = NewPassword::parse("correct horse").unwrap();
+        assert!(!format!("{p:?}").contains("horse"));
+        assert!(NewPassword::parse("short").is_err());
+        assert!(NewPassword::parse(&"x".repeat(73)).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! HTTP: the route table, handlers (one file per endpoint family), and the mapping of
+//! errors to responses. The only module besides `startup` that uses actix-web.
+
+pub mod authorize;
+pub mod cookies;
+pub mod errors;
+pub mod meta;
+pub mod pages;
+pub mod params;
+pub mod token;
+pub mod userinfo;
+
+use actix_web::web;
+
+/// Every route, used by the server and the tests alike.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
+        .route("/jwks", web::get().to(meta::jwks))
+        .route("/healthz", web::get().to(meta::healthz))
+        .route("/static/tessera.css", web::get().to(meta::stylesheet))
+        .route("/authorize", web::get().to(authorize::authorize_get))
+        .route("/authorize", web::post().to(authorize::authorize_post))
+        .route("/login", web::post().to(authorize::login))
+        .route("/token", web::post().to(token::token))
+        .route("/introspect", web::post().to(token::introspect))
+        .route("/revoke", web::post().to(token::revoke))
+        .route("/userinfo", web::get().to(userinfo::userinfo_get))
+        .route("/userinfo", web::post().to(userinfo::userinfo_post));
+}

@@ -1,0 +1,119 @@
+//! Reading request parameters the way the RFCs ask: form bodies and query strings as
+//! ordered pairs (so repeats are visible), and client credentials from HTTP Basic or
+//! the body (RFC 6749 §2.3.1).
+
+use std::collections::HashMap;
+
+use actix_web::http::header;
+use actix_web::HttpRequest;
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+
+use crate::crypto::Secret;
+use crate::oidc::client_auth::{AuthMethod, Presented};
+use crate::oidc::OAuthError;
+
+/// Most parameters a protocol request may carry; more is abuse, not a request.
+const MAX_PAIRS: usize = 64;
+
+pub fn pairs(raw: &[u8]) -> Result<Vec<(String, String)>, OAuthError> {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(raw)
+        .take(MAX_PAIRS + 1)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    if pairs.len() > MAX_PAIRS {
+        return Err(OAuthError::invalid_request("too many parameters"));
+    }
+    Ok(pairs)
+}
+
+/// A form where every parameter appears once (RFC 6749 §3.1, §3.2).
+pub fn unique_form(raw: &[u8]) -> Result<HashMap<String, String>, OAuthError> {
+    let mut map = HashMap::new();
+    for (k, v) in pairs(raw)? {
+        if map.insert(k.clone(), v).is_some() {
+            return Err(OAuthError::invalid_request(format!("the `{k}` parameter is repeated")));
+        }
+    }
+    Ok(map)
+}
+
+/// The body of a POST must be `application/x-www-form-urlencoded` (RFC 6749 §4.1.3).
+pub fn require_form(req: &HttpRequest) -> Result<(), OAuthError> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let essence = ct.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        Ok(())
+    } else {
+        Err(OAuthError::invalid_request(
+            "the body must be application/x-www-form-urlencoded",
+        ))
+    }
+}
+
+fn basic_failed() -> OAuthError {
+    OAuthError::invalid_client("malformed HTTP Basic credentials")
+}
+
+fn form_decode(s: &str) -> String {
+    url::form_urlencoded::parse(format!("x={s}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// `Authorization: Basic` with the form-encoded `client_id:client_secret`.
+fn basic(req: &HttpRequest) -> Result<Option<(String, String)>, OAuthError> {
+    let Some(value) = req.headers().get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = value.to_str().map_err(|_| basic_failed())?;
+    let Some((scheme, rest)) = value.split_once(' ') else {
+        return Err(basic_failed());
+    };
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Ok(None);
+    }
+    let decoded = STANDARD.decode(rest.trim()).map_err(|_| basic_failed())?;
+    let text = String::from_utf8(decoded).map_err(|_| basic_failed())?;
+    let (id, secret) = text.split_once(':').ok_or_else(basic_failed)?;
+    Ok(Some((form_decode(id), form_decode(secret))))
+}
+
+/// Which client the request claims to be, and how it proves it. Using two methods at
+/// once is an error.
+pub fn client_credentials(req: &HttpRequest, form: &HashMap<String, String>) -> Result<Presented, OAuthError> {
+    let body_id = form.get("client_id").filter(|v| !v.is_empty());
+    let body_secret = form.get("client_secret").filter(|v| !v.is_empty());
+    match (basic(req)?, body_id, body_secret) {
+        (Some(_), _, Some(_)) => Err(OAuthError::invalid_request("use one client authentication method")),
+        (Some((id, _)), Some(body), None) if *body != id => Err(OAuthError::invalid_request(
+            "client_id does not match the Authorization header",
+        )),
+        (Some((id, secret)), _, None) => Ok(Presented {
+            client_id: id,
+            secret: Some(Secret::from_string(secret)),
+            method: AuthMethod::SecretBasic,
+        }),
+        (None, Some(id), Some(secret)) => Ok(Presented {
+            client_id: id.clone(),
+            secret: Some(Secret::from_string(secret.clone())),
+            method: AuthMethod::SecretPost,
+        }),
+        (None, Some(id), None) => Ok(Presented {
+            client_id: id.clone(),
+            secret: None,
+            method: AuthMethod::None,
+        }),
+        (None, None, _) => Err(OAuthError::invalid_client("client authentication is required")),
+    }
+}
+
+/// A cookie's value, if the request carries it.
+pub fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
+    req.cookie(name).map(|c| c.value().to_string())
+}

@@ -1,0 +1,80 @@
+//! Token, introspection and revocation endpoints: form in, client authenticated,
+//! one protocol call, JSON out with `no-store`.
+
+use std::collections::HashMap;
+
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::{errors, params};
+use crate::db::clients::Client;
+use crate::oidc::{client_auth, introspect as inspect, token as grants, OAuthError};
+use crate::state::AppState;
+
+async fn authenticated(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &Bytes,
+) -> Result<(Client, HashMap<String, String>), OAuthError> {
+    params::require_form(req)?;
+    let form = params::unique_form(body)?;
+    let presented = params::client_credentials(req, &form)?;
+    let client = client_auth::authenticate(state, presented).await?;
+    Ok((client, form))
+}
+
+fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
+    let mut b = HttpResponse::Ok();
+    errors::no_store(&mut b);
+    b.json(value)
+}
+
+pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let result = async {
+        let (client, form) = authenticated(&req, &state, &body).await?;
+        grants::grant(&state, &client, &form).await
+    }
+    .await;
+    match result {
+        Ok(resp) => ok_json(&resp),
+        Err(e) => errors::oauth_json(&e),
+    }
+}
+
+pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let result = async {
+        let (client, form) = authenticated(&req, &state, &body).await?;
+        // Only a client that can prove its identity may ask about tokens (RFC 7662 §2.1).
+        if client.is_public() {
+            return Err(OAuthError::invalid_client("public clients cannot introspect"));
+        }
+        let token = form
+            .get("token")
+            .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
+        inspect::introspect(&state, token).await
+    }
+    .await;
+    match result {
+        Ok(v) => ok_json(&v),
+        Err(e) => errors::oauth_json(&e),
+    }
+}
+
+pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let result = async {
+        let (client, form) = authenticated(&req, &state, &body).await?;
+        let token = form
+            .get("token")
+            .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
+        inspect::revoke(&state, &client, token, form.get("token_type_hint").map(String::as_str)).await
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.finish()
+        }
+        Err(e) => errors::oauth_json(&e),
+    }
+}

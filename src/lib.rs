@@ -1,0 +1,13 @@
+//! Tessera: a single-binary OpenID Connect provider on SQLite.
+
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod db;
+pub mod domain;
+pub mod http;
+pub mod oidc;
+pub mod startup;
+pub mod state;

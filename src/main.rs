@@ -1,0 +1,143 @@
+//! The `tessera` command: `serve` (the default) and the administration commands.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use tessera::cli::{self, ClientCommand, UserCommand};
+use tessera::clock::Clock;
+use tessera::config::{LogFormat, RawSettings, Settings};
+use tessera::startup::Application;
+
+#[derive(Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "A single-binary OpenID Connect provider on SQLite"
+)]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Options every command understands.
+#[derive(Args)]
+struct Common {
+    /// TOML file with settings (flags and environment override it)
+    #[arg(long, global = true, env = "TESSERA_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// SQLite database file [default: ./tessera.db]
+    #[arg(long, global = true, env = "TESSERA_DB", value_name = "PATH")]
+    db: Option<String>,
+    /// bcrypt cost for password hashes, 4-31 [default: 10]
+    #[arg(long, global = true, env = "TESSERA_BCRYPT_COST", value_name = "N")]
+    bcrypt_cost: Option<String>,
+    /// Use SQLite's write-ahead log; false selects the rollback journal [default: true]
+    #[arg(long, global = true, env = "TESSERA_SQLITE_WAL", value_name = "true|false")]
+    sqlite_wal: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the provider (the default command)
+    Serve(ServeArgs),
+    /// Manage users
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage relying parties (clients)
+    #[command(subcommand)]
+    Client(ClientCommand),
+}
+
+#[derive(Args, Default)]
+struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:9000]
+    #[arg(long, env = "TESSERA_LISTEN", value_name = "ADDR")]
+    listen: Option<String>,
+    /// Issuer URL as relying parties see it [default: http://LISTEN]
+    #[arg(long, env = "TESSERA_ISSUER", value_name = "URL")]
+    issuer: Option<String>,
+    /// SQLite synchronous mode: normal, or full for power-loss durability [default: normal]
+    #[arg(long, env = "TESSERA_SQLITE_SYNCHRONOUS", value_name = "normal|full")]
+    sqlite_synchronous: Option<String>,
+    /// Log format: text or json [default: text]
+    #[arg(long, env = "TESSERA_LOG_FORMAT", value_name = "text|json")]
+    log_format: Option<String>,
+    /// Threads verifying passwords [default: number of cores]
+    #[arg(long, env = "TESSERA_HASH_THREADS", value_name = "N")]
+    hash_threads: Option<String>,
+    /// HTTP worker threads [default: number of cores]
+    #[arg(long, env = "TESSERA_WORKERS", value_name = "N")]
+    workers: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let serve = match cli.command {
+        None => ServeArgs::default(),
+        Some(Command::Serve(args)) => args,
+        Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
+        Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
+    };
+    let settings = match settings(&cli.common, Some(&serve)) {
+        Ok(s) => s,
+        Err(e) => return finish(Err(e)),
+    };
+    init_logging(settings.log_format);
+    finish(serve_forever(settings))
+}
+
+fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, String> {
+    let serve = serve.map(|s| RawSettings {
+        listen: s.listen.clone(),
+        issuer: s.issuer.clone(),
+        sqlite_synchronous: s.sqlite_synchronous.clone(),
+        log_format: s.log_format.clone(),
+        hash_threads: s.hash_threads.clone(),
+        workers: s.workers.clone(),
+        ..Default::default()
+    });
+    let raw = RawSettings {
+        config: common.config.clone(),
+        db: common.db.clone(),
+        bcrypt_cost: common.bcrypt_cost.clone(),
+        sqlite_wal: common.sqlite_wal.clone(),
+        ..serve.unwrap_or_default()
+    };
+    Settings::load(&raw).map_err(|e| e.to_string())
+}
+
+fn finish(result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn serve_forever(settings: Settings) -> Result<(), String> {
+    actix_web::rt::System::new().block_on(async move {
+        let db_path = settings.db_path.clone();
+        let app = Application::build(settings, Clock::system())
+            .await
+            .map_err(|e| e.to_string())?;
+        cli::print_banner(app.state(), &db_path).map_err(|e| e.to_string())?;
+        app.run_until_stopped().await.map_err(|e| e.to_string())
+    })
+}

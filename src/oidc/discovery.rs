@@ -1,0 +1,36 @@
+//! OpenID Provider metadata (OpenID Connect Discovery 1.0 §3; RFC 8414), listing only
+//! what is implemented.
+
+use serde_json::{json, Value};
+
+use super::claims::{SUPPORTED_CLAIMS, SUPPORTED_SCOPES};
+use crate::state::AppState;
+
+pub fn document(state: &AppState) -> Value {
+    json!({
+        "issuer": &*state.issuer,
+        "authorization_endpoint": state.url("/authorize"),
+        "token_endpoint": state.url("/token"),
+        "userinfo_endpoint": state.url("/userinfo"),
+        "jwks_uri": state.url("/jwks"),
+        "introspection_endpoint": state.url("/introspect"),
+        "revocation_endpoint": state.url("/revoke"),
+        "scopes_supported": SUPPORTED_SCOPES,
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "userinfo_signing_alg_values_supported": ["none"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "code_challenge_methods_supported": ["S256"],
+        "claims_supported": SUPPORTED_CLAIMS,
+        "claims_parameter_supported": false,
+        "request_parameter_supported": false,
+        "request_uri_parameter_supported": false,
+        "authorization_response_iss_parameter_supported": true,
+        "prompt_values_supported": ["none", "login"]
+    })
+}

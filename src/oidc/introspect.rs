@@ -1,0 +1,208 @@
+//! Looking at tokens: introspection (RFC 7662), revocation (RFC 7009) and the bearer
+//! check behind userinfo (RFC 6750). An access token is verified by signature and
+//! expiry, then one indexed read tells whether it was revoked.
+
+use serde_json::{json, Map, Value};
+
+use super::{ErrorCode, OAuthError};
+use crate::crypto::{jwt, TokenHash};
+use crate::db::{self, clients::Client};
+use crate::state::AppState;
+
+/// The claims of an access token that is valid right now.
+#[derive(Debug)]
+pub struct AccessToken {
+    pub claims: Map<String, Value>,
+}
+
+impl AccessToken {
+    pub fn str_claim(&self, name: &str) -> &str {
+        self.claims.get(name).and_then(Value::as_str).unwrap_or_default()
+    }
+}
+
+fn looks_like_jwt(token: &str) -> bool {
+    token.bytes().filter(|b| *b == b'.').count() == 2
+}
+
+/// Verifies an access token fully: signature, type, issuer, expiry, and revocation.
+pub async fn check_access_token(state: &AppState, token: &str) -> Result<Option<AccessToken>, OAuthError> {
+    if !looks_like_jwt(token) {
+        return Ok(None);
+    }
+    let keys = state.keys.current();
+    let Ok(signed) = jwt::verify(&keys, token) else {
+        return Ok(None);
+    };
+    let now = state.clock.now();
+    let claims = signed.claims;
+    let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
+    let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(&*state.issuer);
+    // RFC 9068 §4: the `typ` header tells access tokens from ID tokens.
+    if signed.typ.as_deref() != Some("at+jwt") || !iss_ok || exp <= now {
+        return Ok(None);
+    }
+    let gid = claims
+        .get("gid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let jti = claims
+        .get("jti")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let active = state
+        .db
+        .read(move |c| db::grants::access_token_active(c, &gid, &jti))
+        .await?;
+    Ok(active.then_some(AccessToken { claims }))
+}
+
+fn inactive() -> Value {
+    json!({ "active": false })
+}
+
+/// RFC 7662 §2.2. Any authenticated client may introspect (resource servers are
+/// clients too); a token that is unknown, expired or revoked is just `active: false`.
+pub async fn introspect(state: &AppState, token: &str) -> Result<Value, OAuthError> {
+    if token.is_empty() || token.len() > 16 * 1024 {
+        return Ok(inactive());
+    }
+    if let Some(at) = check_access_token(state, token).await? {
+        let mut out = Map::new();
+        out.insert("active".into(), Value::Bool(true));
+        for name in [
+            "scope",
+            "client_id",
+            "sub",
+            "exp",
+            "iat",
+            "iss",
+            "aud",
+            "jti",
+            "auth_time",
+        ] {
+            if let Some(v) = at.claims.get(name) {
+                out.insert(name.into(), v.clone());
+            }
+        }
+        out.insert("token_type".into(), Value::from("Bearer"));
+        return Ok(Value::Object(out));
+    }
+    let hash = TokenHash::of(token);
+    let now = state.clock.now();
+    let found = state
+        .db
+        .read(move |c| {
+            let Some(r) = db::grants::find_refresh(c, &hash)? else {
+                return Ok(None);
+            };
+            let user = match r.grant.user_id {
+                Some(id) => db::users::find_by_id(c, id)?,
+                None => None,
+            };
+            Ok(Some((r, user)))
+        })
+        .await?;
+    match found {
+        Some((r, Some(user)))
+            if r.used_at.is_none() && r.expires_at > now && r.grant.revoked_at.is_none() && !user.disabled =>
+        {
+            Ok(json!({
+                "active": true,
+                "token_type": "refresh_token",
+                "scope": r.scope,
+                "client_id": r.grant.client_id,
+                "sub": user.sub,
+                "username": user.username,
+                "iss": &*state.issuer,
+                "exp": r.expires_at,
+                "iat": r.created_at,
+            }))
+        }
+        _ => Ok(inactive()),
+    }
+}
+
+/// RFC 7009 §2.1: revokes a token the client holds. Unknown tokens are not an error
+/// (§2.2); a token issued to another client is refused.
+pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option<&str>) -> Result<(), OAuthError> {
+    match hint {
+        None | Some("access_token") | Some("refresh_token") => {}
+        Some(_) => {
+            return Err(OAuthError::new(
+                ErrorCode::UnsupportedTokenType,
+                "token_type_hint must be access_token or refresh_token",
+            ))
+        }
+    }
+    if token.is_empty() || token.len() > 16 * 1024 {
+        return Ok(());
+    }
+    let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was not issued to this client");
+    let now = state.clock.now();
+    if looks_like_jwt(token) {
+        let keys = state.keys.current();
+        let Ok(signed) = jwt::verify(&keys, token) else {
+            return Ok(());
+        };
+        if signed.typ.as_deref() != Some("at+jwt") {
+            return Ok(());
+        }
+        if signed.claims.get("client_id").and_then(Value::as_str) != Some(client.client_id.as_str()) {
+            return Err(not_yours());
+        }
+        let jti = signed
+            .claims
+            .get("jti")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let exp = signed.claims.get("exp").and_then(Value::as_i64).unwrap_or(now);
+        if !jti.is_empty() && exp > now {
+            state.db.write(move |c| db::grants::revoke_jti(c, &jti, exp)).await?;
+        }
+        return Ok(());
+    }
+    let hash = TokenHash::of(token);
+    let client_id = client.client_id.clone();
+    let mine = state
+        .db
+        .write(move |c| match db::grants::find_refresh(c, &hash)? {
+            None => Ok(true),
+            Some(r) if r.grant.client_id == client_id => {
+                // Revoking a refresh token revokes its whole grant (§2.1 SHOULD).
+                db::grants::revoke_grant(c, &r.grant.id, now)?;
+                Ok(true)
+            }
+            Some(_) => Ok(false),
+        })
+        .await?;
+    if mine {
+        Ok(())
+    } else {
+        Err(not_yours())
+    }
+}
+
+/// OpenID Connect Core §5.3: the claims the access token's scope releases.
+pub async fn userinfo(state: &AppState, token: &str) -> Result<Value, OAuthError> {
+    let invalid = || OAuthError::new(ErrorCode::InvalidToken, "the access token is invalid or expired");
+    let at = check_access_token(state, token).await?.ok_or_else(invalid)?;
+    let scope = crate::domain::Scope::parse(at.str_claim("scope")).unwrap_or_default();
+    if !scope.contains("openid") {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidToken,
+            "the token was not issued for openid",
+        ));
+    }
+    let sub = at.str_claim("sub").to_string();
+    let user = state
+        .db
+        .read(move |c| db::users::find_by_sub(c, &sub))
+        .await?
+        .filter(|u| !u.disabled)
+        .ok_or_else(invalid)?;
+    Ok(Value::Object(super::claims::user_claims(&user, &scope)))
+}

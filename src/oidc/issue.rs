@@ -1,0 +1,89 @@
+//! Minting tokens: the RFC 9068 access token, the ID token (OpenID Connect Core §2) and
+//! the token response (RFC 6749 §5.1).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::claims::user_claims;
+use super::OAuthError;
+use crate::crypto::keys::Alg;
+use crate::crypto::random::random_id;
+use crate::crypto::{jwt, Secret};
+use crate::db::{grants::Grant, users::User};
+use crate::domain::Scope;
+use crate::state::AppState;
+
+#[derive(Debug, Serialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+}
+
+/// What the new tokens are for.
+pub struct Mint<'a> {
+    pub grant: &'a Grant,
+    pub user: &'a User,
+    pub scope: &'a Scope,
+    /// Only the first ID token of a grant echoes the nonce (Core §12.2).
+    pub nonce: Option<&'a str>,
+    pub refresh_token: Option<&'a Secret>,
+}
+
+pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
+    let keys = state.keys.current();
+    let now = state.clock.now();
+    let lifetimes = &state.settings.lifetimes;
+    let client_id = &m.grant.client_id;
+
+    let mut at = Map::new();
+    at.insert("iss".into(), Value::from(&*state.issuer));
+    at.insert("sub".into(), Value::from(m.user.sub.clone()));
+    at.insert("aud".into(), Value::from(client_id.clone()));
+    at.insert("exp".into(), Value::from(now + lifetimes.access_token));
+    at.insert("iat".into(), Value::from(now));
+    at.insert("jti".into(), Value::from(random_id()));
+    at.insert("client_id".into(), Value::from(client_id.clone()));
+    at.insert("scope".into(), Value::from(m.scope.to_string()));
+    if let Some(t) = m.grant.auth_time {
+        at.insert("auth_time".into(), Value::from(t));
+    }
+    // The grant the token belongs to, so revoking the family revokes this token too.
+    at.insert("gid".into(), Value::from(m.grant.id.clone()));
+    let access_token = jwt::sign(&keys, Alg::Rs256, "at+jwt", at)?;
+
+    let id_token = if m.scope.contains("openid") {
+        let mut id = user_claims(m.user, m.scope);
+        id.insert("iss".into(), Value::from(&*state.issuer));
+        id.insert("aud".into(), Value::from(client_id.clone()));
+        id.insert("azp".into(), Value::from(client_id.clone()));
+        id.insert("exp".into(), Value::from(now + lifetimes.id_token));
+        id.insert("iat".into(), Value::from(now));
+        if let Some(t) = m.grant.auth_time {
+            id.insert("auth_time".into(), Value::from(t));
+        }
+        if let Some(n) = m.nonce {
+            id.insert("nonce".into(), Value::from(n));
+        }
+        if let Some(sid) = &m.grant.sid {
+            id.insert("sid".into(), Value::from(sid.clone()));
+        }
+        id.insert("at_hash".into(), Value::from(jwt::half_hash(Alg::Rs256, &access_token)));
+        Some(jwt::sign(&keys, Alg::Rs256, "JWT", id)?)
+    } else {
+        None
+    };
+    Ok(TokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: lifetimes.access_token,
+        scope: m.scope.to_string(),
+        id_token,
+        refresh_token: m.refresh_token.map(|s| s.expose().to_string()),
+    })
+}

@@ -1,0 +1,203 @@
+//! The token endpoint's grants (RFC 6749 §4.1.3 and §6): exchanging a code and
+//! rotating a refresh token. Each is one write transaction; signing happens after it.
+
+use std::collections::HashMap;
+
+use super::issue::{mint, Mint, TokenResponse};
+use super::{pkce, ErrorCode, OAuthError};
+use crate::crypto::{Secret, TokenHash};
+use crate::db::grants::{Consumed, Grant};
+use crate::db::{self, clients::Client, users::User};
+use crate::domain::Scope;
+use crate::state::AppState;
+
+/// A form whose parameters were each given at most once.
+pub type Form = HashMap<String, String>;
+
+fn param<'a>(form: &'a Form, name: &str) -> Option<&'a str> {
+    form.get(name).map(String::as_str).filter(|v| !v.is_empty())
+}
+
+fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuthError> {
+    param(form, name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
+}
+
+pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+    match required(form, "grant_type")? {
+        "authorization_code" => exchange_code(state, client, form).await,
+        "refresh_token" => refresh(state, client, form).await,
+        _ => Err(OAuthError::new(
+            ErrorCode::UnsupportedGrantType,
+            "grant_type must be authorization_code or refresh_token",
+        )),
+    }
+}
+
+/// What the write transaction decided; failures that must still commit (a replay
+/// revokes tokens, a wrong verifier burns the code) are values, not errors, so that
+/// their savepoint is kept.
+enum Outcome {
+    Issued {
+        grant: Box<Grant>,
+        user: Box<User>,
+        nonce: Option<String>,
+    },
+    Refused(OAuthError),
+}
+
+async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+    let code = TokenHash::of(required(form, "code")?);
+    let redirect_uri = required(form, "redirect_uri")?.to_string();
+    let verifier = param(form, "code_verifier").map(str::to_string);
+    let client_id = client.client_id.clone();
+    let now = state.clock.now();
+    let refresh = Secret::generate();
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
+    let outcome = state
+        .db
+        .write(move |c| {
+            let code = match db::grants::consume_code(c, &code, now)? {
+                Consumed::Fresh(code) => code,
+                Consumed::Replayed { grant_id } => {
+                    // RFC 6749 §4.1.2: a code used twice revokes what it issued.
+                    db::grants::revoke_grant(c, &grant_id, now)?;
+                    return Ok(Outcome::Refused(OAuthError::invalid_grant("the code was already used")));
+                }
+                Consumed::Unknown => return Ok(Outcome::Refused(OAuthError::invalid_grant("the code is not valid"))),
+            };
+            let refuse = |d: &'static str| Ok(Outcome::Refused(OAuthError::invalid_grant(d)));
+            if code.expires_at <= now {
+                return refuse("the code has expired");
+            }
+            if code.client_id != client_id {
+                return refuse("the code was issued to another client");
+            }
+            if code.redirect_uri != redirect_uri {
+                return refuse("redirect_uri does not match the authorization request");
+            }
+            match (&code.code_challenge, &verifier) {
+                (Some(challenge), Some(v)) if pkce::verify(v, challenge) => {}
+                (Some(_), _) => return refuse("code_verifier does not match the code challenge"),
+                // RFC 9700 §2.1.1: a verifier without a challenge is refused.
+                (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
+                (None, None) => {}
+            }
+            let Some(user) = db::users::find_by_id(c, code.user_id)?.filter(|u| !u.disabled) else {
+                return refuse("the user is no longer active");
+            };
+            let grant = Grant {
+                id: code.grant_id.clone(),
+                client_id: code.client_id.clone(),
+                user_id: Some(user.id),
+                scope: code.scope.clone(),
+                sid: Some(code.sid.clone()),
+                auth_time: Some(code.auth_time),
+                nonce: code.nonce.clone(),
+                expires_at: now + refresh_ttl,
+                revoked_at: None,
+            };
+            db::grants::insert_grant(c, &grant, now)?;
+            db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
+            Ok(Outcome::Issued {
+                grant: Box::new(grant),
+                user: Box::new(user),
+                nonce: code.nonce,
+            })
+        })
+        .await?;
+    match outcome {
+        Outcome::Refused(e) => Err(e),
+        Outcome::Issued { grant, user, nonce } => {
+            let scope = Scope::parse(&grant.scope).unwrap_or_default();
+            mint(
+                state,
+                &Mint {
+                    grant: &grant,
+                    user: &user,
+                    scope: &scope,
+                    nonce: nonce.as_deref(),
+                    refresh_token: Some(&refresh),
+                },
+            )
+        }
+    }
+}
+
+async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+    let presented = TokenHash::of(required(form, "refresh_token")?);
+    let requested = match param(form, "scope") {
+        Some(s) => Some(Scope::parse(s).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?),
+        None => None,
+    };
+    let client_id = client.client_id.clone();
+    let now = state.clock.now();
+    let next = Secret::generate();
+    let (next_hash, ttl) = (next.hash(), state.settings.lifetimes.refresh_token);
+    let outcome = state
+        .db
+        .write(move |c| {
+            let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
+            // Checked before use, so another client cannot burn a token it was not issued.
+            match db::grants::find_refresh(c, &presented)? {
+                Some(r) if r.grant.client_id == client_id => {}
+                _ => return refuse("the refresh token is not valid"),
+            }
+            let r = match db::grants::consume_refresh(c, &presented, now)? {
+                Consumed::Fresh(r) => r,
+                Consumed::Replayed { grant_id } => {
+                    // RFC 9700 §4.14.2: reuse of a rotated token revokes the family.
+                    db::grants::revoke_grant(c, &grant_id, now)?;
+                    return refuse("the refresh token was already used");
+                }
+                Consumed::Unknown => return refuse("the refresh token is not valid"),
+            };
+            if r.expires_at <= now || r.grant.revoked_at.is_some() {
+                return refuse("the refresh token has expired or was revoked");
+            }
+            let granted = Scope::parse(&r.scope).unwrap_or_default();
+            let scope = match requested {
+                Some(s) if !s.is_subset_of(&granted) => {
+                    return Ok((
+                        Outcome::Refused(OAuthError::new(
+                            ErrorCode::InvalidScope,
+                            "the requested scope exceeds the original grant",
+                        )),
+                        None,
+                    ))
+                }
+                Some(s) => s,
+                None => granted.clone(),
+            };
+            let user_id = r.grant.user_id.unwrap_or_default();
+            let Some(user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
+                return refuse("the user is no longer active");
+            };
+            // The new token keeps the grant's scope; only this response is narrowed.
+            db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
+            Ok((
+                Outcome::Issued {
+                    grant: Box::new(r.grant),
+                    user: Box::new(user),
+                    nonce: None,
+                },
+                Some(scope),
+            ))
+        })
+        .await?;
+    match outcome {
+        (Outcome::Refused(e), _) => Err(e),
+        (Outcome::Issued { grant, user, .. }, scope) => {
+            let scope = scope.unwrap_or_default();
+            mint(
+                state,
+                &Mint {
+                    grant: &grant,
+                    user: &user,
+                    scope: &scope,
+                    nonce: None,
+                    refresh_token: Some(&next),
+                },
+            )
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Building the application from Settings: storage, keys, the hashing pool and the
+//! HTTP server. Binds before anything else so tests can ask for port 0.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::dev::{Server, Service};
+use actix_web::{web, App, HttpServer};
+
+use crate::auth::Hasher;
+use crate::clock::Clock;
+use crate::config::{self, ConfigError, Settings};
+use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
+use crate::crypto::random::random_id;
+use crate::crypto::KeyStore;
+use crate::db::{self, Db, DbError};
+use crate::http;
+use crate::state::AppState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("database: {0}")]
+    Db(#[from] DbError),
+    #[error("signing keys: {0}")]
+    Keys(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: AppState,
+}
+
+/// Largest request body any endpoint accepts; protocol forms are a few hundred bytes.
+const MAX_BODY: usize = 64 * 1024;
+
+impl Application {
+    pub async fn build(settings: Settings, clock: Clock) -> Result<Self, StartupError> {
+        let listener = TcpListener::bind(settings.listen).map_err(|source| StartupError::Bind {
+            addr: settings.listen.to_string(),
+            source,
+        })?;
+        let addr = listener.local_addr()?;
+        let issuer = match &settings.issuer {
+            Some(url) => url.clone(),
+            None => config::default_issuer(addr)?,
+        };
+        let db = Db::open(&settings.db_path, &settings.sqlite)?;
+        let keys = KeyStore::new(load_keys(&db, &clock).await?);
+        let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
+        let state = AppState {
+            issuer: Arc::from(config::issuer_text(&issuer)),
+            settings: Arc::new(settings),
+            db,
+            keys,
+            hasher,
+            clock,
+        };
+        let server = server(listener, state.clone())?;
+        Ok(Self {
+            port: addr.port(),
+            server,
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until SIGINT/SIGTERM, lets in-flight requests finish, then flushes the
+    /// writer so nothing acknowledged is left in its queue.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.state.db.shutdown();
+        result
+    }
+}
+
+/// Loads the signing keys, creating an RS256 key on first start.
+async fn load_keys(db: &Db, clock: &Clock) -> Result<KeySet, StartupError> {
+    let mut records = db.read(db::keys::list).await?;
+    if !records.iter().any(|k| k.alg == Alg::Rs256 && k.retired_at.is_none()) {
+        let key = SigningKeyRecord::generate(Alg::Rs256, random_id(), clock.now())
+            .map_err(|e| StartupError::Keys(e.to_string()))?;
+        let stored = key.clone();
+        db.write(move |c| db::keys::insert(c, &stored)).await?;
+        tracing::info!(kid = %key.kid, "generated a new RS256 signing key");
+        records.push(key);
+    }
+    KeySet::from_records(&records).map_err(|e| StartupError::Keys(e.to_string()))
+}
+
+fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError> {
+    let workers = state.settings.workers;
+    let data = web::Data::new(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(web::PayloadConfig::new(MAX_BODY))
+            .wrap_fn(|req, srv| {
+                let started = Instant::now();
+                let method = req.method().clone();
+                let path = req.path().to_string();
+                let fut = srv.call(req);
+                async move {
+                    let res = fut.await;
+                    if let Ok(r) = &res {
+                        tracing::info!(
+                            method = %method,
+                            route = %path,
+                            status = r.status().as_u16(),
+                            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+                            "request"
+                        );
+                    }
+                    res
+                }
+            })
+            .configure(http::routes)
+    })
+    .workers(workers)
+    .shutdown_timeout(10)
+    .listen(listener)?
+    .run();
+    Ok(server)
+}

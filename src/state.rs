@@ -1,0 +1,32 @@
+//! AppState: everything a request needs, built once in `startup` and shared; no globals.
+
+use std::sync::Arc;
+
+use crate::auth::Hasher;
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::crypto::KeyStore;
+use crate::db::Db;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    /// The issuer identifier exactly as it appears in `iss` (no trailing slash).
+    pub issuer: Arc<str>,
+    pub db: Db,
+    pub keys: KeyStore,
+    pub hasher: Hasher,
+    pub clock: Clock,
+}
+
+impl AppState {
+    /// An absolute URL for a path on this provider.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.issuer, path)
+    }
+
+    /// Cookies get `Secure` whenever the issuer is served over https.
+    pub fn secure_cookies(&self) -> bool {
+        self.issuer.starts_with("https://")
+    }
+}

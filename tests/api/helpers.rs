@@ -1,0 +1,261 @@
+//! `spawn_app()` and a browser-like client that fills in the login form.
+
+use std::collections::HashMap;
+
+use reqwest::header::LOCATION;
+use scraper::{Html, Selector};
+use tessera::clock::Clock;
+use tessera::config::Settings;
+use tessera::crypto::{random::random_id, Secret};
+use tessera::db::{self, clients::Client};
+use tessera::startup::Application;
+use tessera::state::AppState;
+use url::Url;
+
+pub const PASSWORD: &str = "correct horse battery";
+pub const REDIRECT: &str = "http://localhost:8080/callback";
+
+pub struct TestApp {
+    pub address: String,
+    pub state: AppState,
+    pub clock: Clock,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(|_| {}).await
+}
+
+pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = Settings {
+        db_path: dir.path().join("tessera.db"),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        bcrypt_cost: 4,
+        workers: 2,
+        hash_threads: 2,
+        ..Settings::default()
+    };
+    adjust(&mut settings);
+    let clock = Clock::system();
+    let app = Application::build(settings, clock.clone()).await.unwrap();
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state().clone();
+    tokio::spawn(app.run_until_stopped());
+    TestApp {
+        address,
+        state,
+        clock,
+        _dir: dir,
+    }
+}
+
+/// A client that behaves like a browser: keeps cookies, does not follow redirects so
+/// every hop can be inspected.
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+pub fn plain_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A relying party's view of one authorization: what it sent and must check.
+pub struct Pkce {
+    pub verifier: String,
+    pub challenge: String,
+}
+
+impl Pkce {
+    pub fn new() -> Self {
+        let verifier = Secret::generate().expose().to_string() + "-verifier";
+        let challenge = tessera::crypto::sha256_b64(verifier.as_bytes());
+        Self { verifier, challenge }
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn add_user(&self, username: &str) -> db::users::User {
+        let hash = bcrypt::hash(PASSWORD, 4).unwrap();
+        let name = username.to_string();
+        let now = self.clock.now();
+        self.state
+            .db
+            .write(move |c| {
+                let id = db::users::insert(
+                    c,
+                    &db::users::NewUser {
+                        sub: &random_id(),
+                        username: &name,
+                        email: Some(&format!("{name}@example.com")),
+                        name: Some("Test User"),
+                        password_hash: &hash,
+                        is_admin: false,
+                        now,
+                    },
+                )?;
+                Ok(db::users::find_by_id(c, id)?.unwrap())
+            })
+            .await
+            .unwrap()
+    }
+
+    /// Registers a client; returns its secret (None for a public client).
+    pub async fn add_client(&self, id: &str, public: bool) -> Option<String> {
+        let secret = (!public).then(Secret::generate);
+        let client = Client {
+            client_id: id.to_string(),
+            name: format!("{id} app"),
+            secret_hash: secret.as_ref().map(Secret::hash),
+            redirect_uris: vec![REDIRECT.to_string()],
+            post_logout_redirect_uris: vec![],
+            created_at: self.clock.now(),
+        };
+        self.state
+            .db
+            .write(move |c| db::clients::insert(c, &client))
+            .await
+            .unwrap();
+        secret.map(|s| s.expose().to_string())
+    }
+
+    pub fn authorize_url(&self, client_id: &str, extra: &[(&str, &str)]) -> String {
+        let mut url = Url::parse(&self.url("/authorize")).unwrap();
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("client_id", client_id)
+                .append_pair("redirect_uri", REDIRECT)
+                .append_pair("response_type", "code")
+                .append_pair("scope", "openid profile email")
+                .append_pair("state", "st4te")
+                .append_pair("nonce", "n0nce");
+            for (k, v) in extra {
+                q.append_pair(k, v);
+            }
+        }
+        url.to_string()
+    }
+
+    /// Opens the authorization URL and returns the login form's fields.
+    pub async fn open_login(&self, browser: &reqwest::Client, url: &str) -> HashMap<String, String> {
+        let resp = browser.get(url).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "expected the login page for {url}");
+        form_fields(&resp.text().await.unwrap())
+    }
+
+    pub async fn submit_login(
+        &self,
+        browser: &reqwest::Client,
+        mut fields: HashMap<String, String>,
+        username: &str,
+        password: &str,
+    ) -> reqwest::Response {
+        fields.insert("username".into(), username.into());
+        fields.insert("password".into(), password.into());
+        browser.post(self.url("/login")).form(&fields).send().await.unwrap()
+    }
+
+    /// Signs in through the form and returns the redirect's query parameters.
+    pub async fn login(&self, browser: &reqwest::Client, url: &str, username: &str) -> HashMap<String, String> {
+        let fields = self.open_login(browser, url).await;
+        let resp = self.submit_login(browser, fields, username, PASSWORD).await;
+        assert_eq!(resp.status(), 303, "login failed: {}", resp.text().await.unwrap());
+        redirect_params(&resp)
+    }
+
+    /// A full code flow for a confidential client, returning the token response.
+    pub async fn tokens(&self, client_id: &str, secret: &str, username: &str) -> serde_json::Value {
+        let pkce = Pkce::new();
+        let url = self.authorize_url(
+            client_id,
+            &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
+        );
+        let params = self.login(&browser(), &url, username).await;
+        let resp = self
+            .token(
+                Some((client_id, secret)),
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", &params["code"]),
+                    ("redirect_uri", REDIRECT),
+                    ("code_verifier", &pkce.verifier),
+                ],
+            )
+            .await;
+        assert_eq!(resp.status(), 200);
+        resp.json().await.unwrap()
+    }
+
+    pub async fn token(&self, basic: Option<(&str, &str)>, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_form("/token", basic, form).await
+    }
+
+    pub async fn post_form(&self, path: &str, basic: Option<(&str, &str)>, form: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = plain_client().post(self.url(path)).form(form);
+        if let Some((id, secret)) = basic {
+            req = req.basic_auth(id, Some(secret));
+        }
+        req.send().await.unwrap()
+    }
+
+    pub async fn introspect(&self, basic: (&str, &str), token: &str) -> serde_json::Value {
+        let resp = self.post_form("/introspect", Some(basic), &[("token", token)]).await;
+        assert_eq!(resp.status(), 200);
+        resp.json().await.unwrap()
+    }
+}
+
+/// The hidden and text inputs of the first form on a page.
+pub fn form_fields(html: &str) -> HashMap<String, String> {
+    let doc = Html::parse_document(html);
+    let input = Selector::parse("form input").unwrap();
+    doc.select(&input)
+        .filter_map(|i| {
+            let name = i.value().attr("name")?;
+            Some((
+                name.to_string(),
+                i.value().attr("value").unwrap_or_default().to_string(),
+            ))
+        })
+        .collect()
+}
+
+pub fn location(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get(LOCATION)
+        .unwrap_or_else(|| panic!("no Location header (status {})", resp.status()))
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The query of a redirect to the client, after checking it goes where it should.
+pub fn redirect_params(resp: &reqwest::Response) -> HashMap<String, String> {
+    let loc = location(resp);
+    assert!(loc.starts_with(REDIRECT), "redirected to {loc}");
+    Url::parse(&loc).unwrap().query_pairs().into_owned().collect()
+}
+
+/// Decodes a JWT's header and claims without verifying (the RP tests verify).
+pub fn jwt_parts(token: &str) -> (serde_json::Value, serde_json::Value) {
+    use base64::Engine;
+    let mut parts = token.split('.');
+    let mut decode = || {
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(parts.next().unwrap())
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    (decode(), decode())
+}

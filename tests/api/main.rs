@@ -1,0 +1,10 @@
+//! Integration tests: the real server on port 0 with a temporary database, driven the
+//! way relying parties and browsers drive it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod authorize;
+mod cli;
+mod flow;
+mod helpers;
+mod storage;
+mod token;

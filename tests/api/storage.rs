@@ -1,0 +1,153 @@
+//! The storage engine under concurrency: group commit loses nothing, a failing or
+//! panicking operation harms no neighbour, and single-use values are used once.
+
+use tessera::config::SqliteSettings;
+use tessera::db::{self, Db, DbError};
+
+use crate::helpers::*;
+
+fn settings(wal: bool) -> SqliteSettings {
+    let mut s = tessera::config::Settings::default().sqlite;
+    s.wal = wal;
+    s
+}
+
+async fn count(db: &Db) -> i64 {
+    db.read(|c| Ok(c.query_row("SELECT count(*) FROM revoked_tokens", [], |r| r.get(0))?))
+        .await
+        .unwrap()
+}
+
+async fn many_writers(wal: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let db = Db::open(&path, &settings(wal)).unwrap();
+    // A second process-like connection writing at the same time, as the CLI does.
+    let cli_path = path.clone();
+    let cli = std::thread::spawn(move || {
+        let conn = db::connection::open_cli(&cli_path, &settings(wal)).unwrap();
+        for i in 0..200 {
+            db::grants::revoke_jti(&conn, &format!("cli-{i}"), 0).unwrap();
+        }
+    });
+    let mut tasks = Vec::new();
+    for t in 0..50 {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..40 {
+                let jti = format!("t{t}-{i}");
+                db.write(move |c| db::grants::revoke_jti(c, &jti, 0)).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    cli.join().unwrap();
+    assert_eq!(count(&db).await, 50 * 40 + 200, "every write committed exactly once");
+    let stats = db.writer_stats();
+    assert_eq!(stats.operations, 2000);
+    assert!(
+        stats.batches < stats.operations,
+        "writes were grouped into shared commits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_in_wal_mode_lose_nothing() {
+    many_writers(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_with_the_rollback_journal_lose_nothing() {
+    many_writers(false).await;
+}
+
+#[tokio::test]
+async fn a_failing_or_panicking_operation_leaves_its_batch_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("f.db"), &settings(true)).unwrap();
+    let ok1 = db.write(|c| db::grants::revoke_jti(c, "a", 0));
+    let failing = db.write(|c| {
+        db::grants::revoke_jti(c, "rolled-back", 0)?;
+        Err::<(), _>(DbError::Conflict)
+    });
+    let panicking = db.write(|c| -> Result<(), DbError> {
+        db::grants::revoke_jti(c, "also-rolled-back", 0)?;
+        panic!("bug in an operation")
+    });
+    let ok2 = db.write(|c| db::grants::revoke_jti(c, "b", 0));
+    let (r1, r2, r3, r4) = tokio::join!(ok1, failing, panicking, ok2);
+    assert!(r1.is_ok() && r4.is_ok());
+    assert!(matches!(r2, Err(DbError::Conflict)));
+    assert!(matches!(r3, Err(DbError::Panicked)));
+    assert_eq!(count(&db).await, 2);
+    db.write(|c| db::grants::revoke_jti(c, "c", 0)).await.unwrap();
+    assert_eq!(count(&db).await, 3, "the writer survives a panic");
+}
+
+#[tokio::test]
+async fn a_full_queue_answers_busy_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = settings(true);
+    s.writer_queue = 1;
+    let db = Db::open(&dir.path().join("q.db"), &s).unwrap();
+    let (release, hold) = std::sync::mpsc::channel::<()>();
+    let d = db.clone();
+    let blocker = tokio::spawn(async move {
+        d.write(move |_| {
+            let _ = hold.recv();
+            Ok(())
+        })
+        .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let d = db.clone();
+    let queued = tokio::spawn(async move { d.write(|c| db::grants::revoke_jti(c, "q", 0)).await });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let refused = db.write(|c| db::grants::revoke_jti(c, "r", 0)).await;
+    assert!(matches!(refused, Err(DbError::Busy)));
+    release.send(()).unwrap();
+    blocker.await.unwrap().unwrap();
+    queued.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_redemptions_of_one_code_yield_exactly_one_token() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    let secret = app.add_client("app", false).await.unwrap();
+    let pkce = Pkce::new();
+    let url = app.authorize_url(
+        "app",
+        &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
+    );
+    let code = app.login(&browser(), &url, "alice").await["code"].clone();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (address, secret, code, verifier) =
+            (app.address.clone(), secret.clone(), code.clone(), pkce.verifier.clone());
+        tasks.push(tokio::spawn(async move {
+            plain_client()
+                .post(format!("{address}/token"))
+                .basic_auth("app", Some(secret))
+                .form(&[
+                    ("grant_type", "authorization_code"),
+                    ("code", &code),
+                    ("redirect_uri", REDIRECT),
+                    ("code_verifier", &verifier),
+                ])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 400).count(), 7, "{statuses:?}");
+}
