@@ -63,6 +63,7 @@ impl Application {
             hasher,
             clock,
         };
+        spawn_purger(state.clone());
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),
@@ -100,6 +101,27 @@ async fn load_keys(db: &Db, clock: &Clock) -> Result<KeySet, StartupError> {
         records.push(key);
     }
     KeySet::from_records(&records).map_err(|e| StartupError::Keys(e.to_string()))
+}
+
+/// Every minute, deletes expired rows batch by batch until none are left.
+fn spawn_purger(state: AppState) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            loop {
+                let now = state.clock.now();
+                match state.db.write(move |c| db::purge::purge_expired(c, now)).await {
+                    Ok(n) if n > 0 => tokio::task::yield_now().await,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "purging expired rows failed; will retry");
+                        break;
+                    }
+                }
+            }
+        }
+    });
 }
 
 fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError> {

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod grants;
 pub mod keys;
 pub mod migrations;
+pub mod purge;
 pub mod sessions;
 pub mod users;
 mod writer;

@@ -151,3 +151,38 @@ async fn parallel_redemptions_of_one_code_yield_exactly_one_token() {
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 400).count(), 7, "{statuses:?}");
 }
+
+#[tokio::test]
+async fn expired_rows_are_purged_and_live_ones_kept() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    let secret = app.add_client("app", false).await.unwrap();
+    let live = app.tokens("app", &secret, "alice").await;
+    let now = app.clock.now();
+    let db = &app.state.db;
+    db.write(move |c| {
+        for i in 0..1200 {
+            db::grants::revoke_jti(c, &format!("old-{i}"), now - 1)?;
+        }
+        db::grants::revoke_jti(c, "fresh", now + 3600)
+    })
+    .await
+    .unwrap();
+    let mut rounds = 0;
+    loop {
+        let n = db.write(move |c| db::purge::purge_expired(c, now)).await.unwrap();
+        rounds += 1;
+        if n == 0 {
+            break;
+        }
+        assert!(n <= db::purge::BATCH * 6, "each round is bounded");
+    }
+    assert!(rounds >= 3, "1200 rows take several batches of {}", db::purge::BATCH);
+    assert_eq!(count(db).await, 1, "only the unexpired revocation remains");
+    let rt = live["refresh_token"].as_str().unwrap();
+    assert_eq!(
+        app.introspect(("app", &secret), rt).await["active"],
+        true,
+        "live grants survive"
+    );
+}
