@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tessera::cli::{self, ClientCommand, UserCommand};
+use tessera::cli::{self, ClientCommand, KeysCommand, UserCommand};
 use tessera::clock::Clock;
 use tessera::config::{LogFormat, RawSettings, Settings};
 use tessera::startup::Application;
@@ -49,6 +49,9 @@ enum Command {
     /// Manage relying parties (clients)
     #[command(subcommand)]
     Client(ClientCommand),
+    /// Manage signing keys
+    #[command(subcommand)]
+    Keys(KeysCommand),
 }
 
 #[derive(Args, Default)]
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => args,
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
+        Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
     };
     let settings = match settings(&cli.common, Some(&serve)) {
         Ok(s) => s,

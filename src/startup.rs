@@ -11,12 +11,10 @@ use actix_web::{web, App, HttpServer};
 use crate::auth::Hasher;
 use crate::clock::Clock;
 use crate::config::{self, ConfigError, Settings};
-use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
-use crate::crypto::random::random_id;
 use crate::crypto::KeyStore;
 use crate::db::{self, Db, DbError};
-use crate::http;
 use crate::state::AppState;
+use crate::{http, oidc};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -53,7 +51,11 @@ impl Application {
             None => config::default_issuer(addr)?,
         };
         let db = Db::open(&settings.db_path, &settings.sqlite)?;
-        let keys = KeyStore::new(load_keys(&db, &clock).await?);
+        let keep = oidc::keys::keep_retired(&settings.lifetimes);
+        let keys = oidc::keys::ensure(&db, &clock, keep)
+            .await
+            .map_err(|e| StartupError::Keys(e.to_string()))?;
+        let keys = KeyStore::new(keys);
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let state = AppState {
             issuer: Arc::from(config::issuer_text(&issuer)),
@@ -64,6 +66,7 @@ impl Application {
             clock,
         };
         spawn_purger(state.clone());
+        oidc::keys::spawn_reloader(state.clone());
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),
@@ -87,20 +90,6 @@ impl Application {
         self.state.db.shutdown();
         result
     }
-}
-
-/// Loads the signing keys, creating an RS256 key on first start.
-async fn load_keys(db: &Db, clock: &Clock) -> Result<KeySet, StartupError> {
-    let mut records = db.read(db::keys::list).await?;
-    if !records.iter().any(|k| k.alg == Alg::Rs256 && k.retired_at.is_none()) {
-        let key = SigningKeyRecord::generate(Alg::Rs256, random_id(), clock.now())
-            .map_err(|e| StartupError::Keys(e.to_string()))?;
-        let stored = key.clone();
-        db.write(move |c| db::keys::insert(c, &stored)).await?;
-        tracing::info!(kid = %key.kid, "generated a new RS256 signing key");
-        records.push(key);
-    }
-    KeySet::from_records(&records).map_err(|e| StartupError::Keys(e.to_string()))
 }
 
 /// Every minute, deletes expired rows batch by batch until none are left.

@@ -76,7 +76,7 @@ mod tests {
 
     fn keys() -> KeySet {
         let rec = SigningKeyRecord::generate(Alg::Es256, "k1".into(), 0).unwrap();
-        KeySet::from_records(&[rec]).unwrap()
+        KeySet::from_records(&[rec], 0, 0).unwrap()
     }
 
     #[test]

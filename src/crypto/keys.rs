@@ -99,11 +99,16 @@ pub struct KeySet {
 }
 
 impl KeySet {
-    pub fn from_records(records: &[SigningKeyRecord]) -> Result<Self, KeyError> {
+    /// Builds the set from stored keys. A retired key stays published (and verifiable)
+    /// until `now - retired_at` exceeds `keep_retired`, so tokens it signed outlive it.
+    pub fn from_records(records: &[SigningKeyRecord], now: i64, keep_retired: i64) -> Result<Self, KeyError> {
         let mut active: HashMap<Alg, (i64, ActiveKey)> = HashMap::new();
         let mut verifiers: HashMap<String, Box<dyn JwsVerifier>> = HashMap::new();
         let mut published = Vec::new();
         for rec in records {
+            if rec.retired_at.is_some_and(|t| now - t > keep_retired) {
+                continue;
+            }
             let stored = |reason: String| KeyError::Stored {
                 kid: rec.kid.clone(),
                 reason,
@@ -207,11 +212,24 @@ mod tests {
     fn the_newest_unretired_key_signs_and_all_are_published() {
         let old = SigningKeyRecord::generate(Alg::Es256, "old".into(), 1).unwrap();
         let new = SigningKeyRecord::generate(Alg::Es256, "new".into(), 2).unwrap();
-        let set = KeySet::from_records(&[old, new]).unwrap();
+        let set = KeySet::from_records(&[old, new], 0, 0).unwrap();
         assert_eq!(set.signer(Alg::Es256).unwrap().0, "new");
         assert!(set.verifier("old").is_some());
         let jwks: Value = serde_json::from_str(set.jwks_json()).unwrap();
         assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
         assert!(jwks["keys"][0].get("d").is_none(), "private part leaked");
+    }
+
+    #[test]
+    fn a_retired_key_is_published_until_its_tokens_have_expired() {
+        let mut old = SigningKeyRecord::generate(Alg::EdDsa, "old".into(), 1).unwrap();
+        let new = SigningKeyRecord::generate(Alg::EdDsa, "new".into(), 2).unwrap();
+        old.retired_at = Some(100);
+        let records = [old, new];
+        let during = KeySet::from_records(&records, 100 + 900, 900).unwrap();
+        assert!(during.verifier("old").is_some());
+        assert_eq!(during.signer(Alg::EdDsa).unwrap().0, "new");
+        let after = KeySet::from_records(&records, 100 + 901, 900).unwrap();
+        assert!(after.verifier("old").is_none());
     }
 }

@@ -5,6 +5,15 @@ use rusqlite::{params, Connection, Row};
 use super::{optional, DbError};
 use crate::crypto::TokenHash;
 
+/// When a client gets refresh tokens (OpenID Connect Core §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshPolicy {
+    /// With every code exchange: a first-party client the administrator registered.
+    Always,
+    /// Only when the `offline_access` scope was requested and granted.
+    OfflineAccess,
+}
+
 #[derive(Debug, Clone)]
 pub struct Client {
     pub client_id: String,
@@ -14,30 +23,84 @@ pub struct Client {
     pub redirect_uris: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub created_at: i64,
+    /// `token_endpoint_auth_method` (OpenID Connect Dynamic Registration §2).
+    pub auth_method: String,
+    pub id_token_alg: String,
+    pub consent_required: bool,
+    pub grant_types: Vec<String>,
+    pub refresh: RefreshPolicy,
+    /// The client's public keys for `private_key_jwt`.
+    pub jwks: Option<String>,
+    /// The shared secret itself, kept only for `client_secret_jwt` (an HMAC key).
+    pub secret_for_hmac: Option<String>,
+    pub backchannel_logout_uri: Option<String>,
+    pub backchannel_logout_session_required: bool,
 }
 
 impl Client {
+    /// A client with the defaults of `tessera client add`.
+    pub fn new(client_id: &str, name: &str, secret_hash: Option<TokenHash>, redirect_uris: Vec<String>) -> Self {
+        let public = secret_hash.is_none();
+        Self {
+            client_id: client_id.to_string(),
+            name: name.to_string(),
+            secret_hash,
+            redirect_uris,
+            post_logout_redirect_uris: Vec::new(),
+            created_at: 0,
+            auth_method: if public { "none" } else { "client_secret_basic" }.to_string(),
+            id_token_alg: "RS256".to_string(),
+            consent_required: false,
+            grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+            refresh: RefreshPolicy::Always,
+            jwks: None,
+            secret_for_hmac: None,
+            backchannel_logout_uri: None,
+            backchannel_logout_session_required: false,
+        }
+    }
+
     pub fn is_public(&self) -> bool {
-        self.secret_hash.is_none()
+        self.auth_method == "none"
+    }
+
+    pub fn allows_grant(&self, grant_type: &str) -> bool {
+        self.grant_types.iter().any(|g| g == grant_type)
     }
 }
 
-const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at";
+const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
+    token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
+    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required";
 
-fn json_list(text: String) -> rusqlite::Result<Vec<String>> {
+fn json_list(text: String, col: usize) -> rusqlite::Result<Vec<String>> {
     serde_json::from_str(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e)))
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e)))
 }
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
     let secret: Option<Vec<u8>> = r.get(2)?;
+    let always: bool = r.get(10)?;
     Ok(Client {
         client_id: r.get(0)?,
         name: r.get(1)?,
         secret_hash: secret.as_deref().and_then(TokenHash::from_slice),
-        redirect_uris: json_list(r.get(3)?)?,
-        post_logout_redirect_uris: json_list(r.get(4)?)?,
+        redirect_uris: json_list(r.get(3)?, 3)?,
+        post_logout_redirect_uris: json_list(r.get(4)?, 4)?,
         created_at: r.get(5)?,
+        auth_method: r.get(6)?,
+        id_token_alg: r.get(7)?,
+        consent_required: r.get(8)?,
+        grant_types: json_list(r.get(9)?, 9)?,
+        refresh: if always {
+            RefreshPolicy::Always
+        } else {
+            RefreshPolicy::OfflineAccess
+        },
+        jwks: r.get(11)?,
+        secret_for_hmac: r.get(12)?,
+        backchannel_logout_uri: r.get(13)?,
+        backchannel_logout_session_required: r.get(14)?,
     })
 }
 
@@ -46,18 +109,27 @@ fn to_json(list: &[String]) -> String {
 }
 
 /// Registers a client; `DbError::Conflict` when the id is taken.
-pub fn insert(conn: &Connection, client: &Client) -> Result<(), DbError> {
-    conn.prepare_cached(
-        "INSERT INTO clients (client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)",
-    )?
+pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO clients ({COLUMNS}, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?6)"
+    ))?
     .execute(params![
-        client.client_id,
-        client.name,
-        client.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
-        to_json(&client.redirect_uris),
-        to_json(&client.post_logout_redirect_uris),
-        client.created_at,
+        c.client_id,
+        c.name,
+        c.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
+        to_json(&c.redirect_uris),
+        to_json(&c.post_logout_redirect_uris),
+        c.created_at,
+        c.auth_method,
+        c.id_token_alg,
+        c.consent_required,
+        to_json(&c.grant_types),
+        c.refresh == RefreshPolicy::Always,
+        c.jwks,
+        c.secret_for_hmac,
+        c.backchannel_logout_uri,
+        c.backchannel_logout_session_required,
     ])?;
     Ok(())
 }
@@ -75,11 +147,18 @@ pub fn list(conn: &Connection) -> Result<Vec<Client>, DbError> {
 }
 
 /// Replaces a confidential client's secret; `false` when there is no such client or
-/// it is public (a public client has no secret to rotate).
-pub fn set_secret(conn: &Connection, client_id: &str, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+/// it has no secret to rotate. `hmac_copy` is kept only for `client_secret_jwt`.
+pub fn set_secret(
+    conn: &Connection,
+    client_id: &str,
+    hash: &TokenHash,
+    hmac_copy: Option<&str>,
+    now: i64,
+) -> Result<bool, DbError> {
     let n = conn.execute(
-        "UPDATE clients SET secret_hash = ?2, updated_at = ?3 WHERE client_id = ?1 AND secret_hash IS NOT NULL",
-        params![client_id, hash.as_bytes().to_vec(), now],
+        "UPDATE clients SET secret_hash = ?2, secret_for_hmac = ?3, updated_at = ?4
+         WHERE client_id = ?1 AND secret_hash IS NOT NULL",
+        params![client_id, hash.as_bytes().to_vec(), hmac_copy, now],
     )?;
     Ok(n == 1)
 }

@@ -50,3 +50,20 @@ pub fn list(conn: &Connection) -> Result<Vec<SigningKeyRecord>, DbError> {
     }
     Ok(keys)
 }
+
+/// Retires every active key of `alg`: it stops signing but stays published.
+pub fn retire_active(conn: &Connection, alg: Alg, now: i64) -> Result<usize, DbError> {
+    Ok(conn.execute(
+        "UPDATE signing_keys SET retired_at = ?2 WHERE alg = ?1 AND retired_at IS NULL",
+        params![alg.as_str(), now],
+    )?)
+}
+
+/// A cheap fingerprint of the key table; when it changes, the key set is reloaded.
+pub fn fingerprint(conn: &Connection) -> Result<(i64, i64, i64), DbError> {
+    Ok(conn.query_row(
+        "SELECT count(*), coalesce(max(created_at), 0), coalesce(max(retired_at), 0) FROM signing_keys",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?)
+}

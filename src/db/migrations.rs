@@ -6,7 +6,10 @@ use rusqlite::Connection;
 use super::DbError;
 
 /// Migrations in order; version N is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_protocol.sql"),
+];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 

@@ -38,8 +38,14 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Clie
     let Some(client) = client else {
         return Err(failed());
     };
+    // Basic and post carry the same secret and are interchangeable; the JWT methods
+    // and `none` are only accepted from clients registered for them.
+    let secret_client = matches!(
+        client.auth_method.as_str(),
+        "client_secret_basic" | "client_secret_post"
+    );
     match (&client.secret_hash, presented.method, &presented.secret) {
-        (Some(stored), AuthMethod::SecretBasic | AuthMethod::SecretPost, Some(secret)) => {
+        (Some(stored), AuthMethod::SecretBasic | AuthMethod::SecretPost, Some(secret)) if secret_client => {
             let given = TokenHash::of(secret.expose());
             if bool::from(given.as_bytes().ct_eq(stored.as_bytes())) {
                 Ok(client)
@@ -47,7 +53,7 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Clie
                 Err(failed())
             }
         }
-        (None, AuthMethod::None, None) => Ok(client),
+        (_, AuthMethod::None, None) if client.is_public() => Ok(client),
         _ => Err(failed()),
     }
 }

@@ -33,6 +33,8 @@ pub struct Mint<'a> {
     /// Only the first ID token of a grant echoes the nonce (Core §12.2).
     pub nonce: Option<&'a str>,
     pub refresh_token: Option<&'a Secret>,
+    /// The client's signing algorithm, for both tokens.
+    pub alg: Alg,
 }
 
 pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
@@ -55,7 +57,7 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
     }
     // The grant the token belongs to, so revoking the family revokes this token too.
     at.insert("gid".into(), Value::from(m.grant.id.clone()));
-    let access_token = jwt::sign(&keys, Alg::Rs256, "at+jwt", at)?;
+    let access_token = jwt::sign(&keys, m.alg, "at+jwt", at)?;
 
     let id_token = if m.scope.contains("openid") {
         let mut id = user_claims(m.user, m.scope);
@@ -73,8 +75,8 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
         if let Some(sid) = &m.grant.sid {
             id.insert("sid".into(), Value::from(sid.clone()));
         }
-        id.insert("at_hash".into(), Value::from(jwt::half_hash(Alg::Rs256, &access_token)));
-        Some(jwt::sign(&keys, Alg::Rs256, "JWT", id)?)
+        id.insert("at_hash".into(), Value::from(jwt::half_hash(m.alg, &access_token)));
+        Some(jwt::sign(&keys, m.alg, "JWT", id)?)
     } else {
         None
     };

@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod error;
 pub mod introspect;
 pub mod issue;
+pub mod keys;
 pub mod login;
 pub mod pkce;
 pub mod token;

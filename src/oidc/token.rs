@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::issue::{mint, Mint, TokenResponse};
 use super::{pkce, ErrorCode, OAuthError};
+use crate::crypto::keys::Alg;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::grants::{Consumed, Grant};
 use crate::db::{self, clients::Client, users::User};
@@ -13,6 +14,10 @@ use crate::state::AppState;
 
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
+
+fn client_alg(client: &Client) -> Alg {
+    Alg::parse(&client.id_token_alg).unwrap_or(Alg::Rs256)
+}
 
 fn param<'a>(form: &'a Form, name: &str) -> Option<&'a str> {
     form.get(name).map(String::as_str).filter(|v| !v.is_empty())
@@ -117,6 +122,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                     scope: &scope,
                     nonce: nonce.as_deref(),
                     refresh_token: Some(&refresh),
+                    alg: client_alg(client),
                 },
             )
         }
@@ -196,6 +202,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                     scope: &scope,
                     nonce: None,
                     refresh_token: Some(&next),
+                    alg: client_alg(client),
                 },
             )
         }

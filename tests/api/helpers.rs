@@ -113,15 +113,20 @@ impl TestApp {
 
     /// Registers a client; returns its secret (None for a public client).
     pub async fn add_client(&self, id: &str, public: bool) -> Option<String> {
+        self.add_client_with(id, public, |_| {}).await
+    }
+
+    /// Registers a client after `adjust` has changed its settings.
+    pub async fn add_client_with(&self, id: &str, public: bool, adjust: impl FnOnce(&mut Client)) -> Option<String> {
         let secret = (!public).then(Secret::generate);
-        let client = Client {
-            client_id: id.to_string(),
-            name: format!("{id} app"),
-            secret_hash: secret.as_ref().map(Secret::hash),
-            redirect_uris: vec![REDIRECT.to_string()],
-            post_logout_redirect_uris: vec![],
-            created_at: self.clock.now(),
-        };
+        let mut client = Client::new(
+            id,
+            &format!("{id} app"),
+            secret.as_ref().map(Secret::hash),
+            vec![REDIRECT.to_string()],
+        );
+        client.created_at = self.clock.now();
+        adjust(&mut client);
         self.state
             .db
             .write(move |c| db::clients::insert(c, &client))

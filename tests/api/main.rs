@@ -6,5 +6,6 @@ mod authorize;
 mod cli;
 mod flow;
 mod helpers;
+mod keys;
 mod storage;
 mod token;

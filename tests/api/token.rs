@@ -69,7 +69,7 @@ async fn a_code_is_bound_to_its_client_redirect_verifier_and_lifetime() {
         let hash = s.hash();
         app.state
             .db
-            .write(move |c| tessera::db::clients::set_secret(c, "other", &hash, 0))
+            .write(move |c| tessera::db::clients::set_secret(c, "other", &hash, None, 0))
             .await
             .unwrap();
         s.expose().to_string()
