@@ -16,6 +16,7 @@ pub struct NewCode<'a> {
     pub scope: &'a str,
     pub nonce: Option<&'a str>,
     pub code_challenge: Option<&'a str>,
+    pub claims_request: Option<&'a str>,
     pub sid: &'a str,
     pub auth_time: i64,
     pub now: i64,
@@ -25,8 +26,8 @@ pub struct NewCode<'a> {
 pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
     conn.prepare_cached(
         "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
-                                 code_challenge, sid, auth_time, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                 code_challenge, sid, auth_time, created_at, expires_at, claims_request)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         c.code_hash.as_bytes(),
@@ -40,7 +41,8 @@ pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
         c.sid,
         c.auth_time,
         c.now,
-        c.expires_at
+        c.expires_at,
+        c.claims_request
     ])?;
     Ok(())
 }
@@ -57,6 +59,7 @@ pub struct Code {
     pub sid: String,
     pub auth_time: i64,
     pub expires_at: i64,
+    pub claims_request: Option<String>,
 }
 
 /// The outcome of presenting a single-use value.
@@ -75,7 +78,8 @@ pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Con
     let fresh = optional(
         conn.prepare_cached(
             "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
-             RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time, expires_at",
+             RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
+                       expires_at, claims_request",
         )?
         .query_row(params![hash.as_bytes(), now], |r| {
             Ok(Code {
@@ -89,6 +93,7 @@ pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Con
                 sid: r.get(7)?,
                 auth_time: r.get(8)?,
                 expires_at: r.get(9)?,
+                claims_request: r.get(10)?,
             })
         }),
     )?;
@@ -116,12 +121,13 @@ pub struct Grant {
     pub nonce: Option<String>,
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
+    pub claims_request: Option<String>,
 }
 
 pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbError> {
     conn.prepare_cached(
-        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         g.id,
@@ -132,12 +138,14 @@ pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbErro
         g.auth_time,
         g.nonce,
         now,
-        g.expires_at
+        g.expires_at,
+        g.claims_request
     ])?;
     Ok(())
 }
 
-const GRANT_COLUMNS: &str = "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at";
+const GRANT_COLUMNS: &str =
+    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request";
 
 fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
     Ok(Grant {
@@ -150,6 +158,7 @@ fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
         nonce: r.get(6)?,
         expires_at: r.get(7)?,
         revoked_at: r.get(8)?,
+        claims_request: r.get(9)?,
     })
 }
 

@@ -17,6 +17,10 @@ pub struct User {
     pub disabled: bool,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Further standard claims (given_name, phone_number, address …).
+    pub claims: serde_json::Map<String, serde_json::Value>,
+    /// Names of the user's groups; filled by `load_groups` where needed.
+    pub groups: Vec<String>,
 }
 
 pub struct NewUser<'a> {
@@ -30,7 +34,7 @@ pub struct NewUser<'a> {
 }
 
 const COLUMNS: &str =
-    "id, sub, username, email, email_verified, name, password_hash, is_admin, disabled, created_at, updated_at";
+    "id, sub, username, email, email_verified, name, password_hash, is_admin, disabled, created_at, updated_at, claims";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
@@ -45,7 +49,43 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
         disabled: r.get(8)?,
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
+        claims: serde_json::from_str(&r.get::<_, String>(11)?).unwrap_or_default(),
+        groups: Vec::new(),
     })
+}
+
+/// Fills `user.groups` with the names of the groups the user belongs to.
+pub fn load_groups(conn: &Connection, user: &mut User) -> Result<(), DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT g.name FROM groups g JOIN user_groups ug ON ug.group_id = g.id WHERE ug.user_id = ?1 ORDER BY g.name",
+    )?;
+    let names = stmt.query_map([user.id], |r| r.get(0))?;
+    user.groups = names.collect::<Result<_, _>>()?;
+    Ok(())
+}
+
+/// Replaces the extra standard claims of a user.
+pub fn set_claims(
+    conn: &Connection,
+    user_id: i64,
+    claims: &serde_json::Map<String, serde_json::Value>,
+    now: i64,
+) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE users SET claims = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user_id, serde_json::Value::Object(claims.clone()).to_string(), now],
+    )?;
+    Ok(())
+}
+
+/// Adds a user to a group, creating the group if needed.
+pub fn add_to_group(conn: &Connection, user_id: i64, group: &str) -> Result<(), DbError> {
+    conn.execute("INSERT OR IGNORE INTO groups (name) VALUES (?1)", [group])?;
+    conn.execute(
+        "INSERT OR IGNORE INTO user_groups (user_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2",
+        params![user_id, group],
+    )?;
+    Ok(())
 }
 
 /// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken.

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::claims::ClaimsRequest;
 use super::{pkce, ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
@@ -22,6 +23,8 @@ pub struct AuthRequest {
     pub prompt: Prompt,
     pub max_age: Option<i64>,
     pub login_hint: Option<String>,
+    /// The `claims` parameter (Core §5.5), as the JSON this provider re-serialised.
+    pub claims: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -135,6 +138,12 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
             ))
         }
     }
+    if !client.allows_grant("authorization_code") {
+        return Err(fail(
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for the authorization code flow".into(),
+        ));
+    }
     match get("response_mode")? {
         None | Some("query") => {}
         Some(_) => {
@@ -178,6 +187,13 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
         }
         (None, None) => None,
     };
+    let claims = match get("claims")? {
+        None => None,
+        Some(text) => {
+            let parsed = ClaimsRequest::parse(text).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
+            (!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default())
+        }
+    };
     let prompt = match get("prompt")? {
         None => Prompt::Default,
         Some("none") => Prompt::None,
@@ -210,6 +226,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
         prompt,
         max_age,
         login_hint: get("login_hint")?.map(|h| h.chars().take(256).collect()),
+        claims,
     })
 }
 
@@ -291,6 +308,7 @@ impl CodeRecord {
                 scope: &self.req.scope,
                 nonce: self.req.nonce.as_deref(),
                 code_challenge: self.req.code_challenge.as_deref(),
+                claims_request: self.req.claims.as_deref(),
                 sid: &self.sid,
                 auth_time: self.auth_time,
                 now,

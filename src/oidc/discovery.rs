@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::claims::{SUPPORTED_CLAIMS, SUPPORTED_SCOPES};
+use super::claims::{supported_claims, SUPPORTED_SCOPES};
 use crate::state::AppState;
 
 pub fn document(state: &AppState) -> Value {
@@ -16,6 +16,7 @@ pub fn document(state: &AppState) -> Value {
         "introspection_endpoint": state.url("/introspect"),
         "revocation_endpoint": state.url("/revoke"),
         "scopes_supported": SUPPORTED_SCOPES,
+        "claim_types_supported": ["normal"],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
@@ -26,8 +27,8 @@ pub fn document(state: &AppState) -> Value {
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "code_challenge_methods_supported": ["S256"],
-        "claims_supported": SUPPORTED_CLAIMS,
-        "claims_parameter_supported": false,
+        "claims_supported": supported_claims(),
+        "claims_parameter_supported": true,
         "request_parameter_supported": false,
         "request_uri_parameter_supported": false,
         "authorization_response_iss_parameter_supported": true,

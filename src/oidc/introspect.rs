@@ -197,12 +197,20 @@ pub async fn userinfo(state: &AppState, token: &str) -> Result<Value, OAuthError
             "the token was not issued for openid",
         ));
     }
-    let sub = at.str_claim("sub").to_string();
-    let user = state
+    let (sub, gid) = (at.str_claim("sub").to_string(), at.str_claim("gid").to_string());
+    let found = state
         .db
-        .read(move |c| db::users::find_by_sub(c, &sub))
-        .await?
-        .filter(|u| !u.disabled)
-        .ok_or_else(invalid)?;
-    Ok(Value::Object(super::claims::user_claims(&user, &scope)))
+        .read(move |c| {
+            let Some(mut user) = db::users::find_by_sub(c, &sub)? else {
+                return Ok(None);
+            };
+            db::users::load_groups(c, &mut user)?;
+            Ok(Some((user, db::grants::find_grant(c, &gid)?)))
+        })
+        .await?;
+    let Some((user, Some(grant))) = found.filter(|(u, _)| !u.disabled) else {
+        return Err(invalid());
+    };
+    let extra = super::issue::requested(&grant).userinfo;
+    Ok(Value::Object(super::claims::user_claims(&user, &scope, &extra)))
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::claims::user_claims;
+use super::claims::{user_claims, ClaimsRequest};
 use super::OAuthError;
 use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
@@ -37,6 +37,40 @@ pub struct Mint<'a> {
     pub alg: Alg,
 }
 
+/// RFC 6749 §4.4.3: only an access token, with the client as its subject.
+pub fn mint_for_client(state: &AppState, grant: &Grant, scope: &Scope, alg: Alg) -> Result<TokenResponse, OAuthError> {
+    let keys = state.keys.current();
+    let now = state.clock.now();
+    let ttl = state.settings.lifetimes.access_token;
+    let mut at = Map::new();
+    at.insert("iss".into(), Value::from(&*state.issuer));
+    at.insert("sub".into(), Value::from(grant.client_id.clone()));
+    at.insert("aud".into(), Value::from(grant.client_id.clone()));
+    at.insert("exp".into(), Value::from(now + ttl));
+    at.insert("iat".into(), Value::from(now));
+    at.insert("jti".into(), Value::from(random_id()));
+    at.insert("client_id".into(), Value::from(grant.client_id.clone()));
+    at.insert("scope".into(), Value::from(scope.to_string()));
+    at.insert("gid".into(), Value::from(grant.id.clone()));
+    Ok(TokenResponse {
+        access_token: jwt::sign(&keys, alg, "at+jwt", at)?,
+        token_type: "Bearer",
+        expires_in: ttl,
+        scope: scope.to_string(),
+        id_token: None,
+        refresh_token: None,
+    })
+}
+
+/// The claims individually requested for the grant's tokens.
+pub fn requested(grant: &Grant) -> ClaimsRequest {
+    grant
+        .claims_request
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default()
+}
+
 pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     let keys = state.keys.current();
     let now = state.clock.now();
@@ -60,7 +94,8 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
     let access_token = jwt::sign(&keys, m.alg, "at+jwt", at)?;
 
     let id_token = if m.scope.contains("openid") {
-        let mut id = user_claims(m.user, m.scope);
+        let extra = requested(m.grant).id_token;
+        let mut id = user_claims(m.user, m.scope, &extra);
         id.insert("iss".into(), Value::from(&*state.issuer));
         id.insert("aud".into(), Value::from(client_id.clone()));
         id.insert("azp".into(), Value::from(client_id.clone()));

@@ -27,15 +27,64 @@ fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuthErro
     param(form, name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
+pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
 pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
-    match required(form, "grant_type")? {
+    let grant_type = required(form, "grant_type")?;
+    if !matches!(
+        grant_type,
+        "authorization_code" | "refresh_token" | "client_credentials" | DEVICE_CODE
+    ) {
+        return Err(OAuthError::new(
+            ErrorCode::UnsupportedGrantType,
+            "this grant type is not supported",
+        ));
+    }
+    if !client.allows_grant(grant_type) {
+        return Err(OAuthError::new(
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for this grant type",
+        ));
+    }
+    match grant_type {
         "authorization_code" => exchange_code(state, client, form).await,
         "refresh_token" => refresh(state, client, form).await,
-        _ => Err(OAuthError::new(
-            ErrorCode::UnsupportedGrantType,
-            "grant_type must be authorization_code or refresh_token",
-        )),
+        "client_credentials" => client_credentials(state, client, form).await,
+        _ => super::device::poll(state, client, form).await,
     }
+}
+
+/// RFC 6749 §4.4: a token for the client itself: no user, no refresh token, no ID
+/// token. OpenID scopes mean nothing here and are dropped.
+async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+    if client.is_public() {
+        return Err(OAuthError::new(
+            ErrorCode::UnauthorizedClient,
+            "public clients cannot use client_credentials",
+        ));
+    }
+    let requested =
+        Scope::parse(param(form, "scope").unwrap_or("")).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
+    let scope = requested.filter(|s| !super::claims::SUPPORTED_SCOPES.contains(&s));
+    let now = state.clock.now();
+    let grant = Grant {
+        id: crate::crypto::random::random_id(),
+        client_id: client.client_id.clone(),
+        user_id: None,
+        scope: scope.to_string(),
+        sid: None,
+        auth_time: None,
+        nonce: None,
+        expires_at: now + state.settings.lifetimes.access_token,
+        revoked_at: None,
+        claims_request: None,
+    };
+    let stored = grant.clone();
+    state
+        .db
+        .write(move |c| db::grants::insert_grant(c, &stored, now))
+        .await?;
+    super::issue::mint_for_client(state, &grant, &scope, client_alg(client))
 }
 
 /// What the write transaction decided; failures that must still commit (a replay
@@ -46,6 +95,7 @@ enum Outcome {
         grant: Box<Grant>,
         user: Box<User>,
         nonce: Option<String>,
+        with_refresh: bool,
     },
     Refused(OAuthError),
 }
@@ -58,6 +108,8 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
     let now = state.clock.now();
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
+    let allow_refresh = client.allows_grant("refresh_token");
+    let always_refresh = client.refresh == db::clients::RefreshPolicy::Always;
     let outcome = state
         .db
         .write(move |c| {
@@ -87,9 +139,10 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
                 (None, None) => {}
             }
-            let Some(user) = db::users::find_by_id(c, code.user_id)?.filter(|u| !u.disabled) else {
+            let Some(mut user) = db::users::find_by_id(c, code.user_id)?.filter(|u| !u.disabled) else {
                 return refuse("the user is no longer active");
             };
+            db::users::load_groups(c, &mut user)?;
             let grant = Grant {
                 id: code.grant_id.clone(),
                 client_id: code.client_id.clone(),
@@ -100,19 +153,32 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 nonce: code.nonce.clone(),
                 expires_at: now + refresh_ttl,
                 revoked_at: None,
+                claims_request: code.claims_request.clone(),
             };
             db::grants::insert_grant(c, &grant, now)?;
-            db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
+            // OpenID Connect Core §11: refresh tokens for offline_access, or for every
+            // sign-in when the administrator registered the client so.
+            let offline = Scope::parse(&grant.scope).is_ok_and(|s| s.contains("offline_access"));
+            let with_refresh = allow_refresh && (always_refresh || offline);
+            if with_refresh {
+                db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
+            }
             Ok(Outcome::Issued {
                 grant: Box::new(grant),
                 user: Box::new(user),
                 nonce: code.nonce,
+                with_refresh,
             })
         })
         .await?;
     match outcome {
         Outcome::Refused(e) => Err(e),
-        Outcome::Issued { grant, user, nonce } => {
+        Outcome::Issued {
+            grant,
+            user,
+            nonce,
+            with_refresh,
+        } => {
             let scope = Scope::parse(&grant.scope).unwrap_or_default();
             mint(
                 state,
@@ -121,7 +187,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                     user: &user,
                     scope: &scope,
                     nonce: nonce.as_deref(),
-                    refresh_token: Some(&refresh),
+                    refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
                 },
             )
@@ -175,9 +241,10 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                 None => granted.clone(),
             };
             let user_id = r.grant.user_id.unwrap_or_default();
-            let Some(user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
+            let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
                 return refuse("the user is no longer active");
             };
+            db::users::load_groups(c, &mut user)?;
             // The new token keeps the grant's scope; only this response is narrowed.
             db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
             Ok((
@@ -185,6 +252,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                     grant: Box::new(r.grant),
                     user: Box::new(user),
                     nonce: None,
+                    with_refresh: true,
                 },
                 Some(scope),
             ))

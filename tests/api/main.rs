@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod authorize;
+mod claims;
 mod cli;
 mod flow;
 mod helpers;
