@@ -41,6 +41,8 @@ pub enum UserCommand {
     Disable { username: String },
     /// Enable a disabled user
     Enable { username: String },
+    /// Withdraw a user's consent for a client and revoke the client's grants for them
+    RevokeConsent { username: String, client_id: String },
 }
 
 pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
@@ -113,6 +115,20 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         }
         UserCommand::Disable { username } => set_disabled(settings, &username, true, now)?,
         UserCommand::Enable { username } => set_disabled(settings, &username, false, now)?,
+        UserCommand::RevokeConsent { username, client_id } => {
+            let conn = open(settings)?;
+            let user = db::users::find_by_username(&conn, &username)
+                .map_err(db_err)?
+                .ok_or_else(|| format!("no user named {username}"))?;
+            let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
+            let had = db::consents::revoke(&tx, user.id, &client_id, now).map_err(db_err)?;
+            tx.commit().map_err(|e| e.to_string())?;
+            if had {
+                println!("consent of {username} for {client_id} withdrawn; its grants are revoked");
+            } else {
+                println!("{username} had not consented to {client_id}; its grants are revoked");
+            }
+        }
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod clients;
 pub mod connection;
+pub mod consents;
 pub mod grants;
 pub mod keys;
 pub mod migrations;

@@ -33,6 +33,11 @@ impl RedirectUri {
         Ok(Self(s.to_string()))
     }
 
+    /// Wraps a value already checked elsewhere (a URI stored at registration).
+    pub fn unchecked(s: &str) -> Self {
+        Self(s.to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -1,16 +1,15 @@
-//! The authorization endpoint and the login form it leads to.
+//! The authorization endpoint: validates, then answers with a code, the login page or
+//! the consent page.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::{cookies, errors, pages, params};
-use crate::auth::login::{authenticate, LoginError};
 use crate::crypto::{Secret, TokenHash};
 use crate::db;
-use crate::oidc::authorize::{self as authz, AuthRequest, Next};
-use crate::oidc::login::{self, ResumeError};
-use crate::oidc::OAuthError;
+use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
+use crate::oidc::login::{self, Parked, Pending};
 use crate::state::AppState;
 
 pub async fn authorize_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -25,7 +24,7 @@ pub async fn authorize_post(req: HttpRequest, state: web::Data<AppState>, body: 
     authorize(&req, &state, &body).await
 }
 
-fn bad_request_page(message: &str) -> HttpResponse {
+pub fn bad_request_page(message: &str) -> HttpResponse {
     pages::error_page(
         StatusCode::BAD_REQUEST,
         "Sign-in request rejected",
@@ -41,32 +40,65 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     };
     let request = match authz::validate(state, &pairs).await {
         Ok(r) => r,
-        Err(e) => return errors::authorize(&state.issuer, e),
+        Err(e) => return errors::authorize(e),
     };
-    let session =
-        match login::current_session(state, params::cookie(req, cookies::session_name(state)).as_deref()).await {
-            Ok(s) => s,
-            Err(e) => return errors::server_page(&e),
-        };
+    let cookie = params::cookie(req, cookies::session_name(state));
+    let session = match login::current_session(state, cookie.as_deref()).await {
+        Ok(s) => s,
+        Err(e) => return errors::server_page(&e),
+    };
+    let user_id = session.as_ref().map(|s| s.user_id);
     match authz::decide(state, &request, session).await {
-        Ok(Next::Redirect(url)) => errors::redirect(&url),
-        Ok(Next::Login) => show_login(req, state, &request).await,
-        Err(e) => errors::authorize(&state.issuer, e),
+        Ok(Next::Respond(resp)) => respond(&resp),
+        Ok(Next::Login) => show_login(req, state, Pending::Login(request.clone()), &request).await,
+        Ok(Next::Consent) => {
+            let browser = browser_cookie(req, state);
+            match login::park(state, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
+                Ok(parked) => {
+                    let mut page = show_consent(state, &request, user_id.unwrap_or_default(), &parked).await;
+                    set_browser(&mut page, state, browser.1);
+                    page
+                }
+                Err(e) => errors::server_page(&e),
+            }
+        }
+        Err(e) => errors::authorize(e),
     }
 }
 
-/// Parks the request and shows the form, setting the browser-binding cookie if the
-/// browser has none yet.
-async fn show_login(req: &HttpRequest, state: &AppState, request: &AuthRequest) -> HttpResponse {
-    let existing = params::cookie(req, cookies::browser_name(state)).filter(|v| v.len() >= 32 && v.len() <= 128);
-    let (browser, new_cookie) = match existing {
+/// Delivers an authorization response by redirect, or by form post when asked.
+pub fn respond(resp: &AuthResponse) -> HttpResponse {
+    if resp.form_post {
+        let fields = resp.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        return pages::form_post(&pages::FormPostPage {
+            action: resp.redirect_uri.as_str(),
+            fields,
+        });
+    }
+    errors::redirect(&resp.url())
+}
+
+/// The browser-binding cookie's value, and a new value to set when there was none.
+pub fn browser_cookie(req: &HttpRequest, state: &AppState) -> (String, Option<String>) {
+    match params::cookie(req, cookies::browser_name(state)).filter(|v| v.len() >= 32 && v.len() <= 128) {
         Some(v) => (v, None),
         None => {
             let v = Secret::generate().expose().to_string();
             (v.clone(), Some(v))
         }
-    };
-    let parked = match login::park(state, request, &TokenHash::of(&browser)).await {
+    }
+}
+
+pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String>) {
+    if let Some(v) = new {
+        let _ = resp.add_cookie(&cookies::browser(state, v));
+    }
+}
+
+/// Parks `pending` and shows the login form for it.
+pub async fn show_login(req: &HttpRequest, state: &AppState, pending: Pending, request: &AuthRequest) -> HttpResponse {
+    let (browser, new_cookie) = browser_cookie(req, state);
+    let parked = match login::park(state, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(&e),
     };
@@ -78,78 +110,34 @@ async fn show_login(req: &HttpRequest, state: &AppState, request: &AuthRequest) 
         username: request.login_hint.as_deref().unwrap_or_default(),
         error: None,
     };
-    let mut builder = pages::html(StatusCode::OK);
-    if let Some(v) = new_cookie {
-        builder.cookie(cookies::browser(state, v));
-    }
-    pages::render_with(builder, &page)
+    let mut resp = pages::render(StatusCode::OK, &page);
+    set_browser(&mut resp, state, new_cookie);
+    resp
 }
 
-async fn client_name(state: &AppState, client_id: &str) -> String {
+pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64, parked: &Parked) -> HttpResponse {
+    let client_name = client_name(state, &request.client_id).await;
+    let username = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
+        Ok(Some(u)) => u.username,
+        _ => String::new(),
+    };
+    let scopes = request.scope.split(' ').filter_map(pages::describe_scope).collect();
+    pages::render(
+        StatusCode::OK,
+        &pages::ConsentPage {
+            client_name: &client_name,
+            username: &username,
+            scopes,
+            request_id: parked.request_id.expose(),
+            csrf: parked.csrf.expose(),
+        },
+    )
+}
+
+pub async fn client_name(state: &AppState, client_id: &str) -> String {
     let id = client_id.to_string();
     match state.db.read(move |c| db::clients::find(c, &id)).await {
         Ok(Some(c)) => c.name,
         _ => client_id.to_string(),
-    }
-}
-
-fn field<'a>(form: &'a std::collections::HashMap<String, String>, name: &str) -> &'a str {
-    form.get(name).map(String::as_str).unwrap_or_default()
-}
-
-pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let form = match params::require_form(&req).and_then(|_| params::unique_form(&body)) {
-        Ok(f) => f,
-        Err(_) => return bad_request_page("The sign-in form was not submitted correctly."),
-    };
-    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let request = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
-        Ok(r) => r,
-        Err(e) => return resume_error(e),
-    };
-    let username = field(&form, "username");
-    let user = match authenticate(&state.db, &state.hasher, username, field(&form, "password")).await {
-        Ok(user) => user,
-        Err(LoginError::InvalidCredentials) => {
-            let client_name = client_name(&state, &request.client_id).await;
-            let page = pages::LoginPage {
-                client_name: &client_name,
-                request_id,
-                csrf,
-                username,
-                error: Some("Invalid username or password."),
-            };
-            return pages::render(StatusCode::UNAUTHORIZED, &page);
-        }
-        Err(LoginError::Hashing(e)) => return errors::server_page(&OAuthError::from(e)),
-        Err(LoginError::Db(e)) => return errors::server_page(&OAuthError::from(e)),
-    };
-    let previous = params::cookie(&req, cookies::session_name(&state)).map(|v| TokenHash::of(&v));
-    match login::finish(&state, request_id, &request, user.id, previous).await {
-        Ok(done) => HttpResponse::SeeOther()
-            .cookie(cookies::session(&state, done.session_cookie.expose().to_string()))
-            .insert_header((actix_web::http::header::LOCATION, done.redirect))
-            .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-            .finish(),
-        Err(e) => resume_error(e),
-    }
-}
-
-fn resume_error(e: ResumeError) -> HttpResponse {
-    match e {
-        ResumeError::Expired => pages::error_page(
-            StatusCode::BAD_REQUEST,
-            "Sign-in expired",
-            "This sign-in page has expired or was already used.",
-            "Return to the application and sign in again.",
-        ),
-        ResumeError::Forged => pages::error_page(
-            StatusCode::FORBIDDEN,
-            "Sign-in refused",
-            "The sign-in form could not be verified for this browser.",
-            "Make sure cookies are enabled, then return to the application and sign in again.",
-        ),
-        ResumeError::Server(e) => errors::server_page(&e),
     }
 }

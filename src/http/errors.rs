@@ -5,7 +5,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;
 
 use super::pages;
-use crate::oidc::authorize::{error_url, AuthorizeError};
+use crate::oidc::authorize::AuthorizeError;
 use crate::oidc::{ErrorCode, OAuthError};
 
 pub fn status_of(code: ErrorCode) -> StatusCode {
@@ -69,7 +69,7 @@ pub fn bearer(e: Option<&OAuthError>) -> HttpResponse {
 
 /// Authorization errors: a page when the client cannot be trusted, otherwise a
 /// redirect back to it (RFC 6749 §4.1.2.1).
-pub fn authorize(issuer: &str, e: AuthorizeError) -> HttpResponse {
+pub fn authorize(e: AuthorizeError) -> HttpResponse {
     match e {
         AuthorizeError::Fatal(message) => pages::error_page(
             StatusCode::BAD_REQUEST,
@@ -77,11 +77,7 @@ pub fn authorize(issuer: &str, e: AuthorizeError) -> HttpResponse {
             &message,
             "Return to the application and try again. If this keeps happening, tell its administrator.",
         ),
-        AuthorizeError::Redirect {
-            redirect_uri,
-            state,
-            error,
-        } => redirect(&error_url(issuer, &redirect_uri, state.as_deref(), &error)),
+        AuthorizeError::Respond(resp) => super::authorize::respond(&resp),
         AuthorizeError::Server(e) => server_page(&e),
     }
 }

@@ -4,6 +4,7 @@
 pub mod authorize;
 pub mod cookies;
 pub mod errors;
+pub mod login;
 pub mod meta;
 pub mod pages;
 pub mod params;
@@ -20,7 +21,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/static/tessera.css", web::get().to(meta::stylesheet))
         .route("/authorize", web::get().to(authorize::authorize_get))
         .route("/authorize", web::post().to(authorize::authorize_post))
-        .route("/login", web::post().to(authorize::login))
+        .route("/login", web::post().to(login::login))
+        .route("/consent", web::post().to(login::consent))
         .route("/token", web::post().to(token::token))
         .route("/introspect", web::post().to(token::introspect))
         .route("/revoke", web::post().to(token::revoke))

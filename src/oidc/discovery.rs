@@ -18,7 +18,7 @@ pub fn document(state: &AppState) -> Value {
         "scopes_supported": SUPPORTED_SCOPES,
         "claim_types_supported": ["normal"],
         "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
+        "response_modes_supported": ["query", "form_post"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
@@ -32,6 +32,6 @@ pub fn document(state: &AppState) -> Value {
         "request_parameter_supported": false,
         "request_uri_parameter_supported": false,
         "authorization_response_iss_parameter_supported": true,
-        "prompt_values_supported": ["none", "login"]
+        "prompt_values_supported": ["none", "login", "consent", "select_account"]
     })
 }

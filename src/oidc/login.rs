@@ -1,16 +1,30 @@
-//! The sign-in step of an authorization: the request parked server-side with a CSRF
-//! token bound to the browser, then resumed and turned into a session and a code.
+//! The interactive steps of an authorization: the request parked server-side with a
+//! CSRF token bound to the browser, resumed after sign-in or consent, and turned into
+//! a session and a code.
 
+use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use super::authorize::{code_record, success_url, AuthRequest};
-use super::OAuthError;
+use super::authorize::{code_record, consent_needed, AuthRequest, AuthResponse};
+use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, sessions::Session};
 use crate::state::AppState;
 
-/// What the login form carries: names of a server-side record, not the request itself.
+/// What a parked record waits for.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "step", content = "request")]
+pub enum Pending {
+    /// The login form for an authorization request.
+    Login(AuthRequest),
+    /// The consent page for an authorization request, after sign-in.
+    Consent(AuthRequest),
+    /// The login form on the way to approving a device (RFC 8628).
+    DeviceLogin(String),
+}
+
+/// What a form carries: names of a server-side record, not the request itself.
 pub struct Parked {
     pub request_id: Secret,
     pub csrf: Secret,
@@ -31,31 +45,50 @@ impl From<db::DbError> for ResumeError {
     }
 }
 
-pub async fn park(state: &AppState, req: &AuthRequest, browser: &TokenHash) -> Result<Parked, OAuthError> {
-    let parked = Parked {
-        request_id: Secret::generate(),
-        csrf: Secret::generate(),
-    };
-    let params = serde_json::to_string(req).map_err(|_| OAuthError::server_error())?;
+/// The row that parks `pending`, built outside the writer so it can join any transaction.
+struct ParkRow {
+    id_hash: TokenHash,
+    csrf_hash: TokenHash,
+    browser: TokenHash,
+    params: String,
+    expires_at: i64,
+}
+
+impl ParkRow {
+    fn new(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), OAuthError> {
+        let parked = Parked {
+            request_id: Secret::generate(),
+            csrf: Secret::generate(),
+        };
+        let row = Self {
+            id_hash: parked.request_id.hash(),
+            csrf_hash: parked.csrf.hash(),
+            browser: *browser,
+            params: serde_json::to_string(pending).map_err(|_| OAuthError::server_error())?,
+            expires_at: state.clock.now() + state.settings.lifetimes.login_request,
+        };
+        Ok((row, parked))
+    }
+
+    fn insert(&self, conn: &db::Conn, now: i64) -> Result<(), db::DbError> {
+        db::sessions::create_login_request(
+            conn,
+            &db::sessions::NewLoginRequest {
+                id_hash: &self.id_hash,
+                csrf_hash: &self.csrf_hash,
+                browser_hash: &self.browser,
+                params: &self.params,
+                now,
+                expires_at: self.expires_at,
+            },
+        )
+    }
+}
+
+pub async fn park(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<Parked, OAuthError> {
+    let (row, parked) = ParkRow::new(state, pending, browser)?;
     let now = state.clock.now();
-    let expires_at = now + state.settings.lifetimes.login_request;
-    let (id_hash, csrf_hash, browser) = (parked.request_id.hash(), parked.csrf.hash(), *browser);
-    state
-        .db
-        .write(move |c| {
-            db::sessions::create_login_request(
-                c,
-                &db::sessions::NewLoginRequest {
-                    id_hash: &id_hash,
-                    csrf_hash: &csrf_hash,
-                    browser_hash: &browser,
-                    params: &params,
-                    now,
-                    expires_at,
-                },
-            )
-        })
-        .await?;
+    state.db.write(move |c| row.insert(c, now)).await?;
     Ok(parked)
 }
 
@@ -63,14 +96,14 @@ fn same(a: &TokenHash, b: &TokenHash) -> bool {
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
-/// Finds the parked request the form names and checks that this browser, with this
+/// Finds the parked record the form names and checks that this browser, with this
 /// CSRF token, is the one it was shown to.
 pub async fn resume(
     state: &AppState,
     request_id: &str,
     csrf: &str,
     browser: Option<&TokenHash>,
-) -> Result<AuthRequest, ResumeError> {
+) -> Result<Pending, ResumeError> {
     if request_id.is_empty() || request_id.len() > 128 {
         return Err(ResumeError::Expired);
     }
@@ -88,65 +121,138 @@ pub async fn resume(
     serde_json::from_str(&parked.params).map_err(|_| ResumeError::Expired)
 }
 
-/// The outcome of a successful sign-in.
-pub struct SignedIn {
-    pub redirect: String,
-    pub session_cookie: Secret,
-    pub session: Session,
+/// Where a completed sign-in leads.
+pub enum AfterLogin {
+    Respond(AuthResponse),
+    /// Consent is needed first; the consent page is parked under these names.
+    Consent(Parked),
 }
 
-/// Consumes the parked request, opens a session (ending `previous`, if any) and stores
-/// the code, all in one transaction: a double submit yields one session and one code.
+/// The outcome of a successful sign-in.
+pub struct SignedIn {
+    pub session_cookie: Secret,
+    pub session: Session,
+    pub next: AfterLogin,
+}
+
+/// Consumes the parked request, opens a session (ending `previous`, if any) and
+/// either stores the code or parks the consent step, all in one transaction: a double
+/// submit yields one session and one code.
 pub async fn finish(
     state: &AppState,
     request_id: &str,
     req: &AuthRequest,
     user_id: i64,
     previous: Option<TokenHash>,
+    browser: &TokenHash,
 ) -> Result<SignedIn, ResumeError> {
     let now = state.clock.now();
     let cookie = Secret::generate();
-    let session = Session {
+    let session = new_session(state, user_id);
+    let code = Secret::generate();
+    let record = code_record(state, req, &session, &code);
+    let (consent_row, consent_names) = ParkRow::new(state, &Pending::Consent(req.clone()), browser)?;
+    let (id_hash, cookie_hash, s, r) = (TokenHash::of(request_id), cookie.hash(), session.clone(), req.clone());
+    let outcome = state
+        .db
+        .write(move |c| {
+            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+                return Ok(None);
+            }
+            if let Some(old) = previous {
+                db::sessions::end(c, &old, now)?;
+            }
+            store_session(c, &cookie_hash, &s, now)?;
+            if consent_needed(c, &r, s.user_id)? {
+                consent_row.insert(c, now)?;
+                return Ok(Some(false));
+            }
+            record.insert(c, now)?;
+            Ok(Some(true))
+        })
+        .await?;
+    let next = match outcome {
+        None => return Err(ResumeError::Expired),
+        Some(true) => AfterLogin::Respond(AuthResponse::code(&state.issuer, req, &code)),
+        Some(false) => AfterLogin::Consent(consent_names),
+    };
+    Ok(SignedIn {
+        session_cookie: cookie,
+        session,
+        next,
+    })
+}
+
+impl From<OAuthError> for ResumeError {
+    fn from(e: OAuthError) -> Self {
+        ResumeError::Server(e)
+    }
+}
+
+pub fn new_session(state: &AppState, user_id: i64) -> Session {
+    let now = state.clock.now();
+    Session {
         sid: random_id(),
         user_id,
         auth_time: now,
         expires_at: now + state.settings.lifetimes.session,
-    };
+    }
+}
+
+pub fn store_session(conn: &db::Conn, cookie_hash: &TokenHash, s: &Session, now: i64) -> Result<(), db::DbError> {
+    db::sessions::create(
+        conn,
+        &db::sessions::NewSession {
+            id_hash: cookie_hash,
+            sid: &s.sid,
+            user_id: s.user_id,
+            auth_time: s.auth_time,
+            now,
+            expires_at: s.expires_at,
+        },
+    )
+}
+
+/// The user's answer on the consent page (Core §3.1.2.4): approval is remembered and a
+/// code issued; refusal is `access_denied` (RFC 6749 §4.1.2.1).
+pub async fn decide_consent(
+    state: &AppState,
+    request_id: &str,
+    req: &AuthRequest,
+    session: &Session,
+    approve: bool,
+) -> Result<AuthResponse, ResumeError> {
+    let now = state.clock.now();
     let code = Secret::generate();
-    let (record, _) = code_record(state, req, &session, &code);
-    let (id_hash, cookie_hash, s) = (TokenHash::of(request_id), cookie.hash(), session.clone());
+    let record = code_record(state, req, session, &code);
+    let (id_hash, uid, client_id, scope) = (
+        TokenHash::of(request_id),
+        session.user_id,
+        req.client_id.clone(),
+        req.scope.clone(),
+    );
     let consumed = state
         .db
         .write(move |c| {
             if !db::sessions::consume_login_request(c, &id_hash, now)? {
                 return Ok(false);
             }
-            if let Some(old) = previous {
-                db::sessions::end(c, &old, now)?;
+            if approve {
+                db::consents::grant(c, uid, &client_id, &scope, now)?;
+                record.insert(c, now)?;
             }
-            db::sessions::create(
-                c,
-                &db::sessions::NewSession {
-                    id_hash: &cookie_hash,
-                    sid: &s.sid,
-                    user_id: s.user_id,
-                    auth_time: s.auth_time,
-                    now,
-                    expires_at: s.expires_at,
-                },
-            )?;
-            record.insert(c, now)?;
             Ok(true)
         })
         .await?;
     if !consumed {
         return Err(ResumeError::Expired);
     }
-    Ok(SignedIn {
-        redirect: success_url(state, req, &code),
-        session_cookie: cookie,
-        session,
-    })
+    if approve {
+        Ok(AuthResponse::code(&state.issuer, req, &code))
+    } else {
+        let denied = OAuthError::new(ErrorCode::AccessDenied, "the user declined the request");
+        Ok(AuthResponse::error_for(&state.issuer, req, &denied))
+    }
 }
 
 /// The session behind a cookie value, if it is live.

@@ -5,6 +5,7 @@
 mod authorize;
 mod claims;
 mod cli;
+mod consent;
 mod flow;
 mod helpers;
 mod keys;

@@ -1,0 +1,58 @@
+//! Remembered consent: which scopes a user approved for a client.
+
+use rusqlite::{params, Connection};
+
+use super::{optional, DbError};
+use crate::domain::Scope;
+
+pub fn find(conn: &Connection, user_id: i64, client_id: &str) -> Result<Option<String>, DbError> {
+    optional(
+        conn.prepare_cached("SELECT scope FROM consents WHERE user_id = ?1 AND client_id = ?2")?
+            .query_row(params![user_id, client_id], |r| r.get(0)),
+    )
+}
+
+/// Records approval of `scope`, adding to what was approved before.
+pub fn grant(conn: &Connection, user_id: i64, client_id: &str, scope: &str, now: i64) -> Result<(), DbError> {
+    let mut tokens: Vec<String> = find(conn, user_id, client_id)?
+        .map(|s| {
+            Scope::parse(&s)
+                .unwrap_or_default()
+                .iter()
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    for t in Scope::parse(scope).unwrap_or_default().iter() {
+        if !tokens.iter().any(|x| x == t) {
+            tokens.push(t.to_string());
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO consents (user_id, client_id, scope, granted_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
+    )?
+    .execute(params![user_id, client_id, tokens.join(" "), now])?;
+    Ok(())
+}
+
+/// Withdraws consent and revokes every grant the client holds for the user.
+pub fn revoke(conn: &Connection, user_id: i64, client_id: &str, now: i64) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "DELETE FROM consents WHERE user_id = ?1 AND client_id = ?2",
+        params![user_id, client_id],
+    )?;
+    conn.execute(
+        "UPDATE grants SET revoked_at = ?3 WHERE user_id = ?1 AND client_id = ?2 AND revoked_at IS NULL",
+        params![user_id, client_id, now],
+    )?;
+    Ok(n == 1)
+}
+
+/// Client ids and scopes a user has approved.
+pub fn list_for_user(conn: &Connection, user_id: i64) -> Result<Vec<(String, String)>, DbError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT client_id, scope FROM consents WHERE user_id = ?1 ORDER BY client_id")?;
+    let rows = stmt.query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -1,0 +1,117 @@
+//! The login and consent forms' targets.
+
+use std::collections::HashMap;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::authorize::{bad_request_page, client_name, respond, show_consent};
+use super::{cookies, errors, pages, params};
+use crate::auth::login::{authenticate, LoginError};
+use crate::crypto::TokenHash;
+use crate::oidc::login::{self, AfterLogin, Pending, ResumeError};
+use crate::oidc::OAuthError;
+use crate::state::AppState;
+
+fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map(String::as_str).unwrap_or_default()
+}
+
+fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
+    params::require_form(req).and_then(|_| params::unique_form(body)).ok()
+}
+
+pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page("The sign-in form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let request = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+        Ok(Pending::Login(r)) => r,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let username = field(&form, "username");
+    let user = match authenticate(&state.db, &state.hasher, username, field(&form, "password")).await {
+        Ok(user) => user,
+        Err(LoginError::InvalidCredentials) => {
+            let client_name = client_name(&state, &request.client_id).await;
+            let page = pages::LoginPage {
+                client_name: &client_name,
+                request_id,
+                csrf,
+                username,
+                error: Some("Invalid username or password."),
+            };
+            return pages::render(StatusCode::UNAUTHORIZED, &page);
+        }
+        Err(LoginError::Hashing(e)) => return errors::server_page(&OAuthError::from(e)),
+        Err(LoginError::Db(e)) => return errors::server_page(&OAuthError::from(e)),
+    };
+    let previous = params::cookie(&req, cookies::session_name(&state)).map(|v| TokenHash::of(&v));
+    let Some(browser) = browser else {
+        return resume_error(ResumeError::Forged);
+    };
+    let done = match login::finish(&state, request_id, &request, user.id, previous, &browser).await {
+        Ok(done) => done,
+        Err(e) => return resume_error(e),
+    };
+    let mut resp = match &done.next {
+        AfterLogin::Respond(r) if !r.form_post => HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, r.url()))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish(),
+        AfterLogin::Respond(r) => respond(r),
+        AfterLogin::Consent(parked) => show_consent(&state, &request, user.id, parked).await,
+    };
+    let _ = resp.add_cookie(&cookies::session(&state, done.session_cookie.expose().to_string()));
+    resp
+}
+
+pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page("The consent form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let request = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+        Ok(Pending::Consent(r)) => r,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let approve = match field(&form, "decision") {
+        "allow" => true,
+        "deny" => false,
+        _ => return bad_request_page("The consent form did not say allow or deny."),
+    };
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let session = match login::current_session(&state, cookie.as_deref()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return resume_error(ResumeError::Expired),
+        Err(e) => return errors::server_page(&e),
+    };
+    match login::decide_consent(&state, request_id, &request, &session, approve).await {
+        Ok(r) => respond(&r),
+        Err(e) => resume_error(e),
+    }
+}
+
+pub fn resume_error(e: ResumeError) -> HttpResponse {
+    match e {
+        ResumeError::Expired => pages::error_page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in expired",
+            "This page has expired or was already used.",
+            "Return to the application and sign in again.",
+        ),
+        ResumeError::Forged => pages::error_page(
+            StatusCode::FORBIDDEN,
+            "Sign-in refused",
+            "The form could not be verified for this browser.",
+            "Make sure cookies are enabled, then return to the application and sign in again.",
+        ),
+        ResumeError::Server(e) => errors::server_page(&e),
+    }
+}

@@ -1,0 +1,87 @@
+//! Whether a request can be answered now, needs the login form, or needs consent.
+
+use super::request::{AuthRequest, AuthorizeError};
+use super::response::{code_record, AuthResponse};
+use crate::crypto::Secret;
+use crate::db::{self, sessions::Session, DbError};
+use crate::domain::Scope;
+use crate::oidc::{ErrorCode, OAuthError};
+use crate::state::AppState;
+
+/// What to do with a valid request.
+pub enum Next {
+    /// Show the login page for this request.
+    Login,
+    /// Show the consent page for the signed-in user.
+    Consent,
+    /// Answer the client.
+    Respond(AuthResponse),
+}
+
+/// Whether the user must (again) approve this client for this scope: always for
+/// `prompt=consent`, otherwise when the client asks for consent and no remembered
+/// consent covers the scope.
+pub fn consent_needed(conn: &db::Conn, req: &AuthRequest, user_id: i64) -> Result<bool, DbError> {
+    if req.prompt.consent {
+        return Ok(true);
+    }
+    let Some(client) = db::clients::find(conn, &req.client_id)? else {
+        return Ok(true);
+    };
+    if !client.consent_required {
+        return Ok(false);
+    }
+    let granted = db::consents::find(conn, user_id, &req.client_id)?;
+    let requested = Scope::parse(&req.scope).unwrap_or_default();
+    Ok(!granted.is_some_and(|g| requested.is_subset_of(&Scope::parse(&g).unwrap_or_default())))
+}
+
+/// OpenID Connect Core §3.1.2.1 (prompt, max_age, id_token_hint) and §3.1.2.4.
+pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session>) -> Result<Next, AuthorizeError> {
+    let now = state.clock.now();
+    let fresh = session.filter(|s| req.max_age.is_none_or(|max| now - s.auth_time <= max));
+    let checked = match (fresh, &req.hint_sub) {
+        (Some(s), Some(sub)) => {
+            let (uid, sub) = (s.user_id, sub.clone());
+            let same = state
+                .db
+                .read(move |c| Ok(db::users::find_by_id(c, uid)?.is_some_and(|u| u.sub == sub)))
+                .await?;
+            same.then_some(s)
+        }
+        (s, _) => s,
+    };
+    let respond_error = |code: ErrorCode, d: &'static str| {
+        Err(AuthorizeError::Respond(AuthResponse::error_for(
+            &state.issuer,
+            req,
+            &OAuthError::new(code, d),
+        )))
+    };
+    let session = match checked {
+        Some(s) if !req.prompt.login => s,
+        _ if req.prompt.none => return respond_error(ErrorCode::LoginRequired, "the user is not signed in"),
+        _ => return Ok(Next::Login),
+    };
+    let (r, uid) = (req.clone(), session.user_id);
+    if state.db.read(move |c| consent_needed(c, &r, uid)).await? {
+        if req.prompt.none {
+            return respond_error(ErrorCode::ConsentRequired, "the user has not approved this application");
+        }
+        return Ok(Next::Consent);
+    }
+    Ok(Next::Respond(issue_code(state, req, &session).await?))
+}
+
+/// Stores a fresh code for `session` and returns the response that delivers it.
+pub async fn issue_code(
+    state: &AppState,
+    req: &AuthRequest,
+    session: &Session,
+) -> Result<AuthResponse, AuthorizeError> {
+    let code = Secret::generate();
+    let record = code_record(state, req, session, &code);
+    let now = state.clock.now();
+    state.db.write(move |c| record.insert(c, now)).await?;
+    Ok(AuthResponse::code(&state.issuer, req, &code))
+}

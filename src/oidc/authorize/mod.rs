@@ -1,0 +1,11 @@
+//! The authorization endpoint (RFC 6749 §4.1, OpenID Connect Core §3.1.2): validating
+//! a request, deciding between a code, the login page and the consent page, and
+//! answering the client by redirect or form post.
+
+mod decide;
+mod request;
+mod response;
+
+pub use decide::{consent_needed, decide, issue_code, Next};
+pub use request::{validate, AuthRequest, AuthorizeError, Prompt};
+pub use response::{code_record, AuthResponse, CodeRecord};

@@ -1,0 +1,288 @@
+//! Parsing and validating an authorization request.
+
+use serde::{Deserialize, Serialize};
+
+use super::response::AuthResponse;
+use crate::crypto::jwt;
+use crate::db::{self, DbError};
+use crate::domain::{RedirectUri, Scope};
+use crate::oidc::claims::{ClaimsRequest, SUPPORTED_SCOPES};
+use crate::oidc::{pkce, ErrorCode, OAuthError};
+use crate::state::AppState;
+
+/// A validated authorization request; parked server-side while the user signs in.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuthRequest {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub scope: String,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub prompt: Prompt,
+    pub max_age: Option<i64>,
+    pub login_hint: Option<String>,
+    /// The `claims` parameter (Core §5.5), as the JSON this provider re-serialised.
+    pub claims: Option<String>,
+    /// The subject of a valid `id_token_hint`: the user the client expects.
+    pub hint_sub: Option<String>,
+    /// `response_mode=form_post` (OAuth 2.0 Form Post Response Mode).
+    pub form_post: bool,
+}
+
+/// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
+/// accepted and satisfied by the single signed-in account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Prompt {
+    pub none: bool,
+    pub login: bool,
+    pub consent: bool,
+}
+
+/// Why a request failed, and so where the answer goes.
+#[derive(Debug)]
+pub enum AuthorizeError {
+    /// The client or its redirect URI cannot be trusted: tell the person, never redirect
+    /// (RFC 6749 §4.1.2.1, RFC 9700 §4.11 on open redirectors).
+    Fatal(String),
+    /// Everything else goes back to the registered redirect URI.
+    Respond(AuthResponse),
+    /// The server itself failed (storage busy or broken).
+    Server(OAuthError),
+}
+
+impl From<DbError> for AuthorizeError {
+    fn from(e: DbError) -> Self {
+        AuthorizeError::Server(e.into())
+    }
+}
+
+const MAX_PARAM: usize = 4096;
+
+/// Looks up a single-valued parameter; a repeated one is an error (RFC 6749 §3.1).
+fn single<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, String> {
+    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(format!("the `{name}` parameter is repeated"));
+    }
+    match first {
+        Some(v) if v.len() > MAX_PARAM => Err(format!("the `{name}` parameter is too long")),
+        Some("") => Ok(None),
+        other => Ok(other),
+    }
+}
+
+fn fatal(message: &str) -> AuthorizeError {
+    AuthorizeError::Fatal(message.to_string())
+}
+
+pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<AuthRequest, AuthorizeError> {
+    let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
+    let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
+    let id = client_id.to_string();
+    let client = state.db.read(move |c| db::clients::find(c, &id)).await?;
+    let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
+    let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
+    let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
+    // Exact string comparison with a registered URI (RFC 9700 §4.1.3).
+    if !client.redirect_uris.iter().any(|r| r == redirect) {
+        return Err(fatal(
+            "The redirect URI in the request is not registered for this application.",
+        ));
+    }
+    let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
+    // A repeated `state` is refused below, but cannot be echoed: which one is genuine?
+    let (state_param, state_repeated) = match single(params, "state") {
+        Ok(v) => (v.map(str::to_string), false),
+        Err(_) => (None, true),
+    };
+    // The response mode decides how even errors travel, so it is read first.
+    let (form_post, mode_error) = match single(params, "response_mode") {
+        Ok(None | Some("query")) => (false, None),
+        Ok(Some("form_post")) => (true, None),
+        Ok(Some(_)) => (false, Some("response_mode must be query or form_post")),
+        Err(_) => (false, Some("the `response_mode` parameter is repeated")),
+    };
+    let fail = |code: ErrorCode, description: String| {
+        AuthorizeError::Respond(AuthResponse::error(
+            &state.issuer,
+            &redirect_uri,
+            state_param.as_deref(),
+            form_post,
+            &OAuthError::new(code, description),
+        ))
+    };
+    let get = |name: &str| single(params, name).map_err(|d| fail(ErrorCode::InvalidRequest, d));
+    if state_repeated {
+        return Err(fail(
+            ErrorCode::InvalidRequest,
+            "the `state` parameter is repeated".into(),
+        ));
+    }
+    if let Some(e) = mode_error {
+        return Err(fail(ErrorCode::InvalidRequest, e.into()));
+    }
+    if get("request")?.is_some() {
+        return Err(fail(
+            ErrorCode::RequestNotSupported,
+            "request objects are not supported".into(),
+        ));
+    }
+    if get("request_uri")?.is_some() {
+        return Err(fail(
+            ErrorCode::RequestUriNotSupported,
+            "request_uri is not supported".into(),
+        ));
+    }
+    match get("response_type")? {
+        Some("code") => {}
+        None => return Err(fail(ErrorCode::InvalidRequest, "response_type is required".into())),
+        Some(_) => {
+            return Err(fail(
+                ErrorCode::UnsupportedResponseType,
+                "only response_type=code is supported".into(),
+            ))
+        }
+    }
+    if !client.allows_grant("authorization_code") {
+        return Err(fail(
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for the authorization code flow".into(),
+        ));
+    }
+    let scope = Scope::parse(get("scope")?.unwrap_or("")).map_err(|e| fail(ErrorCode::InvalidScope, e.0))?;
+    if !scope.contains("openid") {
+        return Err(fail(ErrorCode::InvalidScope, "the openid scope is required".into()));
+    }
+    let scope = scope.filter(|s| SUPPORTED_SCOPES.contains(&s));
+    let code_challenge = pkce_challenge(
+        get("code_challenge")?,
+        get("code_challenge_method")?,
+        client.is_public(),
+    )
+    .map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
+    let prompt = parse_prompt(get("prompt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
+    let max_age = match get("max_age")? {
+        None => None,
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if n >= 0 => Some(n),
+            _ => {
+                return Err(fail(
+                    ErrorCode::InvalidRequest,
+                    "max_age is not a non-negative integer".into(),
+                ))
+            }
+        },
+    };
+    let claims = match get("claims")? {
+        None => None,
+        Some(text) => {
+            let parsed = ClaimsRequest::parse(text).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
+            (!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default())
+        }
+    };
+    let hint_sub = match get("id_token_hint")? {
+        None => None,
+        Some(hint) => Some(hint_subject(state, hint, &client.client_id).ok_or_else(|| {
+            fail(
+                ErrorCode::InvalidRequest,
+                "id_token_hint is not an ID token we issued".into(),
+            )
+        })?),
+    };
+    Ok(AuthRequest {
+        client_id: client.client_id,
+        redirect_uri: redirect_uri.as_str().to_string(),
+        scope: scope.to_string(),
+        state: state_param.clone(),
+        nonce: get("nonce")?.map(str::to_string),
+        code_challenge,
+        prompt,
+        max_age,
+        login_hint: get("login_hint")?.map(|h| h.chars().take(256).collect()),
+        claims,
+        hint_sub,
+        form_post,
+    })
+}
+
+/// RFC 7636 §4.3 with RFC 9700 §2.1.1: S256 only, required for public clients.
+fn pkce_challenge(challenge: Option<&str>, method: Option<&str>, public: bool) -> Result<Option<String>, &'static str> {
+    match (challenge, method) {
+        (Some(c), Some("S256")) if pkce::valid_challenge(c) => Ok(Some(c.to_string())),
+        (Some(_), Some("S256")) => Err("code_challenge is not a S256 challenge"),
+        (Some(_), _) => Err("code_challenge_method must be S256"),
+        (None, Some(_)) => Err("code_challenge_method without code_challenge"),
+        (None, None) if public => Err("PKCE (S256) is required for public clients"),
+        (None, None) => Ok(None),
+    }
+}
+
+fn parse_prompt(value: Option<&str>) -> Result<Prompt, &'static str> {
+    let mut prompt = Prompt::default();
+    for token in value.unwrap_or("").split(' ').filter(|t| !t.is_empty()) {
+        match token {
+            "none" => prompt.none = true,
+            "login" => prompt.login = true,
+            "consent" => prompt.consent = true,
+            "select_account" => {}
+            _ => return Err("prompt has an unknown value"),
+        }
+    }
+    if prompt.none && (prompt.login || prompt.consent) {
+        return Err("prompt=none cannot be combined with other values");
+    }
+    Ok(prompt)
+}
+
+/// The `sub` of an ID token this provider signed for this client. Expiry is not
+/// checked: a hint names a user, it does not authenticate one (Core §3.1.2.1).
+fn hint_subject(state: &AppState, hint: &str, client_id: &str) -> Option<String> {
+    let keys = state.keys.current();
+    let signed = jwt::verify(&keys, hint).ok()?;
+    let claims = signed.claims;
+    let iss_ok = claims.get("iss").and_then(|v| v.as_str()) == Some(&*state.issuer);
+    let aud_ok = match claims.get("aud") {
+        Some(serde_json::Value::String(a)) => a == client_id,
+        Some(serde_json::Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(client_id)),
+        _ => false,
+    };
+    if signed.typ.as_deref() == Some("at+jwt") || !iss_ok || !aud_ok {
+        return None;
+    }
+    claims.get("sub").and_then(|v| v.as_str()).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_values() {
+        assert_eq!(
+            parse_prompt(Some("login consent")).unwrap(),
+            Prompt {
+                none: false,
+                login: true,
+                consent: true
+            }
+        );
+        assert!(parse_prompt(Some("none login")).is_err());
+        assert!(parse_prompt(Some("bogus")).is_err());
+        assert_eq!(parse_prompt(Some("select_account")).unwrap(), Prompt::default());
+    }
+
+    #[test]
+    fn pkce_rules() {
+        let c = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert_eq!(pkce_challenge(Some(c), Some("S256"), true).unwrap().as_deref(), Some(c));
+        assert!(pkce_challenge(Some(c), Some("plain"), false).is_err());
+        assert!(
+            pkce_challenge(Some(c), None, false).is_err(),
+            "the default method is plain"
+        );
+        assert!(pkce_challenge(None, None, true).is_err());
+        assert!(pkce_challenge(None, None, false).unwrap().is_none());
+    }
+}

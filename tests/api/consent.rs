@@ -1,0 +1,218 @@
+//! Consent, prompt values, id_token_hint and the form post response mode.
+
+use std::collections::HashMap;
+
+use crate::helpers::*;
+
+/// Signs in and returns the consent page's form fields.
+async fn consent_fields(app: &TestApp, b: &reqwest::Client, url: &str) -> HashMap<String, String> {
+    let fields = app.open_login(b, url).await;
+    let resp = app.submit_login(b, fields, "alice", PASSWORD).await;
+    assert_eq!(resp.status(), 200, "expected the consent page");
+    let body = resp.text().await.unwrap();
+    assert!(body.contains("Allow access?"), "{body}");
+    assert!(body.contains("See your email address"), "scopes are listed in words");
+    form_fields(&body)
+}
+
+async fn decide(app: &TestApp, b: &reqwest::Client, mut fields: HashMap<String, String>, d: &str) -> reqwest::Response {
+    fields.insert("decision".into(), d.into());
+    b.post(app.url("/consent")).form(&fields).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_client_that_asks_for_consent_gets_it_once_and_remembers_it() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client_with("third", false, |c| c.consent_required = true).await;
+    let b = browser();
+    let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
+    let resp = decide(&app, &b, fields, "allow").await;
+    let params = redirect_params(&resp);
+    assert!(params.contains_key("code"));
+    assert_eq!(params["state"], "st4te");
+
+    // Remembered: the next request goes straight through, even with prompt=none.
+    let resp = b
+        .get(app.authorize_url("third", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert!(redirect_params(&resp).contains_key("code"));
+    // A wider scope than approved asks again; prompt=none then says consent_required.
+    let wider = app
+        .authorize_url("third", &[("prompt", "none")])
+        .replace("profile+email", "profile+email+phone");
+    let resp = b.get(wider).send().await.unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "consent_required");
+    // prompt=consent always shows the page.
+    let resp = b
+        .get(app.authorize_url("third", &[("prompt", "consent")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.text().await.unwrap().contains("Allow access?"));
+}
+
+#[tokio::test]
+async fn denying_consent_returns_access_denied_and_issues_nothing() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client_with("third", false, |c| c.consent_required = true).await;
+    let b = browser();
+    let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
+    let resp = decide(&app, &b, fields.clone(), "deny").await;
+    let params = redirect_params(&resp);
+    assert_eq!(params["error"], "access_denied");
+    assert!(!params.contains_key("code"));
+    // The decision is final: the same form cannot be replayed to approve.
+    let again = decide(&app, &b, fields, "allow").await;
+    assert_eq!(again.status(), 400);
+    let resp = b
+        .get(app.authorize_url("third", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        redirect_params(&resp)["error"],
+        "consent_required",
+        "a refusal is not remembered as consent"
+    );
+}
+
+#[tokio::test]
+async fn the_consent_form_is_bound_to_the_browser() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client_with("third", false, |c| c.consent_required = true).await;
+    let b = browser();
+    let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
+    let resp = decide(&app, &browser(), fields.clone(), "allow").await;
+    assert_eq!(resp.status(), 403);
+    let mut forged = fields;
+    forged.insert("csrf".into(), "x".into());
+    assert_eq!(decide(&app, &b, forged, "allow").await.status(), 403);
+}
+
+#[tokio::test]
+async fn revoking_consent_from_the_command_line_asks_again_and_ends_grants() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    let secret = app
+        .add_client_with("third", false, |c| c.consent_required = true)
+        .await
+        .unwrap();
+    let b = browser();
+    let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
+    let code = redirect_params(&decide(&app, &b, fields, "allow").await)["code"].clone();
+    let resp = app
+        .token(
+            Some(("third", &secret)),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", REDIRECT),
+            ],
+        )
+        .await;
+    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("--db")
+        .arg(&app.state.settings.db_path)
+        .args(["user", "revoke-consent", "alice", "third"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let at = tokens["access_token"].as_str().unwrap();
+    assert_eq!(app.introspect(("third", &secret), at).await["active"], false);
+    let resp = b
+        .get(app.authorize_url("third", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "consent_required");
+}
+
+#[tokio::test]
+async fn id_token_hint_must_match_the_signed_in_user() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_user("bob").await;
+    let secret = app.add_client("app", false).await.unwrap();
+    let bobs = app.tokens("app", &secret, "bob").await;
+    let alices = app.tokens("app", &secret, "alice").await;
+    let b = browser();
+    app.login(&b, &app.authorize_url("app", &[]), "alice").await;
+
+    let hint = alices["id_token"].as_str().unwrap();
+    let resp = b
+        .get(app.authorize_url("app", &[("prompt", "none"), ("id_token_hint", hint)]))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        redirect_params(&resp).contains_key("code"),
+        "the hinted user is signed in"
+    );
+
+    let other = bobs["id_token"].as_str().unwrap();
+    let resp = b
+        .get(app.authorize_url("app", &[("prompt", "none"), ("id_token_hint", other)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "login_required");
+    let resp = b
+        .get(app.authorize_url("app", &[("id_token_hint", other)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "without prompt=none the other user may sign in");
+
+    let resp = b
+        .get(app.authorize_url("app", &[("id_token_hint", "not.a.token")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "invalid_request");
+}
+
+#[tokio::test]
+async fn form_post_delivers_codes_and_errors_in_a_self_submitting_form() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client("app", false).await;
+    let b = browser();
+    let fields = app
+        .open_login(&b, &app.authorize_url("app", &[("response_mode", "form_post")]))
+        .await;
+    let resp = app.submit_login(&b, fields, "alice", PASSWORD).await;
+    assert_eq!(resp.status(), 200);
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("script-src 'sha256-") && !csp.contains("unsafe-inline"));
+    let body = resp.text().await.unwrap();
+    assert!(body.contains(&format!("action=\"{REDIRECT}\"")));
+    let posted = form_fields(&body);
+    assert!(!posted["code"].is_empty());
+    assert_eq!(posted["state"], "st4te");
+    assert_eq!(posted["iss"], app.address);
+
+    let resp = b
+        .get(app.authorize_url(
+            "app",
+            &[("response_mode", "form_post"), ("prompt", "none"), ("max_age", "x")],
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(form_fields(&resp.text().await.unwrap())["error"], "invalid_request");
+
+    let resp = b
+        .get(app.authorize_url("app", &[("response_mode", "fragment")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "invalid_request");
+}
