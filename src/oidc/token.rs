@@ -27,6 +27,11 @@ fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuthErro
     param(form, name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
+/// Seconds after a refresh token's use during which presenting it again is taken as
+/// a retry (a lost response) and answered with new tokens instead of revoking the
+/// family.
+pub const REFRESH_RETRY_GRACE: i64 = 10;
+
 pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
 pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
@@ -210,19 +215,24 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
         .write(move |c| {
             let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
             // Checked before use, so another client cannot burn a token it was not issued.
-            match db::grants::find_refresh(c, &presented)? {
-                Some(r) if r.grant.client_id == client_id => {}
+            let r = match db::grants::find_refresh(c, &presented)? {
+                Some(r) if r.grant.client_id == client_id => r,
                 _ => return refuse("the refresh token is not valid"),
-            }
-            let r = match db::grants::consume_refresh(c, &presented, now)? {
-                Consumed::Fresh(r) => r,
-                Consumed::Replayed { grant_id } => {
+            };
+            match r.used_at {
+                None => {
+                    if !matches!(db::grants::consume_refresh(c, &presented, now)?, Consumed::Fresh(_)) {
+                        return refuse("the refresh token is not valid");
+                    }
+                }
+                // A client that lost the response to its refresh may retry briefly.
+                Some(used) if now - used <= REFRESH_RETRY_GRACE && r.grant.revoked_at.is_none() => {}
+                Some(_) => {
                     // RFC 9700 §4.14.2: reuse of a rotated token revokes the family.
-                    db::grants::revoke_grant(c, &grant_id, now)?;
+                    db::grants::revoke_grant(c, &r.grant.id, now)?;
                     return refuse("the refresh token was already used");
                 }
-                Consumed::Unknown => return refuse("the refresh token is not valid"),
-            };
+            }
             if r.expires_at <= now || r.grant.revoked_at.is_some() {
                 return refuse("the refresh token has expired or was revoked");
             }

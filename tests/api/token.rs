@@ -278,7 +278,9 @@ async fn refresh_rotation_detects_reuse_and_refuses_scope_growth() {
         .await;
     expect_error(wider, 400, "invalid_scope").await;
 
-    // r1 again: reuse of a rotated token revokes the whole family, r2 included.
+    // r1 again: after the retry window, reuse of a rotated token revokes the whole
+    // family, r2 included.
+    app.clock.advance(tessera::oidc::token::REFRESH_RETRY_GRACE + 1);
     let reuse = app
         .token(
             Some(("app", &secret)),
@@ -466,4 +468,25 @@ async fn disabling_a_user_ends_their_tokens_and_sign_in() {
     let b = browser();
     let fields = app.open_login(&b, &app.authorize_url("app", &[])).await;
     assert_eq!(app.submit_login(&b, fields, "alice", PASSWORD).await.status(), 401);
+}
+
+#[tokio::test]
+async fn a_retried_refresh_within_the_grace_window_does_not_revoke_the_family() {
+    let Setup { app, secret } = setup().await;
+    let first = app.tokens("app", &secret, "alice").await;
+    let r1 = first["refresh_token"].as_str().unwrap();
+    let form = [("grant_type", "refresh_token"), ("refresh_token", r1)];
+    let lost: serde_json::Value = app.token(Some(("app", &secret)), &form).await.json().await.unwrap();
+    let retry = app.token(Some(("app", &secret)), &form).await;
+    assert_eq!(retry.status(), 200, "a prompt retry is answered");
+    let retried: serde_json::Value = retry.json().await.unwrap();
+    let r2 = retried["refresh_token"].as_str().unwrap();
+    assert_ne!(r2, lost["refresh_token"].as_str().unwrap());
+    let next = app
+        .token(
+            Some(("app", &secret)),
+            &[("grant_type", "refresh_token"), ("refresh_token", r2)],
+        )
+        .await;
+    assert_eq!(next.status(), 200, "the family is intact");
 }
