@@ -64,9 +64,11 @@ impl Application {
             keys,
             hasher,
             clock,
+            logout_wakeup: Arc::new(tokio::sync::Notify::new()),
         };
         spawn_purger(state.clone());
         oidc::keys::spawn_reloader(state.clone());
+        oidc::logout::spawn_deliverer(state.clone());
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),

@@ -17,6 +17,8 @@ pub struct AppState {
     pub keys: KeyStore,
     pub hasher: Hasher,
     pub clock: Clock,
+    /// Wakes the back-channel logout deliverer when a logout is queued.
+    pub logout_wakeup: Arc<tokio::sync::Notify>,
 }
 
 impl AppState {

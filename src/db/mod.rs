@@ -6,6 +6,7 @@ pub mod connection;
 pub mod consents;
 pub mod grants;
 pub mod keys;
+pub mod logout;
 pub mod migrations;
 pub mod purge;
 pub mod sessions;

@@ -20,6 +20,9 @@ const TARGETS: &[(&str, &str)] = &[
     ("revoked_tokens", "expires_at < ?1"),
     ("refresh_tokens", "expires_at < ?1"),
     ("grants", "expires_at < ?1"),
+    ("logout_deliveries", "expires_at < ?1"),
+    ("client_assertions", "expires_at < ?1"),
+    ("device_codes", "expires_at < ?1"),
 ];
 
 /// Deletes up to `BATCH` expired rows from each table; returns how many went.

@@ -5,6 +5,7 @@ pub mod authorize;
 pub mod cookies;
 pub mod errors;
 pub mod login;
+pub mod logout;
 pub mod meta;
 pub mod pages;
 pub mod params;
@@ -23,6 +24,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
         .route("/consent", web::post().to(login::consent))
+        .route("/logout", web::get().to(logout::logout_get))
+        .route("/logout", web::post().to(logout::logout_post))
+        .route("/logout/confirm", web::post().to(logout::confirm))
         .route("/token", web::post().to(token::token))
         .route("/introspect", web::post().to(token::introspect))
         .route("/revoke", web::post().to(token::revoke))

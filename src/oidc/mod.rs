@@ -10,6 +10,7 @@ pub mod introspect;
 pub mod issue;
 pub mod keys;
 pub mod login;
+pub mod logout;
 pub mod pkce;
 pub mod token;
 

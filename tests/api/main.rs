@@ -9,5 +9,6 @@ mod consent;
 mod flow;
 mod helpers;
 mod keys;
+mod logout;
 mod storage;
 mod token;

@@ -175,7 +175,7 @@ async fn expired_rows_are_purged_and_live_ones_kept() {
         if n == 0 {
             break;
         }
-        assert!(n <= db::purge::BATCH * 6, "each round is bounded");
+        assert!(n <= db::purge::BATCH * 9, "each round is bounded");
     }
     assert!(rounds >= 3, "1200 rows take several batches of {}", db::purge::BATCH);
     assert_eq!(count(db).await, 1, "only the unexpired revocation remains");

@@ -1,0 +1,103 @@
+//! Back-Channel Logout deliveries waiting to be sent, and who must be told.
+
+use rusqlite::{params, Connection};
+
+use super::DbError;
+
+/// A client to notify about the end of a session.
+#[derive(Debug, Clone)]
+pub struct Audience {
+    pub client_id: String,
+    pub uri: String,
+    pub wants_sid: bool,
+    pub alg: String,
+}
+
+/// Clients with a back-channel endpoint that hold a grant from session `sid`.
+pub fn audience_of_session(conn: &Connection, sid: &str) -> Result<Vec<Audience>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT c.client_id, c.backchannel_logout_uri, c.backchannel_logout_session_required, c.id_token_alg
+         FROM grants g JOIN clients c ON c.client_id = g.client_id
+         WHERE g.sid = ?1 AND c.backchannel_logout_uri IS NOT NULL",
+    )?;
+    let rows = stmt.query_map([sid], |r| {
+        Ok(Audience {
+            client_id: r.get(0)?,
+            uri: r.get(1)?,
+            wants_sid: r.get(2)?,
+            alg: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Ends the grants of a session that were not granted for offline use.
+pub fn revoke_session_grants(conn: &Connection, sid: &str, now: i64) -> Result<usize, DbError> {
+    Ok(conn.execute(
+        "UPDATE grants SET revoked_at = ?2
+         WHERE sid = ?1 AND revoked_at IS NULL AND ' ' || scope || ' ' NOT LIKE '% offline_access %'",
+        params![sid, now],
+    )?)
+}
+
+pub fn enqueue(
+    conn: &Connection,
+    client_id: &str,
+    uri: &str,
+    token: &str,
+    now: i64,
+    expires_at: i64,
+) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO logout_deliveries (client_id, uri, token, next_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![client_id, uri, token, now, expires_at])?;
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: i64,
+    pub client_id: String,
+    pub uri: String,
+    pub token: String,
+    pub attempts: i64,
+}
+
+pub fn due(conn: &Connection, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, client_id, uri, token, attempts FROM logout_deliveries
+         WHERE next_at <= ?1 AND expires_at > ?1 ORDER BY next_at LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![now, limit], |r| {
+        Ok(Delivery {
+            id: r.get(0)?,
+            client_id: r.get(1)?,
+            uri: r.get(2)?,
+            token: r.get(3)?,
+            attempts: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn delivered(conn: &Connection, id: i64) -> Result<(), DbError> {
+    conn.execute("DELETE FROM logout_deliveries WHERE id = ?1", [id])?;
+    Ok(())
+}
+
+pub fn retry_later(conn: &Connection, id: i64, next_at: i64) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE logout_deliveries SET attempts = attempts + 1, next_at = ?2 WHERE id = ?1",
+        params![id, next_at],
+    )?;
+    Ok(())
+}
+
+/// Ends every live session of a user with this sid; returns whether one was live.
+pub fn end_session_by_sid(conn: &Connection, sid: &str, now: i64) -> Result<bool, DbError> {
+    Ok(conn.execute(
+        "UPDATE sessions SET ended_at = ?2 WHERE sid = ?1 AND ended_at IS NULL",
+        params![sid, now],
+    )? == 1)
+}

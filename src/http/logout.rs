@@ -1,0 +1,144 @@
+//! RP-Initiated Logout 1.0: `/logout` (the end_session_endpoint) and its confirmation.
+
+use actix_web::cookie::{time::Duration, Cookie};
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+use subtle::ConstantTimeEq;
+
+use super::{cookies, errors, pages, params};
+use crate::crypto::TokenHash;
+use crate::db;
+use crate::oidc::login::current_session;
+use crate::oidc::logout::{self, LogoutError, LogoutRequest};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "logout.html")]
+struct ConfirmPage<'a> {
+    username: &'a str,
+    csrf: &'a str,
+    client_id: Option<&'a str>,
+    post_logout_redirect_uri: Option<&'a str>,
+    state: Option<&'a str>,
+}
+
+#[derive(Template)]
+#[template(path = "signed_out.html")]
+struct SignedOutPage;
+
+pub async fn logout_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    logout(&req, &state, req.query_string().as_bytes(), false).await
+}
+
+pub async fn logout_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if params::require_form(&req).is_err() {
+        return invalid("The sign-out request was not a form submission.");
+    }
+    logout(&req, &state, &body, false).await
+}
+
+/// The confirmation form's target: the CSRF token proves the page was shown here.
+pub async fn confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if params::require_form(&req).is_err() {
+        return invalid("The sign-out form was not submitted correctly.");
+    }
+    logout(&req, &state, &body, true).await
+}
+
+fn invalid(message: &str) -> HttpResponse {
+    pages::error_page(
+        StatusCode::BAD_REQUEST,
+        "Sign-out request rejected",
+        message,
+        "You are still signed in.",
+    )
+}
+
+async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool) -> HttpResponse {
+    let Ok(pairs) = params::pairs(raw) else {
+        return invalid("The sign-out request has too many parameters.");
+    };
+    let request = match logout::validate(state, &pairs).await {
+        Ok(r) => r,
+        Err(LogoutError::Invalid(m)) => return invalid(m),
+        Err(LogoutError::Server(e)) => return errors::server_page(&e),
+    };
+    let cookie = params::cookie(req, cookies::session_name(state));
+    let session = match current_session(state, cookie.as_deref()).await {
+        Ok(s) => s,
+        Err(e) => return errors::server_page(&e),
+    };
+    let (Some(session), Some(cookie)) = (session, cookie) else {
+        return finished(state, &request);
+    };
+    let csrf_ok = confirmed && {
+        let given = pairs
+            .iter()
+            .find(|(k, _)| k == "csrf")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        bool::from(given.as_bytes().ct_eq(logout::confirmation_token(&cookie).as_bytes()))
+    };
+    if confirmed && !csrf_ok {
+        return pages::error_page(
+            StatusCode::FORBIDDEN,
+            "Sign-out refused",
+            "The sign-out form could not be verified for this browser.",
+            "Open the sign-out page again.",
+        );
+    }
+    let proven = match logout::hint_matches(state, &request, &session).await {
+        Ok(p) => p,
+        Err(LogoutError::Invalid(m)) => return invalid(m),
+        Err(LogoutError::Server(e)) => return errors::server_page(&e),
+    };
+    if !csrf_ok && !proven {
+        return confirmation(state, &pairs, &cookie, session.user_id).await;
+    }
+    if let Err(e) = logout::end_session(state, TokenHash::of(&cookie), &session).await {
+        return errors::server_page(&e);
+    }
+    finished(state, &request)
+}
+
+async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str, user_id: i64) -> HttpResponse {
+    let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    let username = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
+        Ok(Some(u)) => u.username,
+        _ => String::new(),
+    };
+    let csrf = logout::confirmation_token(cookie);
+    let page = ConfirmPage {
+        username: &username,
+        csrf: &csrf,
+        client_id: get("client_id"),
+        post_logout_redirect_uri: get("post_logout_redirect_uri"),
+        state: get("state"),
+    };
+    pages::render(StatusCode::OK, &page)
+}
+
+/// After logout (or when nobody was signed in): back to the client if it registered
+/// where, otherwise a page; the session cookie is cleared either way.
+fn finished(state: &AppState, request: &LogoutRequest) -> HttpResponse {
+    let mut resp = match &request.post_logout_redirect_uri {
+        Some(uri) => {
+            let mut q = Vec::new();
+            if let Some(s) = &request.state {
+                q.push(("state", s.as_str()));
+            }
+            errors::redirect(&uri.with_query(&q))
+        }
+        None => pages::render(StatusCode::OK, &SignedOutPage),
+    };
+    let clear = Cookie::build(cookies::session_name(state), "")
+        .path("/")
+        .http_only(true)
+        .secure(state.secure_cookies())
+        .max_age(Duration::ZERO)
+        .finish();
+    let _ = resp.add_cookie(&clear);
+    resp
+}

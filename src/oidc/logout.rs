@@ -1,0 +1,247 @@
+//! Ending sessions: RP-Initiated Logout 1.0 (validating where the user may be sent
+//! afterwards) and Back-Channel Logout 1.0 (signed logout tokens POSTed to each
+//! client that holds a grant from the session, retried in the background).
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::OAuthError;
+use crate::crypto::keys::Alg;
+use crate::crypto::random::random_id;
+use crate::crypto::{jwt, TokenHash};
+use crate::db::{self, sessions::Session};
+use crate::domain::RedirectUri;
+use crate::state::AppState;
+
+/// A logout request after validation.
+#[derive(Debug, Clone, Default)]
+pub struct LogoutRequest {
+    /// Where to send the user afterwards, already matched against the registration.
+    pub post_logout_redirect_uri: Option<RedirectUri>,
+    pub state: Option<String>,
+    /// The `sid` and `sub` of a valid `id_token_hint`.
+    pub hint: Option<(Option<String>, String)>,
+}
+
+/// Why a logout request cannot be honoured as asked; shown as a page, never redirected.
+#[derive(Debug)]
+pub enum LogoutError {
+    Invalid(&'static str),
+    Server(OAuthError),
+}
+
+impl From<db::DbError> for LogoutError {
+    fn from(e: db::DbError) -> Self {
+        LogoutError::Server(e.into())
+    }
+}
+
+fn one<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, LogoutError> {
+    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let first = values.next().filter(|v| !v.is_empty());
+    if values.next().is_some() {
+        return Err(LogoutError::Invalid("a parameter is repeated"));
+    }
+    Ok(first)
+}
+
+/// RP-Initiated Logout §2–3: the hint and client_id identify the client, whose
+/// registered post-logout URIs are the only permitted destinations.
+pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<LogoutRequest, LogoutError> {
+    let mut client_id = one(params, "client_id")?.map(str::to_string);
+    let mut hint = None;
+    if let Some(token) = one(params, "id_token_hint")? {
+        let keys = state.keys.current();
+        let signed = jwt::verify(&keys, token).map_err(|_| LogoutError::Invalid("id_token_hint is not valid"))?;
+        let claims = signed.claims;
+        let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(&*state.issuer);
+        let aud = claims.get("aud").and_then(Value::as_str).map(str::to_string);
+        let sub = claims.get("sub").and_then(Value::as_str).map(str::to_string);
+        let (true, Some(aud), Some(sub)) = (iss_ok && signed.typ.as_deref() != Some("at+jwt"), aud, sub) else {
+            return Err(LogoutError::Invalid(
+                "id_token_hint is not an ID token from this provider",
+            ));
+        };
+        if client_id.as_deref().is_some_and(|c| c != aud) {
+            return Err(LogoutError::Invalid("client_id does not match id_token_hint"));
+        }
+        client_id = Some(aud);
+        hint = Some((claims.get("sid").and_then(Value::as_str).map(str::to_string), sub));
+    }
+    let post_logout_redirect_uri = match one(params, "post_logout_redirect_uri")? {
+        None => None,
+        Some(uri) => {
+            let Some(id) = client_id else {
+                return Err(LogoutError::Invalid(
+                    "post_logout_redirect_uri needs client_id or id_token_hint",
+                ));
+            };
+            let client = state.db.read(move |c| db::clients::find(c, &id)).await?;
+            let registered = client.is_some_and(|c| c.post_logout_redirect_uris.iter().any(|r| r == uri));
+            if !registered {
+                return Err(LogoutError::Invalid(
+                    "post_logout_redirect_uri is not registered for this client",
+                ));
+            }
+            Some(RedirectUri::unchecked(uri))
+        }
+    };
+    Ok(LogoutRequest {
+        post_logout_redirect_uri,
+        state: one(params, "state")?.map(|s| s.chars().take(2048).collect()),
+        hint,
+    })
+}
+
+/// Whether the request proves the relying party knows this session, so that no
+/// confirmation is needed: a hint for the same session (or user).
+pub async fn hint_matches(state: &AppState, req: &LogoutRequest, session: &Session) -> Result<bool, LogoutError> {
+    let Some((sid, sub)) = &req.hint else {
+        return Ok(false);
+    };
+    if sid.as_deref() == Some(session.sid.as_str()) {
+        return Ok(true);
+    }
+    let (uid, sub) = (session.user_id, sub.clone());
+    Ok(state
+        .db
+        .read(move |c| Ok(db::users::find_by_id(c, uid)?.is_some_and(|u| u.sub == sub)))
+        .await?)
+}
+
+/// The CSRF token of the logout confirmation form: derived from the session cookie,
+/// so only a page shown to this browser can carry it.
+pub fn confirmation_token(session_cookie: &str) -> String {
+    crate::crypto::sha256_b64(format!("logout-confirm:{session_cookie}").as_bytes())
+}
+
+/// Ends the session: its grants that were not for offline use are revoked and every
+/// client with a back-channel endpoint is queued a logout token.
+pub async fn end_session(state: &AppState, cookie_hash: TokenHash, session: &Session) -> Result<(), OAuthError> {
+    let now = state.clock.now();
+    let sid = session.sid.clone();
+    let audience = state.db.read(move |c| db::logout::audience_of_session(c, &sid)).await?;
+    let sub = {
+        let uid = session.user_id;
+        state
+            .db
+            .read(move |c| db::users::find_by_id(c, uid))
+            .await?
+            .map(|u| u.sub)
+    };
+    let mut deliveries = Vec::new();
+    for a in audience {
+        let token = logout_token(state, &a, sub.as_deref(), &session.sid)?;
+        deliveries.push((a.client_id, a.uri, token));
+    }
+    let sid = session.sid.clone();
+    state
+        .db
+        .write(move |c| {
+            db::sessions::end(c, &cookie_hash, now)?;
+            db::logout::revoke_session_grants(c, &sid, now)?;
+            for (client_id, uri, token) in &deliveries {
+                db::logout::enqueue(c, client_id, uri, token, now, now + DELIVERY_WINDOW)?;
+            }
+            Ok(())
+        })
+        .await?;
+    state.logout_wakeup.notify_one();
+    Ok(())
+}
+
+/// How long undelivered logout tokens are retried.
+const DELIVERY_WINDOW: i64 = 24 * 3600;
+pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
+
+/// Back-Channel Logout §2.4: a JWT with the logout event, never a nonce.
+fn logout_token(
+    state: &AppState,
+    a: &db::logout::Audience,
+    sub: Option<&str>,
+    sid: &str,
+) -> Result<String, OAuthError> {
+    let now = state.clock.now();
+    let mut claims = Map::new();
+    claims.insert("iss".into(), Value::from(&*state.issuer));
+    claims.insert("aud".into(), Value::from(a.client_id.clone()));
+    claims.insert("iat".into(), Value::from(now));
+    claims.insert("exp".into(), Value::from(now + 120));
+    claims.insert("jti".into(), Value::from(random_id()));
+    claims.insert("events".into(), json!({ EVENT: {} }));
+    if let Some(sub) = sub {
+        claims.insert("sub".into(), Value::from(sub));
+    }
+    if a.wants_sid || sub.is_none() {
+        claims.insert("sid".into(), Value::from(sid));
+    }
+    let keys = state.keys.current();
+    Ok(jwt::sign(
+        &keys,
+        Alg::parse(&a.alg).unwrap_or(Alg::Rs256),
+        "logout+jwt",
+        claims,
+    )?)
+}
+
+/// Sends queued logout tokens; failures are logged and retried with back-off, and
+/// never hold up the person who logged out.
+pub fn spawn_deliverer(state: AppState) {
+    tokio::spawn(async move {
+        let http = match reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot build the back-channel logout client");
+                return;
+            }
+        };
+        loop {
+            let _ = tokio::time::timeout(Duration::from_secs(5), state.logout_wakeup.notified()).await;
+            deliver_due(&state, &http).await;
+        }
+    });
+}
+
+async fn deliver_due(state: &AppState, http: &reqwest::Client) {
+    let now = state.clock.now();
+    let due = match state.db.read(move |c| db::logout::due(c, now, 50)).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read pending logout deliveries");
+            return;
+        }
+    };
+    for d in due {
+        let sent = http
+            .post(&d.uri)
+            .form(&[("logout_token", d.token.as_str())])
+            .send()
+            .await;
+        let outcome = match sent {
+            Ok(r) if r.status().is_success() => None,
+            Ok(r) => Some(format!("status {}", r.status().as_u16())),
+            Err(e) => Some(e.to_string()),
+        };
+        let id = d.id;
+        let result = match outcome {
+            None => state.db.write(move |c| db::logout::delivered(c, id)).await,
+            Some(reason) => {
+                let backoff = 2_i64.saturating_pow(d.attempts.clamp(0, 12) as u32).min(3600);
+                tracing::warn!(client_id = %d.client_id, attempt = d.attempts + 1, %reason,
+                    retry_in_s = backoff, "back-channel logout delivery failed");
+                state
+                    .db
+                    .write(move |c| db::logout::retry_later(c, id, now + backoff))
+                    .await
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "cannot record a logout delivery");
+        }
+    }
+}
