@@ -1,6 +1,7 @@
 //! Keys, JWT signing and verification, random bearer values and their hashes.
 //! The only module that uses josekit.
 
+pub mod assertion;
 pub mod jwt;
 pub mod keys;
 pub mod random;

@@ -167,3 +167,12 @@ pub fn set_secret(
 pub fn delete(conn: &Connection, client_id: &str) -> Result<bool, DbError> {
     Ok(conn.execute("DELETE FROM clients WHERE client_id = ?1", [client_id])? == 1)
 }
+
+/// Remembers a client assertion's `jti` until it expires; `false` when it was seen
+/// before (a replay, RFC 7523 §3 item 7).
+pub fn record_assertion(conn: &Connection, client_id: &str, jti: &str, expires_at: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("INSERT OR IGNORE INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3)")?
+        .execute(params![jti, client_id, expires_at])?;
+    Ok(n == 1)
+}

@@ -89,6 +89,9 @@ fn basic(req: &HttpRequest) -> Result<Option<(String, String)>, OAuthError> {
 pub fn client_credentials(req: &HttpRequest, form: &HashMap<String, String>) -> Result<Presented, OAuthError> {
     let body_id = form.get("client_id").filter(|v| !v.is_empty());
     let body_secret = form.get("client_secret").filter(|v| !v.is_empty());
+    if let Some(assertion) = form.get("client_assertion").filter(|v| !v.is_empty()) {
+        return assertion_credentials(req, form, body_id, body_secret, assertion);
+    }
     match (basic(req)?, body_id, body_secret) {
         (Some(_), _, Some(_)) => Err(OAuthError::invalid_request("use one client authentication method")),
         (Some((id, _)), Some(body), None) if *body != id => Err(OAuthError::invalid_request(
@@ -98,19 +101,53 @@ pub fn client_credentials(req: &HttpRequest, form: &HashMap<String, String>) -> 
             client_id: id,
             secret: Some(Secret::from_string(secret)),
             method: AuthMethod::SecretBasic,
+            assertion: None,
         }),
         (None, Some(id), Some(secret)) => Ok(Presented {
             client_id: id.clone(),
             secret: Some(Secret::from_string(secret.clone())),
             method: AuthMethod::SecretPost,
+            assertion: None,
         }),
         (None, Some(id), None) => Ok(Presented {
             client_id: id.clone(),
             secret: None,
             method: AuthMethod::None,
+            assertion: None,
         }),
         (None, None, _) => Err(OAuthError::invalid_client("client authentication is required")),
     }
+}
+
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// RFC 7523 §2.2: a signed JWT instead of a secret; the client is named by the
+/// assertion's subject (checked against `client_id` when both are given).
+fn assertion_credentials(
+    req: &HttpRequest,
+    form: &HashMap<String, String>,
+    body_id: Option<&String>,
+    body_secret: Option<&String>,
+    assertion: &str,
+) -> Result<Presented, OAuthError> {
+    if form.get("client_assertion_type").map(String::as_str) != Some(JWT_BEARER) {
+        return Err(OAuthError::invalid_request("client_assertion_type must be jwt-bearer"));
+    }
+    if basic(req)?.is_some() || body_secret.is_some() {
+        return Err(OAuthError::invalid_request("use one client authentication method"));
+    }
+    let claimed = crate::crypto::assertion::peek_claims(assertion)
+        .and_then(|c| c.get("sub").and_then(|s| s.as_str()).map(str::to_string))
+        .ok_or_else(|| OAuthError::invalid_client("client_assertion is not a JWT"))?;
+    if body_id.is_some_and(|id| *id != claimed) {
+        return Err(OAuthError::invalid_client("client_id does not match the assertion"));
+    }
+    Ok(Presented {
+        client_id: claimed,
+        secret: None,
+        method: AuthMethod::Jwt,
+        assertion: Some(assertion.to_string()),
+    })
 }
 
 /// A cookie's value, if the request carries it.

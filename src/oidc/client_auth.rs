@@ -1,11 +1,13 @@
-//! Client authentication at the token, introspection and revocation endpoints
-//! (RFC 6749 §2.3): `client_secret_basic`, `client_secret_post`, and `none` for public
-//! clients. Exactly one method per request (§2.3.1: clients MUST NOT use more than one).
+//! Client authentication at the token, introspection, revocation and device
+//! endpoints (RFC 6749 §2.3): `client_secret_basic`, `client_secret_post`,
+//! `client_secret_jwt` and `private_key_jwt` (RFC 7523, each assertion used once), and
+//! `none` for public clients. Exactly one method per request (§2.3.1).
 
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 
 use super::{ErrorCode, OAuthError};
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::{assertion, Secret, TokenHash};
 use crate::db::{self, clients::Client};
 use crate::state::AppState;
 
@@ -13,6 +15,7 @@ use crate::state::AppState;
 pub enum AuthMethod {
     SecretBasic,
     SecretPost,
+    Jwt,
     None,
 }
 
@@ -22,12 +25,17 @@ pub struct Presented {
     pub client_id: String,
     pub secret: Option<Secret>,
     pub method: AuthMethod,
+    pub assertion: Option<String>,
 }
 
 /// Every authentication failure looks the same to the caller (RFC 6749 §5.2).
 fn failed() -> OAuthError {
     OAuthError::new(ErrorCode::InvalidClient, "client authentication failed")
 }
+
+/// Longest lifetime accepted for an assertion; bounds the replay table too.
+const MAX_ASSERTION_LIFETIME: i64 = 3600;
+const CLOCK_SKEW: i64 = 60;
 
 pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Client, OAuthError> {
     if presented.client_id.is_empty() || presented.client_id.len() > 256 {
@@ -53,7 +61,61 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Clie
                 Err(failed())
             }
         }
+        (_, AuthMethod::Jwt, None) => {
+            let token = presented.assertion.as_deref().unwrap_or_default();
+            check_assertion(state, &client, token).await?;
+            Ok(client)
+        }
         (_, AuthMethod::None, None) if client.is_public() => Ok(client),
         _ => Err(failed()),
     }
+}
+
+/// RFC 7523 §3: signature by the client's key, iss = sub = client_id, our issuer or
+/// endpoint as audience, a bounded unexpired lifetime, and a jti never seen before.
+async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Result<(), OAuthError> {
+    let claims = match (client.auth_method.as_str(), &client.jwks, &client.secret_for_hmac) {
+        ("private_key_jwt", Some(jwks), _) => assertion::verify_with_jwks(jwks, token),
+        ("client_secret_jwt", _, Some(secret)) => assertion::verify_with_secret(secret, token),
+        _ => return Err(failed()),
+    }
+    .map_err(|_| failed())?;
+    let text = |name: &str| claims.get(name).and_then(Value::as_str);
+    let now = state.clock.now();
+    let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
+    let nbf = claims.get("nbf").and_then(Value::as_i64).unwrap_or(0);
+    let audience_ok = match claims.get("aud") {
+        Some(Value::String(a)) => accepted_audience(state, a),
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|a| accepted_audience(state, a)),
+        _ => false,
+    };
+    let valid = text("iss") == Some(client.client_id.as_str())
+        && text("sub") == Some(client.client_id.as_str())
+        && audience_ok
+        && exp > now - CLOCK_SKEW
+        && exp <= now + MAX_ASSERTION_LIFETIME
+        && nbf <= now + CLOCK_SKEW;
+    let Some(jti) = text("jti").filter(|j| valid && !j.is_empty() && j.len() <= 256) else {
+        return Err(failed());
+    };
+    let (client_id, jti) = (client.client_id.clone(), jti.to_string());
+    let fresh = state
+        .db
+        .write(move |c| db::clients::record_assertion(c, &client_id, &jti, exp))
+        .await?;
+    if fresh {
+        Ok(())
+    } else {
+        Err(OAuthError::invalid_client("the client assertion was already used"))
+    }
+}
+
+fn accepted_audience(state: &AppState, aud: &str) -> bool {
+    aud == &*state.issuer
+        || ["/token", "/introspect", "/revoke", "/device_authorization"]
+            .iter()
+            .any(|p| aud == state.url(p))
 }

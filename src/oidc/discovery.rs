@@ -27,9 +27,14 @@ pub fn document(state: &AppState) -> Value {
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
         "userinfo_signing_alg_values_supported": ["none"],
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "token_endpoint_auth_methods_supported":
+            ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"],
+        "token_endpoint_auth_signing_alg_values_supported":
+            ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "HS256", "HS384", "HS512"],
+        "introspection_endpoint_auth_methods_supported":
+            ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"],
+        "revocation_endpoint_auth_methods_supported":
+            ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt", "none"],
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": supported_claims(),
         "claims_parameter_supported": true,

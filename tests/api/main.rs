@@ -5,6 +5,7 @@
 mod authorize;
 mod claims;
 mod cli;
+mod client_auth;
 mod consent;
 mod flow;
 mod helpers;
