@@ -4,6 +4,7 @@
 pub mod clients;
 pub mod connection;
 pub mod consents;
+pub mod device;
 pub mod grants;
 pub mod keys;
 pub mod logout;

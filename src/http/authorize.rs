@@ -97,17 +97,29 @@ pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String
 
 /// Parks `pending` and shows the login form for it.
 pub async fn show_login(req: &HttpRequest, state: &AppState, pending: Pending, request: &AuthRequest) -> HttpResponse {
+    let client_name = client_name(state, &request.client_id).await;
+    let hint = request.login_hint.as_deref().unwrap_or_default();
+    login_page(req, state, pending, &client_name, hint).await
+}
+
+/// The login form for any parked step, naming what the sign-in is for.
+pub async fn login_page(
+    req: &HttpRequest,
+    state: &AppState,
+    pending: Pending,
+    client_name: &str,
+    hint: &str,
+) -> HttpResponse {
     let (browser, new_cookie) = browser_cookie(req, state);
     let parked = match login::park(state, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(&e),
     };
-    let client_name = client_name(state, &request.client_id).await;
     let page = pages::LoginPage {
-        client_name: &client_name,
+        client_name,
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),
-        username: request.login_hint.as_deref().unwrap_or_default(),
+        username: hint,
         error: None,
     };
     let mut resp = pages::render(StatusCode::OK, &page);

@@ -28,8 +28,8 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     };
     let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let request = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Login(r)) => r,
+    let pending = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_))) => p,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
@@ -37,7 +37,10 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let user = match authenticate(&state.db, &state.hasher, username, field(&form, "password")).await {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
-            let client_name = client_name(&state, &request.client_id).await;
+            let client_name = match &pending {
+                Pending::Login(r) => client_name(&state, &r.client_id).await,
+                _ => "your device".to_string(),
+            };
             let page = pages::LoginPage {
                 client_name: &client_name,
                 request_id,
@@ -51,6 +54,20 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Err(LoginError::Db(e)) => return errors::server_page(&OAuthError::from(e)),
     };
     let previous = params::cookie(&req, cookies::session_name(&state)).map(|v| TokenHash::of(&v));
+    let request = match pending {
+        Pending::Login(r) => r,
+        Pending::DeviceLogin(code) => {
+            return match login::finish_session_only(&state, request_id, user.id, previous).await {
+                Ok((cookie, _)) => {
+                    let mut resp = super::device::after_login(&code);
+                    let _ = resp.add_cookie(&cookies::session(&state, cookie.expose().to_string()));
+                    resp
+                }
+                Err(e) => resume_error(e),
+            };
+        }
+        _ => return resume_error(ResumeError::Expired),
+    };
     let Some(browser) = browser else {
         return resume_error(ResumeError::Forged);
     };

@@ -3,6 +3,7 @@
 
 pub mod authorize;
 pub mod cookies;
+pub mod device;
 pub mod errors;
 pub mod login;
 pub mod logout;
@@ -29,6 +30,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/logout/confirm", web::post().to(logout::confirm))
         .route("/token", web::post().to(token::token))
         .route("/introspect", web::post().to(token::introspect))
+        .route("/device_authorization", web::post().to(device::authorization))
+        .route("/device", web::get().to(device::page))
+        .route("/device", web::post().to(device::decide))
         .route("/revoke", web::post().to(token::revoke))
         .route("/userinfo", web::get().to(userinfo::userinfo_get))
         .route("/userinfo", web::post().to(userinfo::userinfo_post));

@@ -15,6 +15,18 @@ pub struct LoginPage<'a> {
 }
 
 #[derive(Template)]
+#[template(path = "device.html")]
+pub struct DevicePage<'a> {
+    pub approve: bool,
+    pub client_name: &'a str,
+    pub user_code: &'a str,
+    pub scopes: Vec<&'static str>,
+    pub request_id: &'a str,
+    pub csrf: &'a str,
+    pub error: Option<&'a str>,
+}
+
+#[derive(Template)]
 #[template(path = "consent.html")]
 pub struct ConsentPage<'a> {
     pub client_name: &'a str,

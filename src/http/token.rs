@@ -11,7 +11,7 @@ use crate::db::clients::Client;
 use crate::oidc::{client_auth, introspect as inspect, token as grants, OAuthError};
 use crate::state::AppState;
 
-async fn authenticated(
+pub async fn authenticated(
     req: &HttpRequest,
     state: &AppState,
     body: &Bytes,

@@ -1,15 +1,249 @@
-//! Device Authorization Grant (RFC 8628).
+//! Device Authorization Grant (RFC 8628): the device asks for a pair of codes, a
+//! person approves the user code on a signed-in browser, the device polls for tokens.
 
-use super::issue::TokenResponse;
-use super::token::Form;
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::claims::SUPPORTED_SCOPES;
+use super::issue::{mint, Mint, TokenResponse};
+use super::token::{client_alg, Form};
 use super::{ErrorCode, OAuthError};
-use crate::db::clients::Client;
+use crate::crypto::random::random_id;
+use crate::crypto::{Secret, TokenHash};
+use crate::db::{self, clients::Client, clients::RefreshPolicy, grants::Grant, sessions::Session, DbError};
+use crate::domain::Scope;
 use crate::state::AppState;
 
-/// RFC 8628 §3.4: the device polls until the person has decided.
-pub async fn poll(_state: &AppState, _client: &Client, _form: &Form) -> Result<TokenResponse, OAuthError> {
-    Err(OAuthError::new(
-        ErrorCode::UnsupportedGrantType,
-        "device authorization is not enabled",
-    ))
+/// Consonants only: no vowels (no words), no look-alikes (RFC 8628 §6.1).
+const ALPHABET: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
+const CODE_LEN: usize = 8;
+const LIFETIME: i64 = 600;
+const INTERVAL: i64 = 5;
+
+fn new_user_code() -> String {
+    let mut rng = rand::rngs::OsRng;
+    (0..CODE_LEN)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Shown to people as `BCDF-GHJK`.
+pub fn display(code: &str) -> String {
+    let (a, b) = code.split_at(code.len().min(CODE_LEN / 2));
+    format!("{a}-{b}")
+}
+
+/// Accepts what a person types: any case, with dashes or spaces.
+pub fn normalize(input: &str) -> Option<String> {
+    let code: String = input
+        .chars()
+        .filter(|c| !matches!(c, '-' | ' '))
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    (code.len() == CODE_LEN && code.bytes().all(|b| ALPHABET.contains(&b))).then_some(code)
+}
+
+/// RFC 8628 §3.1–3.2.
+pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Value, OAuthError> {
+    if !client.allows_grant(super::token::DEVICE_CODE) {
+        return Err(OAuthError::new(
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for the device flow",
+        ));
+    }
+    let requested = Scope::parse(form.get("scope").map(String::as_str).unwrap_or("openid"))
+        .map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
+    let scope = requested.filter(|s| SUPPORTED_SCOPES.contains(&s)).to_string();
+    let device_code = Secret::generate();
+    let now = state.clock.now();
+    for _ in 0..5 {
+        let user_code = new_user_code();
+        let (hash, code, client_id, scope) = (
+            device_code.hash(),
+            user_code.clone(),
+            client.client_id.clone(),
+            scope.clone(),
+        );
+        let stored = state
+            .db
+            .write(move |c| {
+                let d = db::device::NewDevice {
+                    device_hash: &hash,
+                    user_code: &code,
+                    client_id: &client_id,
+                    scope: &scope,
+                    now,
+                    expires_at: now + LIFETIME,
+                    interval: INTERVAL,
+                };
+                match db::device::insert(c, &d) {
+                    Ok(()) => Ok(true),
+                    Err(DbError::Conflict) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if stored {
+            let shown = display(&user_code);
+            return Ok(json!({
+                "device_code": device_code.expose(),
+                "user_code": shown,
+                "verification_uri": state.url("/device"),
+                "verification_uri_complete": format!("{}?user_code={shown}", state.url("/device")),
+                "expires_in": LIFETIME,
+                "interval": INTERVAL,
+            }));
+        }
+    }
+    Err(OAuthError::unavailable())
+}
+
+/// The pending request behind a user code, if it can still be decided.
+pub async fn pending(
+    state: &AppState,
+    user_code: &str,
+) -> Result<Option<(db::device::DeviceRequest, Client)>, OAuthError> {
+    let (code, now) = (user_code.to_string(), state.clock.now());
+    Ok(state
+        .db
+        .read(move |c| {
+            let Some(d) = db::device::find_by_user_code(c, &code)? else {
+                return Ok(None);
+            };
+            if d.expires_at <= now || d.approved.is_some() {
+                return Ok(None);
+            }
+            Ok(db::clients::find(c, &d.client_id)?.map(|client| (d, client)))
+        })
+        .await?)
+}
+
+/// Records the signed-in person's decision; `false` when it can no longer be made.
+pub async fn decide(state: &AppState, user_code: &str, session: &Session, approve: bool) -> Result<bool, OAuthError> {
+    let (code, s, now) = (user_code.to_string(), session.clone(), state.clock.now());
+    Ok(state
+        .db
+        .write(move |c| {
+            db::device::decide(
+                c,
+                &db::device::Decision {
+                    user_code: &code,
+                    user_id: s.user_id,
+                    sid: &s.sid,
+                    auth_time: s.auth_time,
+                    approved: approve,
+                    now,
+                },
+            )
+        })
+        .await?)
+}
+
+enum Polled {
+    Refused(ErrorCode, &'static str),
+    Issued(Box<Grant>, Box<db::users::User>, bool),
+}
+
+/// RFC 8628 §3.4–3.5: pending, slow down, expired, denied, or tokens — once.
+pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+    let code = form
+        .get("device_code")
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| OAuthError::invalid_request("device_code is required"))?;
+    let hash = TokenHash::of(code);
+    let now = state.clock.now();
+    let client_id = client.client_id.clone();
+    let always = client.refresh == RefreshPolicy::Always && client.allows_grant("refresh_token");
+    let offline_ok = client.allows_grant("refresh_token");
+    let refresh = Secret::generate();
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
+    let polled = state
+        .db
+        .write(move |c| {
+            use Polled::Refused;
+            let d = match db::device::find_by_device(c, &hash)? {
+                Some(d) if d.client_id == client_id => d,
+                _ => return Ok(Refused(ErrorCode::InvalidGrant, "the device code is not valid")),
+            };
+            if d.used_at.is_some() {
+                return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
+            }
+            if d.expires_at <= now {
+                return Ok(Refused(ErrorCode::ExpiredToken, "the device code has expired"));
+            }
+            match (d.approved, d.user_id) {
+                (None, _) => {
+                    let too_fast = d.last_poll_at.is_some_and(|t| now - t < d.interval);
+                    let interval = if too_fast { d.interval + 5 } else { d.interval };
+                    db::device::record_poll(c, &hash, now, interval)?;
+                    Ok(if too_fast {
+                        Refused(ErrorCode::SlowDown, "poll less often")
+                    } else {
+                        Refused(ErrorCode::AuthorizationPending, "the user has not decided yet")
+                    })
+                }
+                (Some(false), _) | (Some(true), None) => {
+                    db::device::consume(c, &hash, now)?;
+                    Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
+                }
+                (Some(true), Some(uid)) => {
+                    let Some(mut user) = db::users::find_by_id(c, uid)?.filter(|u| !u.disabled) else {
+                        return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
+                    };
+                    db::users::load_groups(c, &mut user)?;
+                    db::device::consume(c, &hash, now)?;
+                    let grant = Grant {
+                        id: random_id(),
+                        client_id: d.client_id.clone(),
+                        user_id: Some(uid),
+                        scope: d.scope.clone(),
+                        sid: d.sid.clone(),
+                        auth_time: d.auth_time,
+                        nonce: None,
+                        expires_at: now + refresh_ttl,
+                        revoked_at: None,
+                        claims_request: None,
+                    };
+                    db::grants::insert_grant(c, &grant, now)?;
+                    let offline = Scope::parse(&grant.scope).is_ok_and(|s| s.contains("offline_access"));
+                    let with_refresh = always || (offline_ok && offline);
+                    if with_refresh {
+                        db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
+                    }
+                    Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))
+                }
+            }
+        })
+        .await?;
+    match polled {
+        Polled::Refused(code, d) => Err(OAuthError::new(code, d)),
+        Polled::Issued(grant, user, with_refresh) => {
+            let scope = Scope::parse(&grant.scope).unwrap_or_default();
+            mint(
+                state,
+                &Mint {
+                    grant: &grant,
+                    user: &user,
+                    scope: &scope,
+                    nonce: None,
+                    refresh_token: with_refresh.then_some(&refresh),
+                    alg: client_alg(client),
+                },
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_codes_are_typed_leniently_and_shown_with_a_dash() {
+        let code = new_user_code();
+        assert_eq!(normalize(&display(&code).to_lowercase()), Some(code.clone()));
+        assert_eq!(normalize(" bcdf ghjk "), Some("BCDFGHJK".into()));
+        assert_eq!(normalize("AEIO-UBCD"), None, "no vowels");
+        assert_eq!(normalize("BCDF"), None);
+    }
 }

@@ -16,6 +16,7 @@ pub fn document(state: &AppState) -> Value {
         "introspection_endpoint": state.url("/introspect"),
         "revocation_endpoint": state.url("/revoke"),
         "end_session_endpoint": state.url("/logout"),
+        "device_authorization_endpoint": state.url("/device_authorization"),
         "backchannel_logout_supported": true,
         "backchannel_logout_session_supported": true,
         "frontchannel_logout_supported": false,
@@ -23,7 +24,12 @@ pub fn document(state: &AppState) -> Value {
         "claim_types_supported": ["normal"],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query", "form_post"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "grant_types_supported": [
+            "authorization_code",
+            "refresh_token",
+            "client_credentials",
+            "urn:ietf:params:oauth:grant-type:device_code"
+        ],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
         "userinfo_signing_alg_values_supported": ["none"],

@@ -24,6 +24,9 @@ pub enum ErrorCode {
     UnsupportedTokenType,
     RequestNotSupported,
     RequestUriNotSupported,
+    AuthorizationPending,
+    SlowDown,
+    ExpiredToken,
 }
 
 impl ErrorCode {
@@ -46,6 +49,9 @@ impl ErrorCode {
             Self::UnsupportedTokenType => "unsupported_token_type",
             Self::RequestNotSupported => "request_not_supported",
             Self::RequestUriNotSupported => "request_uri_not_supported",
+            Self::AuthorizationPending => "authorization_pending",
+            Self::SlowDown => "slow_down",
+            Self::ExpiredToken => "expired_token",
         }
     }
 }

@@ -20,8 +20,10 @@ pub enum Pending {
     Login(AuthRequest),
     /// The consent page for an authorization request, after sign-in.
     Consent(AuthRequest),
-    /// The login form on the way to approving a device (RFC 8628).
+    /// The login form on the way to approving a device (RFC 8628); the user code.
     DeviceLogin(String),
+    /// The approval page for a device; the user code.
+    DeviceApprove(String),
 }
 
 /// What a form carries: names of a server-side record, not the request itself.
@@ -211,6 +213,51 @@ pub fn store_session(conn: &db::Conn, cookie_hash: &TokenHash, s: &Session, now:
             expires_at: s.expires_at,
         },
     )
+}
+
+/// Consumes a parked login that is not an authorization (the device flow) and opens
+/// a session for the user.
+pub async fn finish_session_only(
+    state: &AppState,
+    request_id: &str,
+    user_id: i64,
+    previous: Option<TokenHash>,
+) -> Result<(Secret, Session), ResumeError> {
+    let now = state.clock.now();
+    let cookie = Secret::generate();
+    let session = new_session(state, user_id);
+    let (id_hash, cookie_hash, s) = (TokenHash::of(request_id), cookie.hash(), session.clone());
+    let consumed = state
+        .db
+        .write(move |c| {
+            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+                return Ok(false);
+            }
+            if let Some(old) = previous {
+                db::sessions::end(c, &old, now)?;
+            }
+            store_session(c, &cookie_hash, &s, now)?;
+            Ok(true)
+        })
+        .await?;
+    if !consumed {
+        return Err(ResumeError::Expired);
+    }
+    Ok((cookie, session))
+}
+
+/// Consumes a parked step without acting on it (a device decision, recorded apart).
+pub async fn consume(state: &AppState, request_id: &str) -> Result<(), ResumeError> {
+    let (id_hash, now) = (TokenHash::of(request_id), state.clock.now());
+    if state
+        .db
+        .write(move |c| db::sessions::consume_login_request(c, &id_hash, now))
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(ResumeError::Expired)
+    }
 }
 
 /// The user's answer on the consent page (Core §3.1.2.4): approval is remembered and a

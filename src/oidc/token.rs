@@ -15,7 +15,7 @@ use crate::state::AppState;
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
 
-fn client_alg(client: &Client) -> Alg {
+pub fn client_alg(client: &Client) -> Alg {
     Alg::parse(&client.id_token_alg).unwrap_or(Alg::Rs256)
 }
 

@@ -7,6 +7,7 @@ mod claims;
 mod cli;
 mod client_auth;
 mod consent;
+mod device;
 mod flow;
 mod helpers;
 mod keys;

@@ -1,0 +1,151 @@
+//! Device Authorization Grant endpoints: `/device_authorization` for the device, and
+//! `/device` where a signed-in person enters and approves the user code.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::authorize::{bad_request_page, browser_cookie, login_page, set_browser};
+use super::login::resume_error;
+use super::token::authenticated;
+use super::{cookies, errors, pages, params};
+use crate::crypto::TokenHash;
+use crate::oidc::device;
+use crate::oidc::login::{self, Pending, ResumeError};
+use crate::state::AppState;
+
+/// RFC 8628 §3.1: the device's request for codes, with client authentication.
+pub async fn authorization(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let result = async {
+        let (client, form) = authenticated(&req, &state, &body).await?;
+        device::start(&state, &client, &form).await
+    }
+    .await;
+    match result {
+        Ok(v) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.json(v)
+        }
+        Err(e) => errors::oauth_json(&e),
+    }
+}
+
+fn entry_page(code: &str, error: Option<&str>) -> HttpResponse {
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    pages::render(
+        status,
+        &pages::DevicePage {
+            approve: false,
+            client_name: "",
+            user_code: code,
+            scopes: Vec::new(),
+            request_id: "",
+            csrf: "",
+            error,
+        },
+    )
+}
+
+/// The code entry page, then (signed in) the approval page.
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let typed = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "user_code")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    if typed.is_empty() {
+        return entry_page("", None);
+    }
+    let Some(code) = device::normalize(&typed) else {
+        return entry_page(&typed, Some("That is not a valid code. Check the code on your device."));
+    };
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let session = match login::current_session(&state, cookie.as_deref()).await {
+        Ok(s) => s,
+        Err(e) => return errors::server_page(&e),
+    };
+    let found = match device::pending(&state, &code).await {
+        Ok(f) => f,
+        Err(e) => return errors::server_page(&e),
+    };
+    let Some((request, client)) = found else {
+        return entry_page(&typed, Some("This code is unknown, expired or already used."));
+    };
+    if session.is_none() {
+        return login_page(&req, &state, Pending::DeviceLogin(code), &client.name, "").await;
+    }
+    let (browser, new_cookie) = browser_cookie(&req, &state);
+    let parked = match login::park(&state, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
+        Ok(p) => p,
+        Err(e) => return errors::server_page(&e),
+    };
+    let shown = device::display(&code);
+    let page = pages::DevicePage {
+        approve: true,
+        client_name: &client.name,
+        user_code: &shown,
+        scopes: request.scope.split(' ').filter_map(pages::describe_scope).collect(),
+        request_id: parked.request_id.expose(),
+        csrf: parked.csrf.expose(),
+        error: None,
+    };
+    let mut resp = pages::render(StatusCode::OK, &page);
+    set_browser(&mut resp, &state, new_cookie);
+    resp
+}
+
+/// The approval form's target.
+pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
+        return bad_request_page("The approval form was not submitted correctly.");
+    };
+    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let code = match login::resume(&state, get("request_id"), get("csrf"), browser.as_ref()).await {
+        Ok(Pending::DeviceApprove(code)) => code,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let approve = match get("decision") {
+        "allow" => true,
+        "deny" => false,
+        _ => return bad_request_page("The approval form did not say approve or deny."),
+    };
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let session = match login::current_session(&state, cookie.as_deref()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return resume_error(ResumeError::Expired),
+        Err(e) => return errors::server_page(&e),
+    };
+    if let Err(e) = login::consume(&state, get("request_id")).await {
+        return resume_error(e);
+    }
+    match device::decide(&state, &code, &session, approve).await {
+        Ok(true) if approve => pages::error_page(
+            StatusCode::OK,
+            "Device connected",
+            "The device is now signed in.",
+            "You can close this page and continue on the device.",
+        ),
+        Ok(true) => pages::error_page(
+            StatusCode::OK,
+            "Request denied",
+            "The device was not given access.",
+            "You can close this page.",
+        ),
+        Ok(false) => entry_page("", Some("This code is unknown, expired or already used.")),
+        Err(e) => errors::server_page(&e),
+    }
+}
+
+/// After signing in on the way to a device approval, back to the approval page.
+pub fn after_login(code: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, format!("/device?user_code={}", device::display(code))))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
+}

@@ -1,0 +1,124 @@
+//! Device Authorization Grant (RFC 8628).
+
+use crate::helpers::*;
+
+const DEVICE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+async fn device_app() -> TestApp {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client_with("tv", true, |c| {
+        c.grant_types = vec![DEVICE.into(), "refresh_token".into()]
+    })
+    .await;
+    app
+}
+
+async fn start(app: &TestApp) -> serde_json::Value {
+    let resp = app
+        .post_form(
+            "/device_authorization",
+            None,
+            &[("client_id", "tv"), ("scope", "openid profile")],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+async fn poll(app: &TestApp, device_code: &str) -> (u16, serde_json::Value) {
+    let resp = app
+        .token(
+            None,
+            &[
+                ("grant_type", DEVICE),
+                ("client_id", "tv"),
+                ("device_code", device_code),
+            ],
+        )
+        .await;
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// The person's side: open the verification URI, sign in, answer.
+async fn approve(app: &TestApp, codes: &serde_json::Value, decision: &str) -> String {
+    let b = browser();
+    let uri = codes["verification_uri_complete"].as_str().unwrap();
+    let fields = app.open_login(&b, uri).await;
+    let resp = app.submit_login(&b, fields, "alice", PASSWORD).await;
+    assert_eq!(resp.status(), 303);
+    let back = app.url(&location(&resp));
+    let page = b.get(back).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let body = page.text().await.unwrap();
+    assert!(
+        body.contains(codes["user_code"].as_str().unwrap()),
+        "the page shows the code to compare"
+    );
+    let mut fields = form_fields(&body);
+    fields.insert("decision".into(), decision.into());
+    let resp = b.post(app.url("/device")).form(&fields).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_device_gets_tokens_once_the_person_approves() {
+    let app = device_app().await;
+    let codes = start(&app).await;
+    assert_eq!(codes["verification_uri"], app.url("/device"));
+    assert_eq!(codes["interval"], 5);
+    let device_code = codes["device_code"].as_str().unwrap();
+
+    let (status, body) = poll(&app, device_code).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("authorization_pending")));
+    let (_, body) = poll(&app, device_code).await;
+    assert_eq!(body["error"], "slow_down", "polling faster than the interval");
+
+    assert!(approve(&app, &codes, "allow").await.contains("Device connected"));
+    app.clock.advance(11);
+    let (status, tokens) = poll(&app, device_code).await;
+    assert_eq!(status, 200, "{tokens}");
+    let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(id["aud"], "tv");
+    assert!(tokens["refresh_token"].is_string());
+    app.clock.advance(11);
+    let (_, again) = poll(&app, device_code).await;
+    assert_eq!(again["error"], "invalid_grant", "a device code is redeemed once");
+}
+
+#[tokio::test]
+async fn denial_and_expiry_are_reported_to_the_device() {
+    let app = device_app().await;
+    let codes = start(&app).await;
+    assert!(approve(&app, &codes, "deny").await.contains("denied"));
+    let (_, body) = poll(&app, codes["device_code"].as_str().unwrap()).await;
+    assert_eq!(body["error"], "access_denied");
+
+    let late = start(&app).await;
+    app.clock.advance(601);
+    let (_, body) = poll(&app, late["device_code"].as_str().unwrap()).await;
+    assert_eq!(body["error"], "expired_token");
+}
+
+#[tokio::test]
+async fn wrong_codes_and_clients_are_refused() {
+    let app = device_app().await;
+    let page = browser().get(app.url("/device?user_code=AEIOU")).send().await.unwrap();
+    assert_eq!(page.status(), 400);
+    assert!(page.text().await.unwrap().contains("not a valid code"));
+    let page = browser()
+        .get(app.url("/device?user_code=BCDF-GHJK"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 400, "an unknown code");
+
+    let web = app.add_client("web", false).await.unwrap();
+    let resp = app.post_form("/device_authorization", Some(("web", &web)), &[]).await;
+    assert_eq!(resp.status(), 400);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"], "unauthorized_client");
+    let (_, body) = poll(&app, "made-up").await;
+    assert_eq!(body["error"], "invalid_grant");
+}
