@@ -6,6 +6,7 @@ mod authorize;
 mod claims;
 mod cli;
 mod client_auth;
+mod conformance;
 mod consent;
 mod device;
 mod flow;
