@@ -2,7 +2,7 @@
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help run build test ci fmt clippy
+.PHONY: help run build test ci fmt clippy interop-deps
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,3 +26,7 @@ ci: ## What CI runs: format check, lints, tests
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) test --all-targets
+
+interop-deps: ## Install the relying-party libraries the interoperability tests use
+	python3 -m pip install --quiet -r tests/interop/requirements.txt
+	npm ci --prefix tests/interop --no-audit --no-fund

@@ -11,6 +11,7 @@ mod consent;
 mod device;
 mod flow;
 mod helpers;
+mod interop;
 mod keys;
 mod logout;
 mod storage;
