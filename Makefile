@@ -14,19 +14,38 @@ build: ## Build the release binary into target/release/tessera
 	$(CARGO) build --release
 
 test: ## Run the whole test suite
-	$(CARGO) test --all-targets
+	$(CARGO) test --workspace --all-targets
 
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
 clippy: ## Lint, warnings are errors
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 ci: ## What CI runs: format check, lints, tests
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
-	$(CARGO) test --all-targets
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	node --check stress/lib/flow.js
+	for f in stress/*.js; do node --check "$$f"; done
+	$(CARGO) test --workspace --all-targets
 
 interop-deps: ## Install the relying-party libraries the interoperability tests use
 	python3 -m pip install --quiet -r tests/interop/requirements.txt
 	npm ci --prefix tests/interop --no-audit --no-fund
+
+# Stress runs: k6 when installed, the Rust driver (stress/) otherwise. See stress/README.md.
+.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench
+stress-server: ## Start Tessera on a fresh DB with the stress client and users; print the env
+	bash stress/server.sh
+stress-smoke: ## 1 VU, 30 s, 1 s think time
+	bash stress/run.sh smoke
+stress-load: ## 20 VUs, 3 min, 1 s think time
+	bash stress/run.sh load
+stress-spike: ## 0 → 10 → 100 VUs, hold 1 min, down; 0.5 s think time
+	bash stress/run.sh spike
+stress-ceiling: ## 50 → 500 VUs in steps of 30 s, hold 500 for 1 min; 0.5 s think time
+	bash stress/run.sh ceiling
+stress-ratelimit: ## 50 login attempts/s; expects 429 with Retry-After
+	bash stress/run.sh ratelimit
+stress-bench: ## bcrypt ceiling, writer commits/s, per-endpoint throughput, storm
+	bash stress/run.sh bench

@@ -53,7 +53,10 @@ impl Hasher {
             let dummy = dummy.clone();
             std::thread::Builder::new()
                 .name(format!("tessera-hash-{i}"))
-                .spawn(move || work(&rx, &depth, cost, &dummy))?;
+                .spawn(move || {
+                    lower_priority();
+                    work(&rx, &depth, cost, &dummy)
+                })?;
         }
         Ok(Self { queue, depth })
     }
@@ -102,6 +105,23 @@ impl Hasher {
         }
     }
 }
+
+/// Password hashing yields the CPU to request threads: with logins saturating every
+/// core, token, refresh and introspection requests must still be served promptly.
+/// Linux keeps a nice value per thread, so only the hashing threads are lowered.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let tid = rustix::thread::gettid();
+        if let Err(e) = rustix::process::setpriority_process(Some(tid), HASH_NICE) {
+            tracing::warn!(error = %e, "cannot lower the priority of a hashing thread");
+        }
+    }
+}
+
+/// Nice value of hashing threads (0 is normal, 19 the lowest).
+#[cfg(target_os = "linux")]
+const HASH_NICE: i32 = 10;
 
 fn work(rx: &Mutex<Receiver<Job>>, depth: &AtomicUsize, cost: u32, dummy: &OnceLock<String>) {
     loop {

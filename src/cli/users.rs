@@ -41,6 +41,13 @@ pub enum UserCommand {
     Disable { username: String },
     /// Enable a disabled user
     Enable { username: String },
+    /// Create COUNT users PREFIX1 … PREFIXCOUNT sharing one password (load testing)
+    Seed {
+        prefix: String,
+        count: usize,
+        #[arg(long, required = true)]
+        password_stdin: bool,
+    },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
 }
@@ -115,6 +122,34 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         }
         UserCommand::Disable { username } => set_disabled(settings, &username, true, now)?,
         UserCommand::Enable { username } => set_disabled(settings, &username, false, now)?,
+        UserCommand::Seed { prefix, count, .. } => {
+            let password = read_password()?;
+            // One hash for all: seeding 500 users must not take 500 bcrypt rounds.
+            let password_hash = hash(settings, &password)?;
+            let conn = open(settings)?;
+            let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
+            let mut created = 0;
+            for i in 1..=count {
+                let username = Username::parse(&format!("{prefix}{i}")).map_err(|e| e.to_string())?;
+                let email = format!("{}@stress.invalid", username.as_str());
+                let new = db::users::NewUser {
+                    sub: &random_id(),
+                    username: username.as_str(),
+                    email: Some(&email),
+                    name: None,
+                    password_hash: &password_hash,
+                    is_admin: false,
+                    now,
+                };
+                match db::users::insert(&tx, &new) {
+                    Ok(_) => created += 1,
+                    Err(DbError::Conflict) => {}
+                    Err(e) => return Err(db_err(e)),
+                }
+            }
+            tx.commit().map_err(|e| e.to_string())?;
+            println!("{created} users created ({prefix}1 … {prefix}{count})");
+        }
         UserCommand::RevokeConsent { username, client_id } => {
             let conn = open(settings)?;
             let user = db::users::find_by_username(&conn, &username)

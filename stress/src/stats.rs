@@ -1,0 +1,276 @@
+//! Latency samples, percentiles and the report: a k6-like table, JSON, and the data
+//! the chart draws.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What one virtual user measured.
+#[derive(Default)]
+pub struct Recorder {
+    /// (step, level, microseconds)
+    pub samples: Vec<(&'static str, usize, u32)>,
+    pub errors: BTreeMap<String, u64>,
+    /// Completed iterations per level.
+    pub iterations: BTreeMap<usize, u64>,
+}
+
+impl Recorder {
+    pub fn record(&mut self, step: &'static str, level: usize, took: Duration) {
+        let micros = u32::try_from(took.as_micros()).unwrap_or(u32::MAX);
+        self.samples.push((step, level, micros));
+    }
+
+    pub fn error(&mut self, kind: String) {
+        *self.errors.entry(kind).or_default() += 1;
+    }
+
+    pub fn iteration(&mut self, level: usize) {
+        *self.iterations.entry(level).or_default() += 1;
+    }
+
+    pub fn merge(&mut self, other: Recorder) {
+        self.samples.extend(other.samples);
+        for (k, v) in other.errors {
+            *self.errors.entry(k).or_default() += v;
+        }
+        for (k, v) in other.iterations {
+            *self.iterations.entry(k).or_default() += v;
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values, in milliseconds.
+pub fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepStats {
+    pub step: String,
+    pub count: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub per_second: f64,
+}
+
+impl StepStats {
+    fn of(step: &str, mut values: Vec<u32>, seconds: f64) -> Self {
+        values.sort_unstable();
+        Self {
+            step: step.to_string(),
+            count: values.len(),
+            p50_ms: percentile(&values, 50.0),
+            p95_ms: percentile(&values, 95.0),
+            p99_ms: percentile(&values, 99.0),
+            max_ms: percentile(&values, 100.0),
+            per_second: if seconds > 0.0 {
+                values.len() as f64 / seconds
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// One VU level (a constant run has one; a ramp has one per stage).
+#[derive(Debug, Clone, Serialize)]
+pub struct Level {
+    pub vus: usize,
+    pub seconds: f64,
+    pub iterations_per_second: f64,
+    pub steps: Vec<StepStats>,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Report {
+    pub scenario: String,
+    pub seconds: f64,
+    pub iterations: u64,
+    pub iterations_per_second: f64,
+    pub steps: Vec<StepStats>,
+    pub levels: Vec<Level>,
+    pub errors: BTreeMap<String, u64>,
+    pub notes: Vec<(String, String)>,
+}
+
+/// Step names in flow order, so tables read top to bottom like the flow.
+pub const STEP_ORDER: &[&str] = &["authorize", "login", "token", "introspect", "refresh"];
+
+fn ordered(names: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
+    let mut list: Vec<&'static str> = names.collect();
+    list.sort_by_key(|n| STEP_ORDER.iter().position(|o| o == n).unwrap_or(usize::MAX));
+    list.dedup();
+    list
+}
+
+impl Report {
+    pub fn note(notes: Vec<(String, String)>) -> Self {
+        Self {
+            notes,
+            ..Default::default()
+        }
+    }
+
+    /// `levels` gives each level's VU count and its measured duration.
+    pub fn build(scenario: &str, rec: Recorder, wall: Duration, levels: &[(usize, Duration)]) -> Self {
+        let seconds = wall.as_secs_f64();
+        let names = ordered(rec.samples.iter().map(|(s, _, _)| *s));
+        let steps = names
+            .iter()
+            .map(|n| {
+                let values = rec
+                    .samples
+                    .iter()
+                    .filter(|(s, _, _)| s == n)
+                    .map(|(_, _, v)| *v)
+                    .collect();
+                StepStats::of(n, values, seconds)
+            })
+            .collect();
+        let levels = levels
+            .iter()
+            .enumerate()
+            .map(|(i, (vus, took))| {
+                let secs = took.as_secs_f64();
+                let steps = names
+                    .iter()
+                    .map(|n| {
+                        let values = rec
+                            .samples
+                            .iter()
+                            .filter(|(s, l, _)| s == n && *l == i)
+                            .map(|(_, _, v)| *v)
+                            .collect();
+                        StepStats::of(n, values, secs)
+                    })
+                    .collect();
+                let its = rec.iterations.get(&i).copied().unwrap_or(0);
+                Level {
+                    vus: *vus,
+                    seconds: secs,
+                    iterations_per_second: if secs > 0.0 { its as f64 / secs } else { 0.0 },
+                    steps,
+                }
+            })
+            .collect();
+        let iterations: u64 = rec.iterations.values().sum();
+        Self {
+            scenario: scenario.to_string(),
+            seconds,
+            iterations,
+            iterations_per_second: if seconds > 0.0 {
+                iterations as f64 / seconds
+            } else {
+                0.0
+            },
+            steps,
+            levels,
+            errors: rec.errors,
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        if !self.scenario.is_empty() {
+            out += &format!("scenario {}  ({:.1} s)\n", self.scenario, self.seconds);
+            out += &format!(
+                "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+                "step", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "req/s"
+            );
+            for s in &self.steps {
+                out += &format!(
+                    "{:<12} {:>9} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.1}\n",
+                    s.step, s.count, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms, s.per_second
+                );
+            }
+            let attempts = self.iterations + self.errors_total();
+            let rate = if attempts > 0 {
+                100.0 * self.errors_total() as f64 / attempts as f64
+            } else {
+                0.0
+            };
+            out += &format!(
+                "iterations {} ({:.2}/s)   errors {} ({rate:.2}%)\n",
+                self.iterations,
+                self.iterations_per_second,
+                self.errors_total()
+            );
+            for (kind, n) in &self.errors {
+                out += &format!("  error {kind}: {n}\n");
+            }
+            if self.levels.len() > 1 {
+                out += "per VU level:\n";
+                for l in &self.levels {
+                    let p95 = |name: &str| l.steps.iter().find(|s| s.step == name).map(|s| s.p95_ms).unwrap_or(0.0);
+                    out += &format!(
+                        "  {:>4} VUs  {:>7.2} it/s  login p95 {:>9.1}  token p95 {:>7.1}  introspect p95 {:>7.1}  refresh p95 {:>7.1}\n",
+                        l.vus,
+                        l.iterations_per_second,
+                        p95("login"),
+                        p95("token"),
+                        p95("introspect"),
+                        p95("refresh")
+                    );
+                }
+            }
+        }
+        for (k, v) in &self.notes {
+            out += &format!("{k}: {v}\n");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let values: Vec<u32> = (1..=100).map(|v| v * 1000).collect();
+        assert_eq!(percentile(&values, 50.0), 50.0);
+        assert_eq!(percentile(&values, 95.0), 95.0);
+        assert_eq!(percentile(&values, 99.0), 99.0);
+        assert_eq!(percentile(&values, 100.0), 100.0);
+        assert_eq!(percentile(&[7000], 95.0), 7.0);
+        assert_eq!(percentile(&[], 95.0), 0.0);
+    }
+
+    #[test]
+    fn report_orders_steps_counts_rates_and_errors() {
+        let mut rec = Recorder::default();
+        for ms in [10u64, 20, 30, 40] {
+            rec.record("token", 0, Duration::from_millis(ms));
+            rec.record("login", 0, Duration::from_millis(ms * 10));
+            rec.iteration(0);
+        }
+        rec.error("login: status 503".into());
+        let report = Report::build("flow", rec, Duration::from_secs(2), &[(4, Duration::from_secs(2))]);
+        assert_eq!(report.steps[0].step, "login", "flow order, not alphabetical");
+        assert_eq!(report.steps[1].count, 4);
+        assert_eq!(report.steps[1].p50_ms, 20.0);
+        assert_eq!(report.iterations_per_second, 2.0);
+        assert_eq!(report.errors_total(), 1);
+        let table = report.table();
+        assert!(table.contains("errors 1 (20.00%)"), "{table}");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["steps"][0]["step"], "login");
+    }
+}

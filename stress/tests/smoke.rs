@@ -1,0 +1,96 @@
+//! A few seconds of the load driver against a spawned Tessera: every step of the flow
+//! runs, is measured, and nothing fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use tessera::clock::Clock;
+use tessera::config::Settings;
+use tessera::crypto::{random::random_id, Secret};
+use tessera::db::{self, clients::Client};
+use tessera::startup::Application;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_runs_the_full_flow_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        db_path: dir.path().join("smoke.db"),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        bcrypt_cost: 4,
+        workers: 2,
+        hash_threads: 2,
+        ..Settings::default()
+    };
+    let app = Application::build(settings, Clock::system()).await.unwrap();
+    let issuer = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state().clone();
+    tokio::spawn(app.run_until_stopped());
+
+    let secret = Secret::generate();
+    let hash = secret.hash();
+    let password_hash = bcrypt::hash("stress-password", 4).unwrap();
+    state
+        .db
+        .write(move |c| {
+            let client = Client::new(
+                "stress",
+                "Stress",
+                Some(hash),
+                vec!["http://127.0.0.1:9999/callback".into()],
+            );
+            db::clients::insert(c, &client)?;
+            for i in 1..=3 {
+                let name = format!("stress{i}");
+                db::users::insert(
+                    c,
+                    &db::users::NewUser {
+                        sub: &random_id(),
+                        username: &name,
+                        email: None,
+                        name: None,
+                        password_hash: &password_hash,
+                        is_admin: false,
+                        now: 0,
+                    },
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+
+    let svg = dir.path().join("chart.svg");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera-stress"))
+            .args([
+                "flow",
+                "--vus",
+                "3",
+                "--duration",
+                "2s",
+                "--users",
+                "3",
+                "--json",
+                "--svg",
+            ])
+            .arg(&svg)
+            .env("TESSERA_ISSUER", &issuer)
+            .env("STRESS_CLIENT_SECRET", secret.expose())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errors"], serde_json::json!({}), "{report}");
+    assert!(report["iterations"].as_u64().unwrap() > 0);
+    let steps: Vec<&str> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["authorize", "login", "token", "introspect", "refresh"]);
+    assert!(std::fs::read_to_string(dir.path().join("chart.svg"))
+        .unwrap()
+        .contains("<svg"));
+}
