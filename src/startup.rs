@@ -65,6 +65,7 @@ impl Application {
             hasher,
             clock,
             logout_wakeup: Arc::new(tokio::sync::Notify::new()),
+            clients: Default::default(),
         };
         spawn_purger(state.clone());
         oidc::keys::spawn_reloader(state.clone());

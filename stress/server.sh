@@ -14,6 +14,7 @@ export TESSERA_BCRYPT_COST=${BCRYPT_COST:-10}
 
 printf '%s\n' 'stress-password' | "$bin" --db "$db" user seed stress "$users" --password-stdin >&2
 secret=$("$bin" --db "$db" client add stress --redirect-uri http://127.0.0.1:9999/callback --json \
+    --id-token-alg "${STRESS_ALG:-RS256}" \
     | sed -n 's/.*"client_secret":"\([^"]*\)".*/\1/p')
 
 export TESSERA_ISSUER="http://127.0.0.1:$port"

@@ -49,7 +49,7 @@ pub fn verify(keys: &KeySet, token: &str) -> Result<Signed, JwtError> {
     Ok(Signed {
         typ: header.token_type().map(str::to_string),
         alg: header.algorithm().unwrap_or_default().to_string(),
-        claims: payload.claims_set().clone(),
+        claims: payload.into(),
     })
 }
 

@@ -229,16 +229,13 @@ pub fn find_refresh(conn: &Connection, hash: &TokenHash) -> Result<Option<Refres
     refresh_with_grant(conn, hash)
 }
 
-/// Uses a refresh token: `Fresh` the first time, `Replayed` after.
-pub fn consume_refresh(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Consumed<Refresh>, DbError> {
+/// Marks a refresh token used; `false` when it already was (one UPDATE, so of two
+/// parallel uses exactly one wins).
+pub fn use_refresh(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
     let updated = conn
         .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL")?
         .execute(params![hash.as_bytes(), now])?;
-    match refresh_with_grant(conn, hash)? {
-        Some(r) if updated == 1 => Ok(Consumed::Fresh(r)),
-        Some(r) => Ok(Consumed::Replayed { grant_id: r.grant.id }),
-        None => Ok(Consumed::Unknown),
-    }
+    Ok(updated == 1)
 }
 
 /// Whether an access token is still good as far as the database knows: its grant is

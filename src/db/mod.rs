@@ -71,6 +71,10 @@ const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 pub struct Db {
     writer: writer::Writer,
     readers: r2d2::Pool<SqliteConnectionManager>,
+    /// In WAL mode a read never waits for the writer: a point query costs
+    /// microseconds of CPU, less than handing it to another thread. With the rollback
+    /// journal a read can wait on a lock, so it moves off the async threads.
+    inline_reads: bool,
 }
 
 impl Db {
@@ -93,7 +97,11 @@ impl Db {
             .min_idle(Some(1))
             .connection_timeout(Duration::from_secs(5))
             .build(manager)?;
-        Ok(Self { writer, readers })
+        Ok(Self {
+            writer,
+            readers,
+            inline_reads: settings.wal,
+        })
     }
 
     /// Runs `op` in the writer's next group commit, under its own SAVEPOINT: an error
@@ -111,12 +119,17 @@ impl Db {
         }
     }
 
-    /// Runs `op` on a read-only pooled connection, off the async threads.
+    /// Runs `op` on a read-only pooled connection (off the async threads unless WAL
+    /// makes the read lock-free).
     pub async fn read<T, F>(&self, op: F) -> Result<T, DbError>
     where
         F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
+        if self.inline_reads {
+            let conn = self.readers.get()?;
+            return op(&conn);
+        }
         let pool = self.readers.clone();
         tokio::task::spawn_blocking(move || {
             let conn = pool.get()?;

@@ -179,12 +179,14 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
         let _ = conn.execute_batch("ROLLBACK");
         e.to_string()
     });
-    for completion in completions {
-        completion(commit.clone());
-    }
+    // Counted before anyone is answered, so a caller that has its reply sees its
+    // operation in the statistics.
     counters.batches.fetch_add(1, Ordering::Relaxed);
     counters.operations.fetch_add(size, Ordering::Relaxed);
     counters
         .commit_micros
         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    for completion in completions {
+        completion(commit.clone());
+    }
 }

@@ -41,11 +41,14 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Clie
     if presented.client_id.is_empty() || presented.client_id.len() > 256 {
         return Err(failed());
     }
-    let id = presented.client_id.clone();
-    let client = state.db.read(move |c| db::clients::find(c, &id)).await?;
+    let client = state
+        .clients
+        .get(&state.db, &presented.client_id, state.clock.now())
+        .await?;
     let Some(client) = client else {
         return Err(failed());
     };
+    let client = Client::clone(&client);
     // Basic and post carry the same secret and are interchangeable; the JWT methods
     // and `none` are only accepted from clients registered for them.
     let secret_client = matches!(

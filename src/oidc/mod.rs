@@ -3,6 +3,7 @@
 pub mod authorize;
 pub mod claims;
 pub mod client_auth;
+pub mod client_cache;
 pub mod device;
 pub mod discovery;
 pub mod error;

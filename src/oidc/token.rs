@@ -15,6 +15,11 @@ use crate::state::AppState;
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
 
+/// Group membership is read only when a token will carry it.
+fn wants_groups(scope: &str, claims_request: Option<&str>) -> bool {
+    scope.split(' ').any(|s| s == "groups") || claims_request.is_some_and(|c| c.contains("\"groups\""))
+}
+
 pub fn client_alg(client: &Client) -> Alg {
     Alg::parse(&client.id_token_alg).unwrap_or(Alg::Rs256)
 }
@@ -147,7 +152,9 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
             let Some(mut user) = db::users::find_by_id(c, code.user_id)?.filter(|u| !u.disabled) else {
                 return refuse("the user is no longer active");
             };
-            db::users::load_groups(c, &mut user)?;
+            if wants_groups(&code.scope, code.claims_request.as_deref()) {
+                db::users::load_groups(c, &mut user)?;
+            }
             let grant = Grant {
                 id: code.grant_id.clone(),
                 client_id: code.client_id.clone(),
@@ -221,7 +228,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
             };
             match r.used_at {
                 None => {
-                    if !matches!(db::grants::consume_refresh(c, &presented, now)?, Consumed::Fresh(_)) {
+                    if !db::grants::use_refresh(c, &presented, now)? {
                         return refuse("the refresh token is not valid");
                     }
                 }
@@ -254,7 +261,9 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
             let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
                 return refuse("the user is no longer active");
             };
-            db::users::load_groups(c, &mut user)?;
+            if wants_groups(&r.scope, r.grant.claims_request.as_deref()) {
+                db::users::load_groups(c, &mut user)?;
+            }
             // The new token keeps the grant's scope; only this response is narrowed.
             db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
             Ok((

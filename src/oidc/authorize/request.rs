@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::response::AuthResponse;
 use crate::crypto::jwt;
-use crate::db::{self, DbError};
+use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
 use crate::oidc::claims::{ClaimsRequest, SUPPORTED_SCOPES};
 use crate::oidc::{pkce, ErrorCode, OAuthError};
@@ -80,8 +80,7 @@ fn fatal(message: &str) -> AuthorizeError {
 pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<AuthRequest, AuthorizeError> {
     let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
     let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
-    let id = client_id.to_string();
-    let client = state.db.read(move |c| db::clients::find(c, &id)).await?;
+    let client = state.clients.get(&state.db, client_id, state.clock.now()).await?;
     let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
     let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
     let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
@@ -192,7 +191,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
         })?),
     };
     Ok(AuthRequest {
-        client_id: client.client_id,
+        client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.as_str().to_string(),
         scope: scope.to_string(),
         state: state_param.clone(),

@@ -1,0 +1,47 @@
+//! A short-lived in-memory copy of client registrations: the token, introspection and
+//! authorization endpoints look a client up on every request, and a registration
+//! changes rarely. Changes made by the CLI take effect within `TTL`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::db::{self, clients::Client, Db, DbError};
+
+/// Seconds a cached registration is trusted.
+pub const TTL: i64 = 1;
+/// Entries kept before the cache starts over; bounds memory whatever ids are sent.
+const CAPACITY: usize = 4096;
+
+/// A registration and when it was read.
+type Entry = (Arc<Client>, i64);
+
+#[derive(Clone, Default)]
+pub struct ClientCache {
+    entries: Arc<RwLock<HashMap<String, Entry>>>,
+}
+
+impl ClientCache {
+    /// The registration of `client_id`; unknown ids are not cached, so a new client
+    /// is usable at once.
+    pub async fn get(&self, db: &Db, client_id: &str, now: i64) -> Result<Option<Arc<Client>>, DbError> {
+        if let Ok(map) = self.entries.read() {
+            if let Some((client, at)) = map.get(client_id) {
+                if now - at < TTL {
+                    return Ok(Some(client.clone()));
+                }
+            }
+        }
+        let id = client_id.to_string();
+        let Some(client) = db.read(move |c| db::clients::find(c, &id)).await? else {
+            return Ok(None);
+        };
+        let client = Arc::new(client);
+        if let Ok(mut map) = self.entries.write() {
+            if map.len() >= CAPACITY {
+                map.clear();
+            }
+            map.insert(client_id.to_string(), (client.clone(), now));
+        }
+        Ok(Some(client))
+    }
+}
