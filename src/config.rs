@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::auth::client_ip::Cidr;
 use url::Url;
 
 /// A setting that could not be used, named as the operator wrote it.
@@ -37,6 +39,9 @@ pub struct RawSettings {
     pub log_format: Option<String>,
     pub hash_threads: Option<String>,
     pub workers: Option<String>,
+    pub rate_limit: Option<String>,
+    pub lockout: Option<String>,
+    pub trusted_proxies: Option<String>,
 }
 
 /// Keys accepted in the TOML file; any other key is an error, not silently ignored.
@@ -52,6 +57,9 @@ struct FileSettings {
     log_format: Option<toml::Value>,
     hash_threads: Option<toml::Value>,
     workers: Option<toml::Value>,
+    rate_limit: Option<toml::Value>,
+    lockout: Option<toml::Value>,
+    trusted_proxies: Option<toml::Value>,
 }
 
 /// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
@@ -113,6 +121,12 @@ pub struct Settings {
     pub hash_threads: usize,
     pub workers: usize,
     pub lifetimes: TokenLifetimes,
+    /// Rate limits per address and account; off only for load tests.
+    pub rate_limit: bool,
+    /// Account lockout after repeated failed passwords; off only for load tests.
+    pub lockout: bool,
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` headers are believed.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 fn cores() -> usize {
@@ -136,6 +150,9 @@ impl Default for Settings {
             hash_threads: cores(),
             workers: cores(),
             lifetimes: TokenLifetimes::default(),
+            rate_limit: true,
+            lockout: true,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -194,6 +211,22 @@ impl Settings {
         }
         if let Some(v) = pick(&raw.workers, &file.workers) {
             s.workers = parse_in_range("workers", &v, 1, 256)? as usize;
+        }
+        if let Some(v) = pick(&raw.rate_limit, &file.rate_limit) {
+            s.rate_limit = parse_bool("rate_limit", &v)?;
+        }
+        if let Some(v) = pick(&raw.lockout, &file.lockout) {
+            s.lockout = parse_bool("lockout", &v)?;
+        }
+        if let Some(v) = pick(&raw.trusted_proxies, &file.trusted_proxies) {
+            s.trusted_proxies = v
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|p| p.trim().trim_matches('"'))
+                .filter(|p| !p.is_empty())
+                .map(Cidr::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| invalid("trusted_proxies", e))?;
         }
         Ok(s)
     }

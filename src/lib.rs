@@ -8,6 +8,7 @@ pub mod crypto;
 pub mod db;
 pub mod domain;
 pub mod http;
+pub mod metrics;
 pub mod oidc;
 pub mod startup;
 pub mod state;

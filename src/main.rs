@@ -52,6 +52,10 @@ enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Write a consistent copy of the database to PATH while the server runs
+    Backup { path: PathBuf },
+    /// Check the database's integrity and foreign keys
+    Check,
 }
 
 #[derive(Args, Default)]
@@ -74,6 +78,15 @@ struct ServeArgs {
     /// HTTP worker threads [default: number of cores]
     #[arg(long, env = "TESSERA_WORKERS", value_name = "N")]
     workers: Option<String>,
+    /// Rate limits per address and account; false only for load tests [default: true]
+    #[arg(long, env = "TESSERA_RATE_LIMIT", value_name = "true|false")]
+    rate_limit: Option<String>,
+    /// Lock accounts after repeated failed passwords; false only for load tests [default: true]
+    #[arg(long, env = "TESSERA_LOCKOUT", value_name = "true|false")]
+    lockout: Option<String>,
+    /// Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
+    #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_name = "CIDR,…")]
+    trusted_proxies: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -84,6 +97,10 @@ fn main() -> ExitCode {
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
+        Some(Command::Backup { path }) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::backup(&s, &path)))
+        }
+        Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
     };
     let settings = match settings(&cli.common, Some(&serve)) {
         Ok(s) => s,
@@ -101,6 +118,9 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         log_format: s.log_format.clone(),
         hash_threads: s.hash_threads.clone(),
         workers: s.workers.clone(),
+        rate_limit: s.rate_limit.clone(),
+        lockout: s.lockout.clone(),
+        trusted_proxies: s.trusted_proxies.clone(),
         ..Default::default()
     });
     let raw = RawSettings {
@@ -126,9 +146,12 @@ fn finish(result: Result<(), String>) -> ExitCode {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    // Colour only for a person at a terminal; files and collectors get plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -5,7 +5,11 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Instant;
 
-use actix_web::dev::{Server, Service};
+use std::time::Duration;
+
+use actix_web::dev::{Server, Service, ServiceResponse};
+use actix_web::http::header;
+use actix_web::HttpMessage;
 use actix_web::{web, App, HttpServer};
 
 use crate::auth::Hasher;
@@ -57,6 +61,7 @@ impl Application {
             .map_err(|e| StartupError::Keys(e.to_string()))?;
         let keys = KeyStore::new(keys);
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
+        let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
         let state = AppState {
             issuer: Arc::from(config::issuer_text(&issuer)),
             settings: Arc::new(settings),
@@ -66,8 +71,11 @@ impl Application {
             clock,
             logout_wakeup: Arc::new(tokio::sync::Notify::new()),
             clients: Default::default(),
+            limits,
+            metrics: Default::default(),
         };
         spawn_purger(state.clone());
+        spawn_limit_pruner(state.clone());
         oidc::keys::spawn_reloader(state.clone());
         oidc::logout::spawn_deliverer(state.clone());
         let server = server(listener, state.clone())?;
@@ -116,37 +124,73 @@ fn spawn_purger(state: AppState) {
     });
 }
 
+fn spawn_limit_pruner(state: AppState) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            state.limits.prune();
+        }
+    });
+}
+
 fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError> {
     let workers = state.settings.workers;
     let data = web::Data::new(state);
     let server = HttpServer::new(move || {
+        let state = data.clone();
         App::new()
             .app_data(data.clone())
             .app_data(web::PayloadConfig::new(MAX_BODY))
-            .wrap_fn(|req, srv| {
+            .wrap_fn(move |req, srv| {
                 let started = Instant::now();
                 let method = req.method().clone();
-                let path = req.path().to_string();
+                let state = state.clone();
                 let fut = srv.call(req);
                 async move {
-                    let res = fut.await;
-                    if let Ok(r) = &res {
-                        tracing::info!(
-                            method = %method,
-                            route = %path,
-                            status = r.status().as_u16(),
-                            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-                            "request"
-                        );
-                    }
-                    res
+                    let mut res = fut.await?;
+                    observe(&state, &method, &mut res, started.elapsed());
+                    Ok(res)
                 }
             })
             .configure(http::routes)
     })
     .workers(workers)
+    // Slow or idle clients are cut off instead of holding connections open.
+    .keep_alive(Duration::from_secs(30))
+    .client_request_timeout(Duration::from_secs(10))
+    .client_disconnect_timeout(Duration::from_secs(2))
+    .max_connections(4096)
+    .backlog(1024)
     .shutdown_timeout(10)
     .listen(listener)?
     .run();
     Ok(server)
+}
+
+/// One log line and the metrics for every request; HSTS on https issuers. The route
+/// is the matched pattern, never the raw path, and no query, form or header is logged.
+fn observe(state: &AppState, method: &actix_web::http::Method, res: &mut ServiceResponse, took: Duration) {
+    let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_string());
+    let status = res.status().as_u16();
+    let client_id = res
+        .request()
+        .extensions()
+        .get::<http::guard::ClientTag>()
+        .map(|t| t.0.clone());
+    state.metrics.request(&route, status, took);
+    tracing::info!(
+        method = %method,
+        route = %route,
+        status,
+        latency_ms = took.as_secs_f64() * 1000.0,
+        client_id = client_id.as_deref().unwrap_or("-"),
+        "request"
+    );
+    if state.secure_cookies() {
+        res.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            header::HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
+    }
 }

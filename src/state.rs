@@ -21,6 +21,8 @@ pub struct AppState {
     pub logout_wakeup: Arc<tokio::sync::Notify>,
     /// Client registrations, cached for a second.
     pub clients: crate::oidc::client_cache::ClientCache,
+    pub limits: crate::auth::limits::RateLimits,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {

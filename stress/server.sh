@@ -29,7 +29,7 @@ export STRESS_REDIRECT_URI=http://127.0.0.1:9999/callback
 ENV
 
 if [ "${1:-}" = "--background" ]; then
-    RUST_LOG=warn "$bin" --db "$db" serve --listen "127.0.0.1:$port" >"$dir/server.log" 2>&1 &
+    RUST_LOG=warn "$bin" --db "$db" serve --listen "127.0.0.1:$port" --rate-limit false --lockout false >"$dir/server.log" 2>&1 &
     export TESSERA_PID=$!
     trap 'kill "$TESSERA_PID" 2>/dev/null || true; rm -rf "$dir"' EXIT
     for _ in $(seq 1 100); do
@@ -37,5 +37,5 @@ if [ "${1:-}" = "--background" ]; then
         sleep 0.1
     done
 else
-    RUST_LOG=warn exec "$bin" --db "$db" serve --listen "127.0.0.1:$port"
+    RUST_LOG=warn exec "$bin" --db "$db" serve --listen "127.0.0.1:$port" --rate-limit false --lockout false
 fi

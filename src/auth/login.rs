@@ -1,5 +1,5 @@
 //! Checking a username and password: one uniform path for every failure, so neither
-//! the answer nor its timing tells whether the account exists.
+//! the answer nor its timing tells whether the account exists or is locked.
 
 use crate::db::{self, users::User, Db, DbError};
 
@@ -7,7 +7,8 @@ use super::{HashError, Hasher};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
-    /// Unknown user, wrong password or disabled account: deliberately one variant.
+    /// Unknown user, wrong password, disabled or locked account: deliberately one
+    /// variant, shown with one message.
     #[error("invalid username or password")]
     InvalidCredentials,
     #[error(transparent)]
@@ -16,23 +17,115 @@ pub enum LoginError {
     Db(#[from] DbError),
 }
 
+/// What happened, for metrics and the audit trail; never shown to the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed,
+    Locked,
+}
+
 /// Longest input worth hashing; anything longer cannot be a password we stored.
 const MAX_INPUT: usize = 1024;
+/// Failed passwords in a row before an account locks.
+pub const LOCK_AFTER: i64 = 5;
+const FIRST_LOCK_SECS: i64 = 60;
+const MAX_LOCK_SECS: i64 = 3600;
 
-pub async fn authenticate(db: &Db, hasher: &Hasher, username: &str, password: &str) -> Result<User, LoginError> {
+/// Growing back-off: one minute at the fifth failure, doubling with each further
+/// failure, at most an hour.
+pub fn lock_for(failures: i64) -> Option<i64> {
+    (failures >= LOCK_AFTER).then(|| {
+        let doublings = u32::try_from((failures - LOCK_AFTER).min(20)).unwrap_or(20);
+        FIRST_LOCK_SECS.saturating_mul(1 << doublings).min(MAX_LOCK_SECS)
+    })
+}
+
+pub async fn authenticate(
+    db: &Db,
+    hasher: &Hasher,
+    username: &str,
+    password: &str,
+    lockout: bool,
+    now: i64,
+) -> (Result<User, LoginError>, Outcome) {
+    match check(db, hasher, username, password, lockout, now).await {
+        Ok(user) => (Ok(user), Outcome::Ok),
+        Err((e, outcome)) => (Err(e), outcome),
+    }
+}
+
+async fn check(
+    db: &Db,
+    hasher: &Hasher,
+    username: &str,
+    password: &str,
+    lockout: bool,
+    now: i64,
+) -> Result<User, (LoginError, Outcome)> {
+    let fail = |e: LoginError| (e, Outcome::Failed);
     let name = username.trim().to_string();
     let user = if name.is_empty() || name.len() > 256 {
         None
     } else {
-        db.read(move |c| db::users::find_by_username(c, &name)).await?
+        db.read(move |c| db::users::find_by_username(c, &name))
+            .await
+            .map_err(|e| fail(e.into()))?
     };
     let password = if password.len() > MAX_INPUT { "" } else { password };
-    // Always pay for one bcrypt verification, with a dummy hash when there is no user.
+    // Always pay for one bcrypt verification, with a dummy hash when there is no
+    // user, and also for a locked account: the timing says nothing either way.
     let ok = hasher
         .verify(password, user.as_ref().map(|u| u.password_hash.as_str()))
-        .await?;
-    match user {
-        Some(user) if ok && !user.disabled => Ok(user),
-        _ => Err(LoginError::InvalidCredentials),
+        .await
+        .map_err(|e| fail(e.into()))?;
+    let Some(user) = user else {
+        return Err(fail(LoginError::InvalidCredentials));
+    };
+    let id = user.id;
+    let state = db
+        .read(move |c| db::users::lock_state(c, id))
+        .await
+        .map_err(|e| fail(e.into()))?;
+    let locked = lockout && state.locked_until.is_some_and(|t| t > now);
+    if locked {
+        return Err((LoginError::InvalidCredentials, Outcome::Locked));
+    }
+    if !ok || user.disabled {
+        if lockout && !ok {
+            let after = db
+                .write(move |c| db::users::record_failure(c, id, lock_for, now))
+                .await
+                .map_err(|e| fail(e.into()))?;
+            if after.locked_until.is_some_and(|t| t > now) {
+                tracing::warn!(
+                    user_id = id,
+                    failures = after.failed_logins,
+                    "account locked after failed passwords"
+                );
+                return Err((LoginError::InvalidCredentials, Outcome::Locked));
+            }
+        }
+        return Err(fail(LoginError::InvalidCredentials));
+    }
+    if state.failed_logins > 0 || state.locked_until.is_some() {
+        db.write(move |c| db::users::clear_failures(c, id))
+            .await
+            .map_err(|e| fail(e.into()))?;
+    }
+    Ok(user)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_grows_with_failures_and_is_capped() {
+        assert_eq!(lock_for(4), None);
+        assert_eq!(lock_for(5), Some(60));
+        assert_eq!(lock_for(6), Some(120));
+        assert_eq!(lock_for(8), Some(480));
+        assert_eq!(lock_for(100), Some(3600));
     }
 }

@@ -1,5 +1,7 @@
 //! People's credentials and sessions: the bcrypt pool, sign-in, SSO session cookies.
 
+pub mod client_ip;
+pub mod limits;
 pub mod login;
 pub mod password;
 

@@ -1,7 +1,7 @@
 //! bcrypt on a dedicated pool of threads sized to the cores, fed through a deep bounded
 //! queue, so password hashing never runs on (or starves) the request threads.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -15,6 +15,11 @@ pub enum HashError {
     Overloaded,
     #[error("password hashing failed: {0}")]
     Failed(String),
+}
+
+struct Queued {
+    job: Job,
+    at: std::time::Instant,
 }
 
 enum Job {
@@ -37,8 +42,16 @@ const MAX_WAIT: Duration = Duration::from_secs(120);
 
 #[derive(Clone)]
 pub struct Hasher {
-    queue: SyncSender<Job>,
+    queue: SyncSender<Queued>,
     depth: Arc<AtomicUsize>,
+    stats: Arc<HashStats>,
+}
+
+/// Jobs done and the time they spent queued, for metrics.
+#[derive(Default)]
+pub struct HashStats {
+    pub jobs: AtomicU64,
+    pub wait_micros: AtomicU64,
 }
 
 impl Hasher {
@@ -46,19 +59,21 @@ impl Hasher {
         let (queue, rx) = sync_channel(QUEUE_CAPACITY);
         let rx = Arc::new(Mutex::new(rx));
         let depth = Arc::new(AtomicUsize::new(0));
+        let stats = Arc::new(HashStats::default());
         let dummy = Arc::new(OnceLock::new());
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             let depth = depth.clone();
             let dummy = dummy.clone();
+            let stats = stats.clone();
             std::thread::Builder::new()
                 .name(format!("tessera-hash-{i}"))
                 .spawn(move || {
                     lower_priority();
-                    work(&rx, &depth, cost, &dummy)
+                    work(&rx, &depth, &stats, cost, &dummy)
                 })?;
         }
-        Ok(Self { queue, depth })
+        Ok(Self { queue, depth, stats })
     }
 
     /// Checks `password` against `hash`; with no hash (unknown user) it verifies against
@@ -87,9 +102,16 @@ impl Hasher {
         self.depth.load(Ordering::Relaxed)
     }
 
+    pub fn stats(&self) -> &HashStats {
+        &self.stats
+    }
+
     fn enqueue(&self, job: Job) -> Result<(), HashError> {
         self.depth.fetch_add(1, Ordering::Relaxed);
-        match self.queue.try_send(job) {
+        match self.queue.try_send(Queued {
+            job,
+            at: std::time::Instant::now(),
+        }) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
                 self.depth.fetch_sub(1, Ordering::Relaxed);
@@ -123,12 +145,19 @@ fn lower_priority() {
 #[cfg(target_os = "linux")]
 const HASH_NICE: i32 = 10;
 
-fn work(rx: &Mutex<Receiver<Job>>, depth: &AtomicUsize, cost: u32, dummy: &OnceLock<String>) {
+fn work(rx: &Mutex<Receiver<Queued>>, depth: &AtomicUsize, stats: &HashStats, cost: u32, dummy: &OnceLock<String>) {
     loop {
         let job = {
             let Ok(guard) = rx.lock() else { return };
             match guard.recv() {
-                Ok(job) => job,
+                Ok(queued) => {
+                    let waited = queued.at.elapsed().as_micros();
+                    stats
+                        .wait_micros
+                        .fetch_add(u64::try_from(waited).unwrap_or(u64::MAX), Ordering::Relaxed);
+                    stats.jobs.fetch_add(1, Ordering::Relaxed);
+                    queued.job
+                }
                 Err(_) => return,
             }
         };

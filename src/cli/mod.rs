@@ -39,21 +39,53 @@ pub(crate) fn hash(settings: &Settings, password: &NewPassword) -> Result<String
     bcrypt::hash(password.expose(), settings.bcrypt_cost).map_err(|e| e.to_string())
 }
 
+pub fn backup(settings: &Settings, target: &Path) -> Result<(), String> {
+    let conn = open(settings)?;
+    db::maintenance::backup(&conn, target).map_err(db_err)?;
+    println!("backup written to {}", target.display());
+    Ok(())
+}
+
+pub fn check(settings: &Settings) -> Result<(), String> {
+    let conn = open(settings)?;
+    let problems = db::maintenance::check(&conn).map_err(db_err)?;
+    if problems.is_empty() {
+        println!("{}: integrity ok, foreign keys ok", settings.db_path.display());
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("{p}");
+    }
+    Err(format!("{} problems found", problems.len()))
+}
+
 /// What an operator needs on first start: where the provider is and how to add the
 /// first user and client.
 pub fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbError> {
+    use std::io::Write;
     let users = state.db.read_now(db::users::count)?;
-    println!("Tessera is running.");
-    println!("  issuer:    {}", state.issuer);
-    println!("  discovery: {}/.well-known/openid-configuration", state.issuer);
-    println!("  database:  {}", db_path.display());
+    // A closed stdout (a supervisor that stopped reading) must not stop the server.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "Tessera is running.");
+    let _ = writeln!(out, "  issuer:    {}", state.issuer);
+    let _ = writeln!(out, "  discovery: {}/.well-known/openid-configuration", state.issuer);
+    let _ = writeln!(out, "  database:  {}", db_path.display());
     if users == 0 {
         let db = db_path.display();
         let exe = std::env::args().next().unwrap_or_else(|| "tessera".into());
-        println!();
-        println!("No users yet. In another terminal, create the first administrator and a client:");
-        println!("  printf '%s\\n' 'a-long-password' | {exe} --db {db} user add admin --admin --password-stdin");
-        println!("  {exe} --db {db} client add my-app --redirect-uri http://localhost:8080/callback");
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "No users yet. In another terminal, create the first administrator and a client:"
+        );
+        let _ = writeln!(
+            out,
+            "  printf '%s\\n' 'a-long-password' | {exe} --db {db} user add admin --admin --password-stdin"
+        );
+        let _ = writeln!(
+            out,
+            "  {exe} --db {db} client add my-app --redirect-uri http://localhost:8080/callback"
+        );
     }
     Ok(())
 }

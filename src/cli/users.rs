@@ -48,6 +48,8 @@ pub enum UserCommand {
         #[arg(long, required = true)]
         password_stdin: bool,
     },
+    /// Clear a user's failed-password count and lift a lockout
+    Unlock { username: String },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
 }
@@ -149,6 +151,14 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             }
             tx.commit().map_err(|e| e.to_string())?;
             println!("{created} users created ({prefix}1 … {prefix}{count})");
+        }
+        UserCommand::Unlock { username } => {
+            let conn = open(settings)?;
+            let user = db::users::find_by_username(&conn, &username)
+                .map_err(db_err)?
+                .ok_or_else(|| format!("no user named {username}"))?;
+            db::users::clear_failures(&conn, user.id).map_err(db_err)?;
+            println!("user {username} unlocked");
         }
         UserCommand::RevokeConsent { username, client_id } => {
             let conn = open(settings)?;

@@ -9,6 +9,7 @@ use super::DbError;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_protocol.sql"),
+    include_str!("migrations/0003_lockout.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -8,6 +8,7 @@ pub mod device;
 pub mod grants;
 pub mod keys;
 pub mod logout;
+pub mod maintenance;
 pub mod migrations;
 pub mod purge;
 pub mod sessions;

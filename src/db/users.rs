@@ -162,3 +162,46 @@ pub fn find_by_sub(conn: &Connection, sub: &str) -> Result<Option<User>, DbError
     let sql = format!("SELECT {COLUMNS} FROM users WHERE sub = ?1");
     optional(conn.prepare_cached(&sql)?.query_row([sub], from_row))
 }
+
+/// Failed passwords in a row and the lock they caused.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LockState {
+    pub failed_logins: i64,
+    pub locked_until: Option<i64>,
+}
+
+pub fn lock_state(conn: &Connection, user_id: i64) -> Result<LockState, DbError> {
+    let row = optional(
+        conn.prepare_cached("SELECT failed_logins, locked_until FROM users WHERE id = ?1")?
+            .query_row([user_id], |r| {
+                Ok(LockState {
+                    failed_logins: r.get(0)?,
+                    locked_until: r.get(1)?,
+                })
+            }),
+    )?;
+    Ok(row.unwrap_or_default())
+}
+
+/// Counts a failed password and sets the lock the policy derives from the count.
+pub fn record_failure(
+    conn: &Connection,
+    user_id: i64,
+    lock_for: impl Fn(i64) -> Option<i64>,
+    now: i64,
+) -> Result<LockState, DbError> {
+    let failed = lock_state(conn, user_id)?.failed_logins + 1;
+    let locked_until = lock_for(failed).map(|secs| now + secs);
+    conn.prepare_cached(
+        "UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1",
+    )?
+    .execute(params![user_id, failed, locked_until])?;
+    lock_state(conn, user_id)
+}
+
+/// Clears the failure count and any lock (a successful sign-in, or an administrator).
+pub fn clear_failures(conn: &Connection, user_id: i64) -> Result<(), DbError> {
+    conn.prepare_cached("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?1")?
+        .execute([user_id])?;
+    Ok(())
+}

@@ -5,7 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::{cookies, errors, pages, params};
+use super::{cookies, errors, guard, pages, params};
+use crate::auth::limits::Bucket;
 use crate::crypto::{Secret, TokenHash};
 use crate::db;
 use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
@@ -34,6 +35,9 @@ pub fn bad_request_page(message: &str) -> HttpResponse {
 }
 
 async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(req, state, Bucket::Authorize) {
+        return limited;
+    }
     let pairs = match params::pairs(raw) {
         Ok(p) => p,
         Err(e) => return bad_request_page(&e.description),
@@ -42,6 +46,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Ok(r) => r,
         Err(e) => return errors::authorize(e),
     };
+    guard::tag_client(req, &request.client_id);
     let cookie = params::cookie(req, cookies::session_name(state));
     let session = match login::current_session(state, cookie.as_deref()).await {
         Ok(s) => s,

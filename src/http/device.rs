@@ -8,7 +8,8 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::authorize::{bad_request_page, browser_cookie, login_page, set_browser};
 use super::login::resume_error;
 use super::token::authenticated;
-use super::{cookies, errors, pages, params};
+use super::{cookies, errors, guard, pages, params};
+use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::oidc::device;
 use crate::oidc::login::{self, Pending, ResumeError};
@@ -16,6 +17,9 @@ use crate::state::AppState;
 
 /// RFC 8628 §3.1: the device's request for codes, with client authentication.
 pub async fn authorization(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
+        return limited;
+    }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
         device::start(&state, &client, &form).await
@@ -100,6 +104,9 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 
 /// The approval form's target.
 pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state) {
+        return refused;
+    }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
         return bad_request_page("The approval form was not submitted correctly.");
     };

@@ -7,8 +7,9 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::authorize::{bad_request_page, client_name, respond, show_consent};
-use super::{cookies, errors, pages, params};
-use crate::auth::login::{authenticate, LoginError};
+use super::{cookies, errors, guard, pages, params};
+use crate::auth::limits::Bucket;
+use crate::auth::login::{authenticate, LoginError, Outcome};
 use crate::crypto::TokenHash;
 use crate::oidc::login::{self, AfterLogin, Pending, ResumeError};
 use crate::oidc::OAuthError;
@@ -23,6 +24,10 @@ fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>>
 }
 
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page("The sign-in form was not submitted correctly.");
     };
@@ -34,7 +39,26 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Err(e) => return resume_error(e),
     };
     let username = field(&form, "username");
-    let user = match authenticate(&state.db, &state.hasher, username, field(&form, "password")).await {
+    // Per-account limits come before any password is hashed.
+    if let Some(limited) = guard::limit_account(&state, username) {
+        return limited;
+    }
+    let (result, outcome) = authenticate(
+        &state.db,
+        &state.hasher,
+        username,
+        field(&form, "password"),
+        state.settings.lockout,
+        state.clock.now(),
+    )
+    .await;
+    let counter = match outcome {
+        Outcome::Ok => &state.metrics.logins_ok,
+        Outcome::Failed => &state.metrics.logins_failed,
+        Outcome::Locked => &state.metrics.logins_locked,
+    };
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let user = match result {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
             let client_name = match &pending {
@@ -88,6 +112,9 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
 }
 
 pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state) {
+        return refused;
+    }
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page("The consent form was not submitted correctly.");
     };

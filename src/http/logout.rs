@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use subtle::ConstantTimeEq;
 
-use super::{cookies, errors, pages, params};
+use super::{cookies, errors, guard, pages, params};
 use crate::crypto::TokenHash;
 use crate::db;
 use crate::oidc::login::current_session;
@@ -41,6 +41,9 @@ pub async fn logout_post(req: HttpRequest, state: web::Data<AppState>, body: Byt
 
 /// The confirmation form's target: the CSRF token proves the page was shown here.
 pub async fn confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state) {
+        return refused;
+    }
     if params::require_form(&req).is_err() {
         return invalid("The sign-out form was not submitted correctly.");
     }

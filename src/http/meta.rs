@@ -1,6 +1,8 @@
 //! Discovery, JWKS, health and the embedded stylesheet.
 
-use actix_web::http::header;
+use std::sync::atomic::Ordering;
+
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 
 use crate::oidc::discovery;
@@ -24,6 +26,52 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .json(serde_json::json!({ "status": "ok" }))
+}
+
+/// Ready when the database answers a read and the writer commits.
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let read = state
+        .db
+        .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        .await;
+    let write = state.db.write(|_| Ok(())).await;
+    let (status, body) = match (read, write) {
+        (Ok(_), Ok(())) => (StatusCode::OK, serde_json::json!({ "status": "ready" })),
+        (r, w) => {
+            tracing::warn!(read_ok = r.is_ok(), write_ok = w.is_ok(), "not ready");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::json!({ "status": "unavailable" }),
+            )
+        }
+    };
+    HttpResponse::build(status)
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .json(body)
+}
+
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let writer = state.db.writer_stats();
+    let hash = state.hasher.stats();
+    let path = &state.settings.db_path;
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let wal = path.with_extension(format!(
+        "{}-wal",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("db")
+    ));
+    let gauges = crate::metrics::Gauges {
+        hash_queue_depth: state.hasher.queue_depth(),
+        hash_wait_seconds_total: hash.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        hash_jobs_total: hash.jobs.load(Ordering::Relaxed),
+        writer_batches_total: writer.batches,
+        writer_operations_total: writer.operations,
+        writer_commit_seconds_total: writer.commit_micros_total as f64 / 1e6,
+        db_bytes: size(path) + size(&wal),
+    };
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(state.metrics.render(&gauges))
 }
 
 const STYLESHEET: &str = include_str!("../../static/tessera.css");

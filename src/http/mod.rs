@@ -5,6 +5,7 @@ pub mod authorize;
 pub mod cookies;
 pub mod device;
 pub mod errors;
+pub mod guard;
 pub mod login;
 pub mod logout;
 pub mod meta;
@@ -20,6 +21,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
         .route("/jwks", web::get().to(meta::jwks))
         .route("/healthz", web::get().to(meta::healthz))
+        .route("/readyz", web::get().to(meta::readyz))
+        .route("/metrics", web::get().to(meta::metrics))
         .route("/static/tessera.css", web::get().to(meta::stylesheet))
         .route("/authorize", web::get().to(authorize::authorize_get))
         .route("/authorize", web::post().to(authorize::authorize_post))

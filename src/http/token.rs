@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::{errors, params};
+use super::{errors, guard, params};
+use crate::auth::limits::Bucket;
 use crate::db::clients::Client;
 use crate::oidc::{client_auth, introspect as inspect, token as grants, OAuthError};
 use crate::state::AppState;
@@ -19,6 +20,7 @@ pub async fn authenticated(
     params::require_form(req)?;
     let form = params::unique_form(body)?;
     let presented = params::client_credentials(req, &form)?;
+    guard::tag_client(req, &presented.client_id);
     let client = client_auth::authenticate(state, presented).await?;
     Ok((client, form))
 }
@@ -30,9 +32,16 @@ fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
 }
 
 pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
+        return limited;
+    }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
-        grants::grant(&state, &client, &form).await
+        let resp = grants::grant(&state, &client, &form).await?;
+        state
+            .metrics
+            .token_issued(form.get("grant_type").map(String::as_str).unwrap_or_default());
+        Ok(resp)
     }
     .await;
     match result {
@@ -42,6 +51,9 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
 }
 
 pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Introspect) {
+        return limited;
+    }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
         // Only a client that can prove its identity may ask about tokens (RFC 7662 §2.1).
@@ -61,6 +73,9 @@ pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Byte
 }
 
 pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Revoke) {
+        return limited;
+    }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
         let token = form

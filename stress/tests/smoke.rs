@@ -17,6 +17,8 @@ async fn the_driver_runs_the_full_flow_without_errors() {
         bcrypt_cost: 4,
         workers: 2,
         hash_threads: 2,
+        rate_limit: false,
+        lockout: false,
         ..Settings::default()
     };
     let app = Application::build(settings, Clock::system()).await.unwrap();

@@ -34,6 +34,8 @@ pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
         bcrypt_cost: 4,
         workers: 2,
         hash_threads: 2,
+        // Most tests sign in many times from 127.0.0.1; the limit tests turn it on.
+        rate_limit: false,
         ..Settings::default()
     };
     adjust(&mut settings);
@@ -52,10 +54,18 @@ pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
 
 /// A client that behaves like a browser: keeps cookies, does not follow redirects so
 /// every hop can be inspected.
+/// One TLS context for every test client: building one loads the system CA bundle,
+/// which costs tens of milliseconds, and these tests speak plain HTTP anyway.
+fn tls() -> native_tls::TlsConnector {
+    static TLS: std::sync::OnceLock<native_tls::TlsConnector> = std::sync::OnceLock::new();
+    TLS.get_or_init(|| native_tls::TlsConnector::new().unwrap()).clone()
+}
+
 pub fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
+        .use_preconfigured_tls(tls())
         .build()
         .unwrap()
 }
@@ -63,6 +73,7 @@ pub fn browser() -> reqwest::Client {
 pub fn plain_client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .use_preconfigured_tls(tls())
         .build()
         .unwrap()
 }

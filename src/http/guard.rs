@@ -1,0 +1,100 @@
+//! Request guards shared by handlers: the client's address (through trusted proxies),
+//! rate limits answered with 429 and `Retry-After`, and the same-origin check on the
+//! forms people submit.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+
+use super::{errors, pages};
+use crate::auth::client_ip;
+use crate::auth::limits::{retry_after_secs, Bucket};
+use crate::oidc::{ErrorCode, OAuthError};
+use crate::state::AppState;
+
+pub fn client_ip(req: &HttpRequest, state: &AppState) -> IpAddr {
+    let peer = req
+        .peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let text = |name: header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
+    client_ip::client_ip(
+        peer,
+        text(header::HeaderName::from_static("x-forwarded-for")),
+        text(header::FORWARDED),
+        &state.settings.trusted_proxies,
+    )
+}
+
+fn too_many_json(wait: Duration) -> HttpResponse {
+    let e = OAuthError::new(ErrorCode::TemporarilyUnavailable, "too many requests; retry later");
+    let mut resp = errors::oauth_json(&e);
+    *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_secs(wait)));
+    resp
+}
+
+fn too_many_page(wait: Duration) -> HttpResponse {
+    let mut resp = pages::error_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many attempts",
+        "There have been too many attempts from here.",
+        "Wait a minute, then try again.",
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_secs(wait)));
+    resp
+}
+
+/// A 429 for a protocol endpoint when the client's address is over its limit.
+pub fn limit_json(req: &HttpRequest, state: &AppState, bucket: Bucket) -> Option<HttpResponse> {
+    let wait = state.limits.check_ip(bucket, client_ip(req, state)).err()?;
+    state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+    Some(too_many_json(wait))
+}
+
+/// A 429 page for an endpoint people use.
+pub fn limit_page(req: &HttpRequest, state: &AppState, bucket: Bucket) -> Option<HttpResponse> {
+    let wait = state.limits.check_ip(bucket, client_ip(req, state)).err()?;
+    state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+    Some(too_many_page(wait))
+}
+
+/// A 429 page when an account name has had too many sign-in attempts.
+pub fn limit_account(state: &AppState, username: &str) -> Option<HttpResponse> {
+    let wait = state.limits.check_account(username).err()?;
+    state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+    Some(too_many_page(wait))
+}
+
+/// Forms are only accepted from our own pages: a present `Origin` must be the
+/// issuer's (a missing one is allowed; older browsers omit it, and the CSRF token
+/// still stands).
+pub fn cross_origin(req: &HttpRequest, state: &AppState) -> Option<HttpResponse> {
+    let origin = req.headers().get(header::ORIGIN)?.to_str().unwrap_or("invalid");
+    let ours = url::Url::parse(&state.issuer)
+        .ok()
+        .map(|u| u.origin().ascii_serialization());
+    if ours.as_deref() == Some(origin) {
+        return None;
+    }
+    Some(pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Request refused",
+        "This form was submitted from another site.",
+        "Open the sign-in page from the application again.",
+    ))
+}
+
+/// The client a request is about, for the request log line.
+#[derive(Clone)]
+pub struct ClientTag(pub String);
+
+pub fn tag_client(req: &HttpRequest, client_id: &str) {
+    let id: String = client_id.chars().take(128).collect();
+    req.extensions_mut().insert(ClientTag(id));
+}

@@ -1,0 +1,238 @@
+//! Counters and latency histograms for `/metrics`, in the Prometheus text format
+//! (version 0.0.4). Recording is a few atomic or briefly locked updates.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+
+#[derive(Default, Clone)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, secs: f64) {
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if secs <= *bound {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += secs;
+    }
+}
+
+/// Grant types whose issued tokens are counted.
+pub const GRANTS: [&str; 4] = [
+    "authorization_code",
+    "refresh_token",
+    "client_credentials",
+    "urn:ietf:params:oauth:grant-type:device_code",
+];
+
+#[derive(Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    latency: Mutex<BTreeMap<String, Histogram>>,
+    pub logins_ok: AtomicU64,
+    pub logins_failed: AtomicU64,
+    pub logins_locked: AtomicU64,
+    pub rate_limited: AtomicU64,
+    tokens: [AtomicU64; 4],
+}
+
+/// Values sampled when `/metrics` is read.
+pub struct Gauges {
+    pub hash_queue_depth: usize,
+    pub hash_wait_seconds_total: f64,
+    pub hash_jobs_total: u64,
+    pub writer_batches_total: u64,
+    pub writer_operations_total: u64,
+    pub writer_commit_seconds_total: f64,
+    pub db_bytes: u64,
+}
+
+impl Metrics {
+    pub fn request(&self, route: &str, status: u16, took: Duration) {
+        if let Ok(mut map) = self.requests.lock() {
+            *map.entry((route.to_string(), status)).or_default() += 1;
+        }
+        if let Ok(mut map) = self.latency.lock() {
+            map.entry(route.to_string()).or_default().observe(took.as_secs_f64());
+        }
+    }
+
+    pub fn token_issued(&self, grant_type: &str) {
+        if let Some(i) = GRANTS.iter().position(|g| *g == grant_type) {
+            self.tokens[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn render(&self, g: &Gauges) -> String {
+        let mut out = String::new();
+        let counter = |out: &mut String, name: &str, help: &str| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        };
+        counter(
+            &mut out,
+            "tessera_http_requests_total",
+            "HTTP requests by route and status.",
+        );
+        if let Ok(map) = self.requests.lock() {
+            for ((route, status), n) in map.iter() {
+                let _ = writeln!(
+                    out,
+                    "tessera_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tessera_http_request_duration_seconds Request latency by route.\n# TYPE tessera_http_request_duration_seconds histogram"
+        );
+        if let Ok(map) = self.latency.lock() {
+            for (route, h) in map.iter() {
+                for (bound, n) in BUCKETS.iter().zip(h.counts.iter()) {
+                    let _ = writeln!(
+                        out,
+                        "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
+                    );
+                }
+                let _ = writeln!(
+                    out,
+                    "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+                    h.count
+                );
+                let _ = writeln!(
+                    out,
+                    "tessera_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
+                    h.sum
+                );
+                let _ = writeln!(
+                    out,
+                    "tessera_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+                    h.count
+                );
+            }
+        }
+        counter(&mut out, "tessera_logins_total", "Sign-in attempts by outcome.");
+        for (outcome, n) in [
+            ("ok", &self.logins_ok),
+            ("failed", &self.logins_failed),
+            ("locked", &self.logins_locked),
+        ] {
+            let _ = writeln!(
+                out,
+                "tessera_logins_total{{outcome=\"{outcome}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
+        counter(&mut out, "tessera_rate_limited_total", "Requests answered 429.");
+        let _ = writeln!(
+            out,
+            "tessera_rate_limited_total {}",
+            self.rate_limited.load(Ordering::Relaxed)
+        );
+        counter(
+            &mut out,
+            "tessera_tokens_issued_total",
+            "Token responses by grant type.",
+        );
+        for (grant, n) in GRANTS.iter().zip(self.tokens.iter()) {
+            let _ = writeln!(
+                out,
+                "tessera_tokens_issued_total{{grant_type=\"{grant}\"}} {}",
+                n.load(Ordering::Relaxed)
+            );
+        }
+        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, value: String| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        };
+        gauge(
+            &mut out,
+            "tessera_hash_queue_depth",
+            "Password checks waiting or running.",
+            "gauge",
+            g.hash_queue_depth.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_hash_jobs_total",
+            "Password hashing jobs done.",
+            "counter",
+            g.hash_jobs_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_hash_wait_seconds_total",
+            "Time password checks spent queued.",
+            "counter",
+            g.hash_wait_seconds_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_writer_batches_total",
+            "Group commits.",
+            "counter",
+            g.writer_batches_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_writer_operations_total",
+            "Write operations committed.",
+            "counter",
+            g.writer_operations_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_writer_commit_seconds_total",
+            "Time spent in group commits.",
+            "counter",
+            g.writer_commit_seconds_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_database_bytes",
+            "Database and WAL file size.",
+            "gauge",
+            g.db_bytes.to_string(),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::default();
+        m.request("/token", 200, Duration::from_millis(3));
+        m.request("/token", 200, Duration::from_millis(30));
+        m.request("/token", 400, Duration::from_millis(1));
+        m.token_issued("refresh_token");
+        let g = Gauges {
+            hash_queue_depth: 2,
+            hash_wait_seconds_total: 0.5,
+            hash_jobs_total: 9,
+            writer_batches_total: 1,
+            writer_operations_total: 4,
+            writer_commit_seconds_total: 0.01,
+            db_bytes: 4096,
+        };
+        let text = m.render(&g);
+        assert!(text.contains("tessera_http_requests_total{route=\"/token\",status=\"200\"} 2"));
+        assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/token\",le=\"0.005\"} 2"));
+        assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/token\",le=\"+Inf\"} 3"));
+        assert!(text.contains("tessera_tokens_issued_total{grant_type=\"refresh_token\"} 1"));
+        assert!(text.contains("tessera_hash_queue_depth 2"));
+    }
+}

@@ -1,0 +1,316 @@
+//! The real binary as an operator runs it: crash safety (`kill -9` loses nothing a
+//! client was given), graceful shutdown, online backup and check, and logs free of
+//! secrets.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::helpers::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tessera");
+
+fn cli(db: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("TESSERA_BCRYPT_COST", "4")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+struct Server {
+    child: Child,
+    address: String,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts on `port`: the issuer, which every token names, must survive a restart.
+    fn start(db: &Path, log: &Path, port: u16) -> Self {
+        let listen = format!("127.0.0.1:{port}");
+        let mut child = Command::new(BIN)
+            .arg("--db")
+            .arg(db)
+            .args(["serve", "--listen", &listen, "--workers", "2", "--rate-limit", "false"])
+            .env("TESSERA_BCRYPT_COST", "4")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let mut address = String::new();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(issuer) = line.trim().strip_prefix("issuer:") {
+                address = issuer.trim().to_string();
+                break;
+            }
+        }
+        // Keep draining stdout, as a supervisor would.
+        std::thread::spawn(move || lines.for_each(drop));
+        assert!(!address.is_empty(), "the server printed no issuer");
+        Self {
+            child,
+            address,
+            log: log.to_path_buf(),
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Signs in through the form and returns the code and the secrets the browser saw.
+async fn code(address: &str, pkce: &Pkce, seen: &mut Vec<String>) -> String {
+    let b = browser();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("client_id", "app")
+        .append_pair("redirect_uri", REDIRECT)
+        .append_pair("response_type", "code")
+        .append_pair("scope", "openid profile email")
+        .append_pair("code_challenge", &pkce.challenge)
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    let page = b.get(format!("{address}/authorize?{query}")).send().await.unwrap();
+    for c in page.cookies() {
+        seen.push(c.value().to_string());
+    }
+    let mut fields: HashMap<String, String> = form_fields(&page.text().await.unwrap());
+    seen.push(fields["csrf"].clone());
+    seen.push(fields["request_id"].clone());
+    fields.insert("username".into(), "alice".into());
+    fields.insert("password".into(), PASSWORD.into());
+    let resp = b.post(format!("{address}/login")).form(&fields).send().await.unwrap();
+    for c in resp.cookies() {
+        seen.push(c.value().to_string());
+    }
+    let code = redirect_params(&resp)["code"].clone();
+    seen.push(code.clone());
+    code
+}
+
+async fn post(address: &str, path: &str, secret: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    plain_client()
+        .post(format!("{address}{path}"))
+        .basic_auth("app", Some(secret))
+        .form(form)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> reqwest::Response {
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", pkce.verifier.as_str()),
+    ];
+    post(address, "/token", secret, &form).await
+}
+
+async fn active(address: &str, secret: &str, token: &str) -> bool {
+    let body: serde_json::Value = post(address, "/introspect", secret, &[("token", token)])
+        .await
+        .json()
+        .await
+        .unwrap();
+    body["active"] == true
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn setup(dir: &Path) -> (PathBuf, String) {
+    let db = dir.join("tessera.db");
+    cli(
+        &db,
+        &["user", "add", "alice", "--password-stdin"],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    let out = cli(
+        &db,
+        &["client", "add", "app", "--redirect-uri", REDIRECT, "--json"],
+        None,
+    );
+    let secret = serde_json::from_str::<serde_json::Value>(&out).unwrap()["client_secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (db, secret)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_nothing_a_client_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, secret) = setup(dir.path());
+    let port = free_port();
+    let server = Server::start(&db, &dir.path().join("log1"), port);
+    let address = server.address.clone();
+    let mut tokens = Vec::new();
+    let mut codes = Vec::new();
+    for i in 0..20 {
+        let pkce = Pkce::new();
+        let code = code(&address, &pkce, &mut Vec::new()).await;
+        if i % 4 == 0 {
+            codes.push((code, pkce));
+            continue;
+        }
+        let body: serde_json::Value = exchange(&address, &secret, &code, &pkce).await.json().await.unwrap();
+        tokens.push(body["access_token"].as_str().unwrap().to_string());
+        tokens.push(body["refresh_token"].as_str().unwrap().to_string());
+    }
+    server.signal("KILL");
+    drop(server);
+
+    let check = cli(&db, &["check"], None);
+    assert!(check.contains("integrity ok"), "{check}");
+    let server = Server::start(&db, &dir.path().join("log2"), port);
+    for token in &tokens {
+        assert!(
+            active(&server.address, &secret, token).await,
+            "a token given out before the crash is lost"
+        );
+    }
+    for (code, pkce) in &codes {
+        let resp = exchange(&server.address, &secret, code, pkce).await;
+        assert_eq!(
+            resp.status(),
+            200,
+            "a code given out before the crash no longer redeems"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_and_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, secret) = setup(dir.path());
+    let port = free_port();
+    let mut server = Server::start(&db, &dir.path().join("log"), port);
+    let pkce = Pkce::new();
+    let code = code(&server.address, &pkce, &mut Vec::new()).await;
+    let body: serde_json::Value = exchange(&server.address, &secret, &code, &pkce)
+        .await
+        .json()
+        .await
+        .unwrap();
+    server.signal("TERM");
+    let status = tokio::task::spawn_blocking(move || {
+        let status = server.child.wait().unwrap();
+        (status, server)
+    })
+    .await
+    .unwrap()
+    .0;
+    assert!(status.success(), "exit status {status:?}");
+    let server = Server::start(&db, &dir.path().join("log2"), port);
+    assert!(active(&server.address, &secret, body["refresh_token"].as_str().unwrap()).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_while_serving_gives_a_sound_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, secret) = setup(dir.path());
+    let port = free_port();
+    let server = Server::start(&db, &dir.path().join("log"), port);
+    let pkce = Pkce::new();
+    let code = code(&server.address, &pkce, &mut Vec::new()).await;
+    assert_eq!(exchange(&server.address, &secret, &code, &pkce).await.status(), 200);
+    let copy = dir.path().join("copy.db");
+    cli(&db, &["backup", copy.to_str().unwrap()], None);
+    assert!(cli(&copy, &["check"], None).contains("integrity ok"));
+    assert!(cli(&copy, &["user", "list"], None).contains("alice"));
+    let again = Command::new(BIN)
+        .arg("--db")
+        .arg(&db)
+        .args(["backup", copy.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "an existing file is never overwritten");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_of_a_full_flow_holds_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, secret) = setup(dir.path());
+    let port = free_port();
+    let server = Server::start(&db, &dir.path().join("log"), port);
+    let mut seen = vec![secret.clone(), PASSWORD.to_string()];
+    let pkce = Pkce::new();
+    seen.push(pkce.verifier.clone());
+    let code = code(&server.address, &pkce, &mut seen).await;
+    let body: serde_json::Value = exchange(&server.address, &secret, &code, &pkce)
+        .await
+        .json()
+        .await
+        .unwrap();
+    for name in ["access_token", "refresh_token", "id_token"] {
+        seen.push(body[name].as_str().unwrap().to_string());
+    }
+    let refresh = body["refresh_token"].as_str().unwrap();
+    let next: serde_json::Value = post(
+        &server.address,
+        "/token",
+        &secret,
+        &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    seen.push(next["refresh_token"].as_str().unwrap().to_string());
+    let info = plain_client()
+        .get(format!("{}/userinfo", server.address))
+        .bearer_auth(body["access_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(info.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        log.contains("route=/token") && log.contains("client_id=\"app\""),
+        "one line per request:\n{log}"
+    );
+    for value in seen.iter().filter(|v| v.len() >= 8) {
+        assert!(!log.contains(value.as_str()), "a secret reached the log: {value}");
+    }
+}
