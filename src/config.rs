@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::auth::client_ip::Cidr;
+use crate::crypto::sealed::MasterKey;
 use url::Url;
 
 /// A setting that could not be used, named as the operator wrote it.
@@ -42,6 +43,9 @@ pub struct RawSettings {
     pub rate_limit: Option<String>,
     pub lockout: Option<String>,
     pub trusted_proxies: Option<String>,
+    /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
+    pub master_key: Option<String>,
+    pub master_key_file: Option<String>,
 }
 
 /// Keys accepted in the TOML file; any other key is an error, not silently ignored.
@@ -60,6 +64,7 @@ struct FileSettings {
     rate_limit: Option<toml::Value>,
     lockout: Option<toml::Value>,
     trusted_proxies: Option<toml::Value>,
+    master_key_file: Option<toml::Value>,
 }
 
 /// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
@@ -127,6 +132,8 @@ pub struct Settings {
     pub lockout: bool,
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers are believed.
     pub trusted_proxies: Vec<Cidr>,
+    /// Encrypts signing private keys at rest when set.
+    pub master_key: Option<MasterKey>,
 }
 
 fn cores() -> usize {
@@ -153,6 +160,7 @@ impl Default for Settings {
             rate_limit: true,
             lockout: true,
             trusted_proxies: Vec::new(),
+            master_key: None,
         }
     }
 }
@@ -217,6 +225,13 @@ impl Settings {
         }
         if let Some(v) = pick(&raw.lockout, &file.lockout) {
             s.lockout = parse_bool("lockout", &v)?;
+        }
+        if let Some(v) = &raw.master_key {
+            s.master_key = Some(MasterKey::parse(v).map_err(|e| invalid("master_key", e))?);
+        } else if let Some(path) = pick(&raw.master_key_file, &file.master_key_file) {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| invalid("master_key_file", format!("cannot read {path}: {e}")))?;
+            s.master_key = Some(MasterKey::parse(&text).map_err(|e| invalid("master_key_file", e))?);
         }
         if let Some(v) = pick(&raw.trusted_proxies, &file.trusted_proxies) {
             s.trusted_proxies = v

@@ -37,6 +37,10 @@ struct Common {
     /// Use SQLite's write-ahead log; false selects the rollback journal [default: true]
     #[arg(long, global = true, env = "TESSERA_SQLITE_WAL", value_name = "true|false")]
     sqlite_wal: Option<String>,
+    /// File holding the base64 master key that encrypts signing keys at rest
+    /// (or set TESSERA_MASTER_KEY to the key itself)
+    #[arg(long, global = true, env = "TESSERA_MASTER_KEY_FILE", value_name = "FILE")]
+    master_key_file: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -128,6 +132,8 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         db: common.db.clone(),
         bcrypt_cost: common.bcrypt_cost.clone(),
         sqlite_wal: common.sqlite_wal.clone(),
+        master_key: std::env::var("TESSERA_MASTER_KEY").ok().filter(|v| !v.is_empty()),
+        master_key_file: common.master_key_file.clone(),
         ..serve.unwrap_or_default()
     };
     Settings::load(&raw).map_err(|e| e.to_string())

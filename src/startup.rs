@@ -56,7 +56,7 @@ impl Application {
         };
         let db = Db::open(&settings.db_path, &settings.sqlite)?;
         let keep = oidc::keys::keep_retired(&settings.lifetimes);
-        let keys = oidc::keys::ensure(&db, &clock, keep)
+        let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
             .await
             .map_err(|e| StartupError::Keys(e.to_string()))?;
         let keys = KeyStore::new(keys);

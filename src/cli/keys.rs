@@ -49,7 +49,8 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
         }
         KeysCommand::Rotate { alg } => {
             let alg = Alg::parse(&alg).ok_or_else(|| format!("unknown algorithm {alg}"))?;
-            let key = crate::oidc::keys::rotate(&conn, alg, Clock::system().now()).map_err(|e| e.to_string())?;
+            let key = crate::oidc::keys::rotate(&conn, alg, Clock::system().now(), settings.master_key.as_ref())
+                .map_err(|e| e.to_string())?;
             println!("new {} signing key {}", alg.as_str(), key.kid);
         }
     }

@@ -5,6 +5,7 @@ pub mod assertion;
 pub mod jwt;
 pub mod keys;
 pub mod random;
+pub mod sealed;
 
 pub use jwt::{JwtError, Signed};
 pub use keys::{KeyError, KeyStore, SigningKeyRecord};

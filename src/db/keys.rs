@@ -67,3 +67,12 @@ pub fn fingerprint(conn: &Connection) -> Result<(i64, i64, i64), DbError> {
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?)
 }
+
+/// Replaces a key's stored private part (sealing keys kept in clear).
+pub fn set_private(conn: &Connection, kid: &str, private_pem: &str) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE signing_keys SET private_pem = ?2 WHERE kid = ?1",
+        params![kid, private_pem],
+    )?;
+    Ok(())
+}

@@ -5,6 +5,7 @@
 use crate::clock::Clock;
 use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
 use crate::crypto::random::random_id;
+use crate::crypto::sealed::{self, MasterKey};
 use crate::db::{self, Db, DbError};
 use crate::state::AppState;
 
@@ -19,15 +20,70 @@ pub enum KeysError {
     Db(#[from] DbError),
     #[error("{0}")]
     Key(#[from] crate::crypto::KeyError),
+    #[error("{0}")]
+    Sealed(String),
 }
 
-/// Makes sure each algorithm has an active key, generating what is missing.
-pub async fn ensure(db: &Db, clock: &Clock, keep: i64) -> Result<KeySet, KeysError> {
-    let mut records = db.read(db::keys::list).await?;
+/// The stored form of a key: its private part sealed when a master key is set.
+pub fn to_stored(mut rec: SigningKeyRecord, master: Option<&MasterKey>) -> Result<SigningKeyRecord, KeysError> {
+    if let Some(key) = master {
+        if !sealed::is_sealed(&rec.private_pem) {
+            rec.private_pem = sealed::seal(key, rec.private_pem.as_bytes()).map_err(KeysError::Sealed)?;
+        }
+    }
+    Ok(rec)
+}
+
+/// The usable form of stored keys: sealed private parts opened with the master key.
+pub fn opened(records: Vec<SigningKeyRecord>, master: Option<&MasterKey>) -> Result<Vec<SigningKeyRecord>, KeysError> {
+    records
+        .into_iter()
+        .map(|mut rec| {
+            if sealed::is_sealed(&rec.private_pem) {
+                let Some(key) = master else {
+                    return Err(KeysError::Sealed(
+                        "the signing keys are encrypted; set TESSERA_MASTER_KEY or --master-key-file".into(),
+                    ));
+                };
+                let pem = sealed::open(key, &rec.private_pem)
+                    .map_err(|e| KeysError::Sealed(format!("signing key {}: {e}", rec.kid)))?;
+                rec.private_pem = String::from_utf8(pem).map_err(|_| KeysError::Sealed("bad key text".into()))?;
+            }
+            Ok(rec)
+        })
+        .collect()
+}
+
+/// Makes sure each algorithm has an active key, generating what is missing; with a
+/// master key, keys stored in clear are sealed in place.
+pub async fn ensure(db: &Db, clock: &Clock, keep: i64, master: Option<&MasterKey>) -> Result<KeySet, KeysError> {
+    let stored = db.read(db::keys::list).await?;
+    if let Some(key) = master {
+        let clear: Vec<SigningKeyRecord> = stored
+            .iter()
+            .filter(|r| !sealed::is_sealed(&r.private_pem))
+            .cloned()
+            .collect();
+        if !clear.is_empty() {
+            let sealed_now = clear
+                .into_iter()
+                .map(|r| to_stored(r, Some(key)))
+                .collect::<Result<Vec<_>, _>>()?;
+            db.write(move |c| {
+                for rec in &sealed_now {
+                    db::keys::set_private(c, &rec.kid, &rec.private_pem)?;
+                }
+                Ok(())
+            })
+            .await?;
+            tracing::info!("signing keys are now encrypted at rest");
+        }
+    }
+    let mut records = opened(stored, master)?;
     for alg in Alg::ALL {
         if !records.iter().any(|k| k.alg == alg && k.retired_at.is_none()) {
             let key = SigningKeyRecord::generate(alg, random_id(), clock.now())?;
-            let stored = key.clone();
+            let stored = to_stored(key.clone(), master)?;
             db.write(move |c| db::keys::insert(c, &stored)).await?;
             tracing::info!(kid = %key.kid, alg = alg.as_str(), "generated a new signing key");
             records.push(key);
@@ -37,11 +93,14 @@ pub async fn ensure(db: &Db, clock: &Clock, keep: i64) -> Result<KeySet, KeysErr
 }
 
 /// Adds a new key for `alg` and retires the previous one, in one transaction.
-pub fn rotate(conn: &db::Conn, alg: Alg, now: i64) -> Result<SigningKeyRecord, KeysError> {
+pub fn rotate(conn: &db::Conn, alg: Alg, now: i64, master: Option<&MasterKey>) -> Result<SigningKeyRecord, KeysError> {
     let key = SigningKeyRecord::generate(alg, random_id(), now)?;
+    // Refuse to add a clear key beside sealed ones (or one sealed with another key).
+    opened(db::keys::list(conn)?, master)?;
+    let stored = to_stored(key.clone(), master)?;
     let tx = conn.unchecked_transaction().map_err(DbError::from)?;
     db::keys::retire_active(&tx, alg, now)?;
-    db::keys::insert(&tx, &key)?;
+    db::keys::insert(&tx, &stored)?;
     tx.commit().map_err(DbError::from)?;
     Ok(key)
 }
@@ -76,7 +135,7 @@ pub fn spawn_reloader(state: AppState) {
 }
 
 pub async fn reload(state: &AppState) -> Result<(), KeysError> {
-    let records = state.db.read(db::keys::list).await?;
+    let records = opened(state.db.read(db::keys::list).await?, state.settings.master_key.as_ref())?;
     let keep = keep_retired(&state.settings.lifetimes);
     let set = KeySet::from_records(&records, state.clock.now(), keep)?;
     state.keys.replace(set);

@@ -121,3 +121,80 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
         .collect();
     assert!(!kids.contains(&old_kid));
 }
+
+#[tokio::test]
+async fn signing_keys_are_encrypted_at_rest_with_a_master_key() {
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    let master = tessera::crypto::sealed::MasterKey::parse(&encoded).unwrap();
+    let app = spawn_with(|s| s.master_key = Some(master.clone())).await;
+    app.add_user("alice").await;
+    let secret = app.add_client("app", false).await.unwrap();
+    let tokens = app.tokens("app", &secret, "alice").await;
+    assert_eq!(
+        app.introspect(("app", &secret), tokens["access_token"].as_str().unwrap())
+            .await["active"],
+        true
+    );
+
+    let stored: Vec<String> = app
+        .state
+        .db
+        .read(|c| {
+            let mut stmt = c.prepare("SELECT private_pem FROM signing_keys")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<Result<Vec<String>, _>>()?)
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 3);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&app.state.settings.db_path)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the database is readable by its owner only");
+    }
+    for pem in &stored {
+        assert!(
+            pem.starts_with("sealed:v1:") && !pem.contains("PRIVATE KEY"),
+            "stored in clear"
+        );
+    }
+
+    let reopen = |key: Option<tessera::crypto::sealed::MasterKey>| {
+        let mut settings = (*app.state.settings).clone();
+        settings.listen = "127.0.0.1:0".parse().unwrap();
+        settings.master_key = key;
+        tessera::startup::Application::build(settings, tessera::clock::Clock::system())
+    };
+    let without = reopen(None)
+        .await
+        .err()
+        .expect("must refuse without the key")
+        .to_string();
+    assert!(without.contains("encrypted"), "{without}");
+    let wrong = tessera::crypto::sealed::MasterKey::parse(&base64::engine::general_purpose::STANDARD.encode([8u8; 32]));
+    let wrong = reopen(Some(wrong.unwrap()))
+        .await
+        .err()
+        .expect("must refuse a wrong key")
+        .to_string();
+    assert!(wrong.contains("does not open"), "{wrong}");
+
+    let rotate = |env: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.arg("--db")
+            .arg(&app.state.settings.db_path)
+            .args(["keys", "rotate"]);
+        cmd.env_remove("TESSERA_MASTER_KEY");
+        if let Some(k) = env {
+            cmd.env("TESSERA_MASTER_KEY", k);
+        }
+        cmd.output().unwrap()
+    };
+    assert!(!rotate(None).status.success(), "no clear key beside sealed ones");
+    assert!(rotate(Some(&encoded)).status.success());
+}

@@ -1,0 +1,99 @@
+//! Encryption at rest (AES-256-GCM) for the few secrets Tessera must be able to read
+//! back, such as signing private keys, under an operator-held master key.
+
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use rand::rngs::OsRng;
+use rand::RngCore;
+
+const PREFIX: &str = "sealed:v1:";
+
+/// A 256-bit key; `Debug` never prints it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterKey([u8; 32]);
+
+impl MasterKey {
+    /// From base64 (standard or URL-safe) of exactly 32 bytes.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let bytes = STANDARD
+            .decode(text)
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text))
+            .map_err(|_| "the master key is not base64".to_string())?;
+        <[u8; 32]>::try_from(bytes.as_slice())
+            .map(Self)
+            .map_err(|_| format!("the master key is {} bytes; it must be 32", bytes.len()))
+    }
+}
+
+impl std::fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MasterKey(<redacted>)")
+    }
+}
+
+pub fn is_sealed(text: &str) -> bool {
+    text.starts_with(PREFIX)
+}
+
+/// `sealed:v1:` + base64(nonce ‖ ciphertext ‖ tag), with a fresh 96-bit nonce.
+pub fn seal(key: &MasterKey, plaintext: &[u8]) -> Result<String, String> {
+    let cipher = Aes256Gcm::new_from_slice(&key.0).map_err(|e| e.to_string())?;
+    let mut nonce = [0u8; 12];
+    OsRng.fill_bytes(&mut nonce);
+    let sealed = cipher
+        .encrypt(Nonce::from_slice(&nonce), plaintext)
+        .map_err(|_| "encryption failed".to_string())?;
+    let mut out = nonce.to_vec();
+    out.extend_from_slice(&sealed);
+    Ok(format!("{PREFIX}{}", STANDARD.encode(out)))
+}
+
+/// The plaintext of a sealed value; fails on a wrong key or any tampering.
+pub fn open(key: &MasterKey, text: &str) -> Result<Vec<u8>, String> {
+    let body = text.strip_prefix(PREFIX).ok_or("not a sealed value")?;
+    let bytes = STANDARD.decode(body).map_err(|_| "sealed value is not base64")?;
+    if bytes.len() < 12 + 16 {
+        return Err("sealed value is too short".into());
+    }
+    let (nonce, ciphertext) = bytes.split_at(12);
+    let cipher = Aes256Gcm::new_from_slice(&key.0).map_err(|e| e.to_string())?;
+    cipher
+        .decrypt(Nonce::from_slice(nonce), ciphertext)
+        .map_err(|_| "the master key does not open this value (wrong key or tampered data)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(byte: u8) -> MasterKey {
+        MasterKey::parse(&STANDARD.encode([byte; 32])).unwrap()
+    }
+
+    #[test]
+    fn sealing_round_trips_and_resists_wrong_keys_and_tampering() {
+        let sealed = seal(&key(1), b"-----BEGIN PRIVATE KEY-----").unwrap();
+        assert!(is_sealed(&sealed) && !sealed.contains("PRIVATE"));
+        assert_eq!(open(&key(1), &sealed).unwrap(), b"-----BEGIN PRIVATE KEY-----");
+        assert!(open(&key(2), &sealed).is_err());
+        let mut tampered = sealed.clone().into_bytes();
+        let last = tampered.len() - 3;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        assert!(open(&key(1), &String::from_utf8(tampered).unwrap()).is_err());
+        assert_ne!(
+            seal(&key(1), b"x").unwrap(),
+            seal(&key(1), b"x").unwrap(),
+            "fresh nonce each time"
+        );
+    }
+
+    #[test]
+    fn keys_must_be_32_bytes_of_base64() {
+        assert!(MasterKey::parse("short").is_err());
+        assert!(MasterKey::parse(&STANDARD.encode([0u8; 16])).is_err());
+        assert!(!format!("{:?}", key(7)).contains('7'));
+    }
+}
