@@ -29,18 +29,7 @@ async fn enrich(app: &TestApp, username: &str) {
 
 async fn code_tokens(app: &TestApp, client: &str, secret: &str, extra: &[(&str, &str)]) -> serde_json::Value {
     let params = app.login(&browser(), &app.authorize_url(client, extra), "alice").await;
-    let resp = app
-        .token(
-            Some((client, secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    assert_eq!(resp.status(), 200);
-    resp.json().await.unwrap()
+    app.exchange(client, secret, &params["code"]).await
 }
 
 async fn userinfo(app: &TestApp, at: &str) -> serde_json::Value {
@@ -68,17 +57,7 @@ async fn address_phone_and_groups_scopes_release_their_claims() {
             "alice",
         )
         .await;
-    let resp = app
-        .token(
-            Some(("app", &secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let tokens = app.exchange("app", &secret, &params["code"]).await;
     let info = userinfo(&app, tokens["access_token"].as_str().unwrap()).await;
     assert_eq!(info["address"]["locality"], "Oxford");
     assert_eq!(info["phone_number"], "+44 20 7946 0000");
@@ -99,17 +78,7 @@ async fn the_claims_parameter_adds_individual_claims() {
         .authorize_url("app", &[("claims", claims)])
         .replace("scope=openid+profile+email", "scope=openid");
     let params = app.login(&browser(), &url, "alice").await;
-    let resp = app
-        .token(
-            Some(("app", &secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let tokens = app.exchange("app", &secret, &params["code"]).await;
     let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
     assert_eq!(id["email"], "alice@example.com");
     assert!(id.get("given_name").is_none(), "asked for userinfo only");
@@ -139,17 +108,7 @@ async fn offline_access_decides_refresh_tokens_for_clients_that_ask_for_it() {
         .authorize_url("cautious", &[])
         .replace("scope=openid+profile+email", "scope=openid+offline_access");
     let params = app.login(&browser(), &url_with, "alice").await;
-    let resp = app
-        .token(
-            Some(("cautious", &secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    let with: serde_json::Value = resp.json().await.unwrap();
+    let with = app.exchange("cautious", &secret, &params["code"]).await;
     assert!(with["refresh_token"].is_string());
     assert_eq!(with["scope"], "openid offline_access");
 

@@ -106,17 +106,7 @@ async fn revoking_consent_from_the_command_line_asks_again_and_ends_grants() {
     let b = browser();
     let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
     let code = redirect_params(&decide(&app, &b, fields, "allow").await)["code"].clone();
-    let resp = app
-        .token(
-            Some(("third", &secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &code),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let tokens = app.exchange("third", &secret, &code).await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
         .arg("--db")
         .arg(&app.state.settings.db_path)

@@ -213,6 +213,18 @@ impl TestApp {
         resp.json().await.unwrap()
     }
 
+    /// Exchanges a code issued without PKCE at the registered redirect URI.
+    pub async fn exchange(&self, client: &str, secret: &str, code: &str) -> serde_json::Value {
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", REDIRECT),
+        ];
+        let resp = self.token(Some((client, secret)), &form).await;
+        assert_eq!(resp.status(), 200, "code exchange failed");
+        resp.json().await.unwrap()
+    }
+
     pub async fn token(&self, basic: Option<(&str, &str)>, form: &[(&str, &str)]) -> reqwest::Response {
         self.post_form("/token", basic, form).await
     }

@@ -25,17 +25,7 @@ async fn setup(backchannel: Option<String>, session_required: bool) -> (TestApp,
 async fn signed_in(app: &TestApp, secret: &str) -> (reqwest::Client, serde_json::Value) {
     let b = browser();
     let params = app.login(&b, &app.authorize_url("app", &[]), "alice").await;
-    let resp = app
-        .token(
-            Some(("app", secret)),
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-            ],
-        )
-        .await;
-    (b, resp.json().await.unwrap())
+    (b, app.exchange("app", secret, &params["code"]).await)
 }
 
 async fn still_signed_in(app: &TestApp, b: &reqwest::Client) -> bool {
