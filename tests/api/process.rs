@@ -177,28 +177,88 @@ fn setup(dir: &Path) -> (PathBuf, String) {
     (db, secret)
 }
 
+/// A sign-in that gives up quietly when the server is gone (it is about to be killed).
+async fn try_code(address: &str, pkce: &Pkce) -> Option<String> {
+    let b = browser();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("client_id", "app")
+        .append_pair("redirect_uri", REDIRECT)
+        .append_pair("response_type", "code")
+        .append_pair("scope", "openid")
+        .append_pair("code_challenge", &pkce.challenge)
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    let page = b.get(format!("{address}/authorize?{query}")).send().await.ok()?;
+    let mut fields: HashMap<String, String> = form_fields(&page.text().await.ok()?);
+    fields.insert("username".into(), "alice".into());
+    fields.insert("password".into(), PASSWORD.into());
+    let resp = b.post(format!("{address}/login")).form(&fields).send().await.ok()?;
+    let location = resp.headers().get("location")?.to_str().ok()?.to_string();
+    url::Url::parse(&location)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+}
+
+async fn try_exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> Option<Vec<String>> {
+    let resp = exchange(address, secret, code, pkce).await;
+    let body: serde_json::Value = resp.json().await.ok()?;
+    Some(vec![
+        body["access_token"].as_str()?.to_string(),
+        body["refresh_token"].as_str()?.to_string(),
+    ])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_loses_nothing_a_client_was_given() {
+async fn kill_9_during_load_loses_nothing_a_client_was_given() {
+    use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().unwrap();
     let (db, secret) = setup(dir.path());
     let port = free_port();
     let server = Server::start(&db, &dir.path().join("log1"), port);
-    let address = server.address.clone();
-    let mut tokens = Vec::new();
-    let mut codes = Vec::new();
-    for i in 0..20 {
-        let pkce = Pkce::new();
-        let code = code(&address, &pkce, &mut Vec::new()).await;
-        if i % 4 == 0 {
-            codes.push((code, pkce));
-            continue;
-        }
-        let body: serde_json::Value = exchange(&address, &secret, &code, &pkce).await.json().await.unwrap();
-        tokens.push(body["access_token"].as_str().unwrap().to_string());
-        tokens.push(body["refresh_token"].as_str().unwrap().to_string());
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let codes = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for w in 0..4 {
+        let (address, secret) = (server.address.clone(), secret.clone());
+        let (tokens, codes, stop) = (tokens.clone(), codes.clone(), stop.clone());
+        workers.push(tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                i += 1;
+                let pkce = Pkce::new();
+                let Some(code) = try_code(&address, &pkce).await else {
+                    break;
+                };
+                if (i + w) % 4 == 0 {
+                    // Kept, never presented: it must still redeem after the crash.
+                    codes.lock().unwrap().push((code, pkce));
+                    continue;
+                }
+                match try_exchange(&address, &secret, &code, &pkce).await {
+                    Some(t) => tokens.lock().unwrap().extend(t),
+                    None => break,
+                }
+            }
+        }));
     }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     server.signal("KILL");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        let _ = w.await;
+    }
     drop(server);
+    let tokens = tokens.lock().unwrap().clone();
+    let codes: Vec<(String, Pkce)> = std::mem::take(&mut *codes.lock().unwrap());
+    assert!(
+        tokens.len() >= 8 && !codes.is_empty(),
+        "the load ran: {} tokens, {} codes",
+        tokens.len(),
+        codes.len()
+    );
 
     let check = cli(&db, &["check"], None);
     assert!(check.contains("integrity ok"), "{check}");
