@@ -20,11 +20,15 @@ pub enum Bucket {
     Revoke,
 }
 
+/// Sign-in attempts per minute and burst from one address. An office behind one NAT
+/// address signs in together at nine; guessing is held back per account instead.
+pub const LOGIN_QUOTA: (u32, u32) = (60, 20);
+
 /// Requests per minute and burst, per client address.
-fn quota(bucket: Bucket) -> (u32, u32) {
+pub fn quota(bucket: Bucket) -> (u32, u32) {
     match bucket {
         Bucket::Authorize => (300, 100),
-        Bucket::Login => (30, 10),
+        Bucket::Login => LOGIN_QUOTA,
         Bucket::Token => (1200, 300),
         Bucket::Introspect => (6000, 1000),
         Bucket::Revoke => (300, 100),
@@ -33,7 +37,7 @@ fn quota(bucket: Bucket) -> (u32, u32) {
 
 /// Sign-in attempts per minute and burst, per account name (existing or not, so the
 /// limit reveals nothing about which accounts exist).
-const ACCOUNT_QUOTA: (u32, u32) = (10, 5);
+pub const ACCOUNT_QUOTA: (u32, u32) = (10, 5);
 
 fn limiter<K: std::hash::Hash + Eq + Clone>((per_minute, burst): (u32, u32)) -> DefaultKeyedRateLimiter<K> {
     let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);

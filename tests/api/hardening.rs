@@ -29,8 +29,9 @@ async fn login_attempts_per_address_are_limited_with_retry_after() {
     app.add_user("alice").await;
     app.add_client("app", false).await;
     let b = browser();
+    let burst = tessera::auth::limits::LOGIN_QUOTA.1 as usize;
     let mut statuses = Vec::new();
-    for i in 0..11 {
+    for i in 0..=burst {
         let resp = login_attempt(&app, &b, &format!("user{i}"), "wrong", None).await;
         statuses.push(resp.status().as_u16());
         if resp.status() == 429 {
@@ -38,7 +39,7 @@ async fn login_attempts_per_address_are_limited_with_retry_after() {
             assert!(resp.text().await.unwrap().contains("Too many attempts"));
         }
     }
-    assert_eq!(statuses.iter().filter(|s| **s == 401).count(), 10, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 401).count(), burst, "{statuses:?}");
     assert_eq!(statuses.last(), Some(&429));
 }
 
@@ -100,7 +101,8 @@ async fn forwarded_headers_count_only_from_trusted_proxies() {
     .await;
     trusted.add_client("app", false).await;
     let b = browser();
-    for i in 0..12 {
+    let burst = tessera::auth::limits::LOGIN_QUOTA.1 as usize;
+    for i in 0..burst + 2 {
         let xff = format!("203.0.113.{i}");
         let status = login_attempt(&trusted, &b, &format!("u{i}"), "x", Some(&xff))
             .await
@@ -111,7 +113,7 @@ async fn forwarded_headers_count_only_from_trusted_proxies() {
     let untrusted = spawn_with(|s| s.rate_limit = true).await;
     untrusted.add_client("app", false).await;
     let mut limited = false;
-    for i in 0..12 {
+    for i in 0..burst + 2 {
         let xff = format!("203.0.113.{i}");
         limited |= login_attempt(&untrusted, &b, &format!("u{i}"), "x", Some(&xff))
             .await
