@@ -170,7 +170,9 @@ fn serve_forever(settings: Settings) -> Result<(), String> {
         let app = Application::build(settings, Clock::system())
             .await
             .map_err(|e| e.to_string())?;
-        cli::print_banner(app.state(), &db_path).map_err(|e| e.to_string())?;
+        cli::print_banner(app.state(), &db_path)
+            .await
+            .map_err(|e| e.to_string())?;
         app.run_until_stopped().await.map_err(|e| e.to_string())
     })
 }

@@ -4,5 +4,6 @@ pub mod client_ip;
 pub mod limits;
 pub mod login;
 pub mod password;
+pub mod setup;
 
 pub use password::{HashError, Hasher};

@@ -61,22 +61,27 @@ pub fn check(settings: &Settings) -> Result<(), String> {
 
 /// What an operator needs on first start: where the provider is and how to add the
 /// first user and client.
-pub fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbError> {
+pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbError> {
     use std::io::Write;
-    let users = state.db.read_now(db::users::count)?;
+    let setup = crate::auth::setup::start(state).await?;
     // A closed stdout (a supervisor that stopped reading) must not stop the server.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "Tessera is running.");
     let _ = writeln!(out, "  issuer:    {}", state.issuer);
     let _ = writeln!(out, "  discovery: {}/.well-known/openid-configuration", state.issuer);
     let _ = writeln!(out, "  database:  {}", db_path.display());
-    if users == 0 {
+    if let Some(token) = setup {
         let db = db_path.display();
         let exe = std::env::args().next().unwrap_or_else(|| "tessera".into());
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "No users yet. In another terminal, create the first administrator and a client:"
+            "No users yet. Open this one-time link (valid for an hour) to create the first administrator:"
+        );
+        let _ = writeln!(out, "  setup:     {}/setup?token={}", state.issuer, token.expose());
+        let _ = writeln!(
+            out,
+            "or, in another terminal, create one and a client with the command line:"
         );
         let _ = writeln!(
             out,

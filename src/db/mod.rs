@@ -12,6 +12,7 @@ pub mod maintenance;
 pub mod migrations;
 pub mod purge;
 pub mod sessions;
+pub mod setup;
 pub mod users;
 mod writer;
 

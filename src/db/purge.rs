@@ -23,6 +23,7 @@ const TARGETS: &[(&str, &str)] = &[
     ("logout_deliveries", "expires_at < ?1"),
     ("client_assertions", "expires_at < ?1"),
     ("device_codes", "expires_at < ?1"),
+    ("setup_tokens", "expires_at < ?1"),
 ];
 
 /// Deletes up to `BATCH` expired rows from each table; returns how many went.

@@ -11,6 +11,7 @@ pub mod logout;
 pub mod meta;
 pub mod pages;
 pub mod params;
+pub mod setup;
 pub mod token;
 pub mod userinfo;
 
@@ -36,6 +37,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/device_authorization", web::post().to(device::authorization))
         .route("/device", web::get().to(device::page))
         .route("/device", web::post().to(device::decide))
+        .route("/setup", web::get().to(setup::page))
+        .route("/setup", web::post().to(setup::submit))
         .route("/revoke", web::post().to(token::revoke))
         .route("/userinfo", web::get().to(userinfo::userinfo_get))
         .route("/userinfo", web::post().to(userinfo::userinfo_post));

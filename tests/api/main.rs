@@ -17,5 +17,6 @@ mod interop;
 mod keys;
 mod logout;
 mod process;
+mod setup;
 mod storage;
 mod token;

@@ -374,3 +374,36 @@ async fn the_log_of_a_full_flow_holds_no_secret() {
         assert!(!log.contains(value.as_str()), "a secret reached the log: {value}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_database_prints_a_working_setup_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fresh.db");
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .arg("--db")
+        .arg(&db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let link = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let link = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.trim().strip_prefix("setup:").map(|s| s.trim().to_string()));
+        std::thread::spawn(move || lines.for_each(drop));
+        link
+    })
+    .await
+    .unwrap()
+    .expect("a setup link on the console");
+    let page = browser().get(&link).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Create the first administrator"));
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -1,0 +1,137 @@
+//! First run: a one-time link, printed on the console, through which the operator
+//! creates the first administrator in a browser.
+
+use crate::crypto::random::random_id;
+use crate::crypto::{Secret, TokenHash};
+use crate::db::{self, users::NewUser, DbError};
+use crate::domain::{Email, NewPassword, Username};
+use crate::oidc::OAuthError;
+use crate::state::AppState;
+
+/// How long the setup link works.
+pub const LIFETIME: i64 = 3600;
+
+/// A new setup link token when there are no users yet.
+pub async fn start(state: &AppState) -> Result<Option<Secret>, DbError> {
+    if state.db.read(db::users::count).await? > 0 {
+        return Ok(None);
+    }
+    let token = Secret::generate();
+    let (hash, now) = (token.hash(), state.clock.now());
+    state
+        .db
+        .write(move |c| db::setup::create(c, &hash, now, now + LIFETIME))
+        .await?;
+    Ok(Some(token))
+}
+
+pub async fn usable(state: &AppState, token: &str) -> Result<bool, DbError> {
+    if token.is_empty() || token.len() > 128 {
+        return Ok(false);
+    }
+    let (hash, now) = (TokenHash::of(token), state.clock.now());
+    state.db.read(move |c| db::setup::usable(c, &hash, now)).await
+}
+
+/// The form as typed, and what is wrong with each field.
+#[derive(Debug, Default)]
+pub struct Problems {
+    pub username: Option<String>,
+    pub email: Option<String>,
+    pub password: Option<String>,
+    pub confirm: Option<String>,
+}
+
+impl Problems {
+    pub fn any(&self) -> bool {
+        self.username.is_some() || self.email.is_some() || self.password.is_some() || self.confirm.is_some()
+    }
+}
+
+const COMMON: &[&str] = &[
+    "password",
+    "12345678",
+    "123456789",
+    "1234567890",
+    "qwertyuiop",
+    "administrator",
+    "letmein123",
+];
+
+/// An administrator's password: at least 10 characters, not one repeated pattern,
+/// not a well-known password, not the username.
+pub fn password_problem(password: &str, username: &str) -> Option<String> {
+    if let Err(e) = NewPassword::parse(password) {
+        return Some(e.0);
+    }
+    let lower = password.to_lowercase();
+    let distinct = password.chars().collect::<std::collections::BTreeSet<_>>().len();
+    if password.chars().count() < 10 {
+        Some("use at least 10 characters for an administrator".into())
+    } else if distinct < 5 || COMMON.contains(&lower.as_str()) {
+        Some("this password is too easy to guess".into())
+    } else if !username.is_empty() && lower.contains(&username.to_lowercase()) {
+        Some("the password must not contain the username".into())
+    } else {
+        None
+    }
+}
+
+pub enum Outcome {
+    Created,
+    Invalid(Problems),
+    Expired,
+}
+
+pub async fn finish(
+    state: &AppState,
+    token: &str,
+    username: &str,
+    email: &str,
+    password: &str,
+    confirm: &str,
+) -> Result<Outcome, OAuthError> {
+    let name = Username::parse(username.trim());
+    let mail = Email::parse(email);
+    let problems = Problems {
+        username: name.as_ref().err().map(|e| e.0.clone()),
+        email: mail.as_ref().err().map(|e| e.0.clone()),
+        password: password_problem(password, username.trim()),
+        confirm: (password != confirm).then(|| "the two passwords differ".to_string()),
+    };
+    let (Ok(name), Ok(mail), false) = (name, mail, problems.any()) else {
+        return Ok(Outcome::Invalid(problems));
+    };
+    let password_hash = state.hasher.hash(password).await?;
+    let (hash, now) = (TokenHash::of(token), state.clock.now());
+    let created = state
+        .db
+        .write(move |c| {
+            let admin = NewUser {
+                sub: &random_id(),
+                username: name.as_str(),
+                email: Some(mail.as_str()),
+                name: None,
+                password_hash: &password_hash,
+                is_admin: true,
+                now,
+            };
+            db::setup::complete(c, &hash, &admin, now)
+        })
+        .await?;
+    Ok(if created { Outcome::Created } else { Outcome::Expired })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn administrator_passwords_are_checked() {
+        assert!(password_problem("short", "root").is_some());
+        assert!(password_problem("aaaaaaaaaaaa", "root").is_some());
+        assert!(password_problem("1234567890", "root").is_some());
+        assert!(password_problem("my-root-secret-1", "root").is_some());
+        assert!(password_problem("correct horse battery", "root").is_none());
+    }
+}

@@ -1,0 +1,39 @@
+//! The one-time setup link: valid until used, until an hour has passed, or until any
+//! user exists.
+
+use rusqlite::{params, Connection};
+
+use super::{optional, users, DbError};
+use crate::crypto::TokenHash;
+
+pub fn create(conn: &Connection, hash: &TokenHash, now: i64, expires_at: i64) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO setup_tokens (token_hash, created_at, expires_at) VALUES (?1, ?2, ?3)",
+        params![hash.as_bytes(), now, expires_at],
+    )?;
+    Ok(())
+}
+
+/// Whether the link still works: unused, unexpired, and no user yet.
+pub fn usable(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+    let found = optional(conn.query_row(
+        "SELECT 1 FROM setup_tokens WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        params![hash.as_bytes(), now],
+        |r| r.get::<_, i64>(0),
+    ))?;
+    Ok(found.is_some() && users::count(conn)? == 0)
+}
+
+/// Uses the link and creates the administrator in one transaction step; `false`
+/// when the link was used, expired, or a user appeared meanwhile.
+pub fn complete(conn: &Connection, hash: &TokenHash, admin: &users::NewUser<'_>, now: i64) -> Result<bool, DbError> {
+    if !usable(conn, hash, now)? {
+        return Ok(false);
+    }
+    conn.execute(
+        "UPDATE setup_tokens SET used_at = ?2 WHERE token_hash = ?1",
+        params![hash.as_bytes(), now],
+    )?;
+    users::insert(conn, admin)?;
+    Ok(true)
+}

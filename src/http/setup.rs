@@ -1,0 +1,95 @@
+//! `/setup`: the first-run page that creates the first administrator through the
+//! one-time link printed on the console.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::{errors, guard, pages, params};
+use crate::auth::limits::Bucket;
+use crate::auth::setup::{self, Outcome, Problems};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "setup.html")]
+struct SetupPage<'a> {
+    done: bool,
+    token: &'a str,
+    username: &'a str,
+    email: &'a str,
+    problems: Problems,
+}
+
+fn dead_link() -> HttpResponse {
+    pages::error_page(
+        StatusCode::GONE,
+        "Setup link no longer valid",
+        "This setup link was already used, has expired, or Tessera already has users.",
+        "Restart Tessera with an empty database for a new link, or use `tessera user add --admin`.",
+    )
+}
+
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
+        return limited;
+    }
+    let token = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    match setup::usable(&state, &token).await {
+        Ok(true) => pages::render(
+            StatusCode::OK,
+            &SetupPage {
+                done: false,
+                token: &token,
+                username: "",
+                email: "",
+                problems: Problems::default(),
+            },
+        ),
+        Ok(false) => dead_link(),
+        Err(e) => errors::server_page(&e.into()),
+    }
+}
+
+pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
+        return dead_link();
+    };
+    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let (token, username, email) = (get("token"), get("username"), get("email"));
+    match setup::finish(&state, token, username, email, get("password"), get("confirm")).await {
+        Ok(Outcome::Created) => {
+            tracing::info!(
+                username = username.trim(),
+                "first administrator created through the setup link"
+            );
+            let page = SetupPage {
+                done: true,
+                token: "",
+                username: username.trim(),
+                email,
+                problems: Problems::default(),
+            };
+            pages::render(StatusCode::OK, &page)
+        }
+        Ok(Outcome::Invalid(problems)) => pages::render(
+            StatusCode::BAD_REQUEST,
+            &SetupPage {
+                done: false,
+                token,
+                username,
+                email,
+                problems,
+            },
+        ),
+        Ok(Outcome::Expired) => dead_link(),
+        Err(e) => errors::server_page(&e),
+    }
+}
