@@ -37,10 +37,16 @@ pub const GRANTS: [&str; 4] = [
     "urn:ietf:params:oauth:grant-type:device_code",
 ];
 
+/// Per route: answers by status and the latency histogram.
+#[derive(Default, Clone)]
+struct RouteStats {
+    statuses: BTreeMap<u16, u64>,
+    latency: Histogram,
+}
+
 #[derive(Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, u16), u64>>,
-    latency: Mutex<BTreeMap<String, Histogram>>,
+    routes: Mutex<BTreeMap<String, RouteStats>>,
     pub logins_ok: AtomicU64,
     pub logins_failed: AtomicU64,
     pub logins_locked: AtomicU64,
@@ -60,13 +66,15 @@ pub struct Gauges {
 }
 
 impl Metrics {
+    /// One lock, and no allocation once a route has been seen.
     pub fn request(&self, route: &str, status: u16, took: Duration) {
-        if let Ok(mut map) = self.requests.lock() {
-            *map.entry((route.to_string(), status)).or_default() += 1;
-        }
-        if let Ok(mut map) = self.latency.lock() {
-            map.entry(route.to_string()).or_default().observe(took.as_secs_f64());
-        }
+        let Ok(mut map) = self.routes.lock() else { return };
+        let stats = match map.get_mut(route) {
+            Some(stats) => stats,
+            None => map.entry(route.to_string()).or_default(),
+        };
+        *stats.statuses.entry(status).or_default() += 1;
+        stats.latency.observe(took.as_secs_f64());
     }
 
     pub fn token_issued(&self, grant_type: &str) {
@@ -85,8 +93,9 @@ impl Metrics {
             "tessera_http_requests_total",
             "HTTP requests by route and status.",
         );
-        if let Ok(map) = self.requests.lock() {
-            for ((route, status), n) in map.iter() {
+        let routes = self.routes.lock().map(|m| m.clone()).unwrap_or_default();
+        for (route, stats) in &routes {
+            for (status, n) in &stats.statuses {
                 let _ = writeln!(
                     out,
                     "tessera_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
@@ -97,8 +106,8 @@ impl Metrics {
             out,
             "# HELP tessera_http_request_duration_seconds Request latency by route.\n# TYPE tessera_http_request_duration_seconds histogram"
         );
-        if let Ok(map) = self.latency.lock() {
-            for (route, h) in map.iter() {
+        {
+            for (route, h) in routes.iter().map(|(r, s)| (r, &s.latency)) {
                 for (bound, n) in BUCKETS.iter().zip(h.counts.iter()) {
                     let _ = writeln!(
                         out,

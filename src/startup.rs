@@ -173,20 +173,19 @@ fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError
 fn observe(state: &AppState, method: &actix_web::http::Method, res: &mut ServiceResponse, took: Duration) {
     let route = res.request().match_pattern().unwrap_or_else(|| "unmatched".to_string());
     let status = res.status().as_u16();
-    let client_id = res
-        .request()
-        .extensions()
-        .get::<http::guard::ClientTag>()
-        .map(|t| t.0.clone());
     state.metrics.request(&route, status, took);
-    tracing::info!(
-        method = %method,
-        route = %route,
-        status,
-        latency_ms = took.as_secs_f64() * 1000.0,
-        client_id = client_id.as_deref().unwrap_or("-"),
-        "request"
-    );
+    if tracing::enabled!(tracing::Level::INFO) {
+        let extensions = res.request().extensions();
+        let client_id = extensions.get::<http::guard::ClientTag>().map(|t| t.0.as_str());
+        tracing::info!(
+            method = %method,
+            route = %route,
+            status,
+            latency_ms = took.as_secs_f64() * 1000.0,
+            client_id = client_id.unwrap_or("-"),
+            "request"
+        );
+    }
     if state.secure_cookies() {
         res.headers_mut().insert(
             header::STRICT_TRANSPORT_SECURITY,
