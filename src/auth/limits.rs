@@ -75,6 +75,11 @@ impl RateLimits {
         Self { inner }
     }
 
+    /// Whether any limit applies (off only for load tests).
+    pub fn enabled(&self) -> bool {
+        self.inner.is_some()
+    }
+
     /// `Err(wait)` when the address is over its limit for `bucket`.
     pub fn check_ip(&self, bucket: Bucket, ip: IpAddr) -> Result<(), Duration> {
         let Some(l) = &self.inner else { return Ok(()) };

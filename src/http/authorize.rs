@@ -152,9 +152,8 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
 }
 
 pub async fn client_name(state: &AppState, client_id: &str) -> String {
-    let id = client_id.to_string();
-    match state.db.read(move |c| db::clients::find(c, &id)).await {
-        Ok(Some(c)) => c.name,
+    match state.clients.get(&state.db, client_id, state.clock.now()).await {
+        Ok(Some(c)) => c.name.clone(),
         _ => client_id.to_string(),
     }
 }

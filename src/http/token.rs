@@ -2,6 +2,7 @@
 //! one protocol call, JSON out with `no-store`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -16,7 +17,7 @@ pub async fn authenticated(
     req: &HttpRequest,
     state: &AppState,
     body: &Bytes,
-) -> Result<(Client, HashMap<String, String>), OAuthError> {
+) -> Result<(Arc<Client>, HashMap<String, String>), OAuthError> {
     params::require_form(req)?;
     let form = params::unique_form(body)?;
     let presented = params::client_credentials(req, &form)?;

@@ -3,6 +3,8 @@
 //! `client_secret_jwt` and `private_key_jwt` (RFC 7523, each assertion used once), and
 //! `none` for public clients. Exactly one method per request (§2.3.1).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use subtle::ConstantTimeEq;
 
@@ -37,7 +39,7 @@ fn failed() -> OAuthError {
 const MAX_ASSERTION_LIFETIME: i64 = 3600;
 const CLOCK_SKEW: i64 = 60;
 
-pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Client, OAuthError> {
+pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<Client>, OAuthError> {
     if presented.client_id.is_empty() || presented.client_id.len() > 256 {
         return Err(failed());
     }
@@ -48,7 +50,6 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Clie
     let Some(client) = client else {
         return Err(failed());
     };
-    let client = Client::clone(&client);
     // Basic and post carry the same secret and are interchangeable; the JWT methods
     // and `none` are only accepted from clients registered for them.
     let secret_client = matches!(

@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 
 use super::claims::SUPPORTED_SCOPES;
 use super::issue::{mint, Mint, TokenResponse};
-use super::token::{client_alg, Form};
+use super::token::{active_user, client_alg, open_grant, Form, RefreshRule};
 use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
-use crate::db::{self, clients::Client, clients::RefreshPolicy, grants::Grant, sessions::Session, DbError};
+use crate::db::{self, clients::Client, grants::Grant, sessions::Session, DbError};
 use crate::domain::Scope;
 use crate::state::AppState;
 
@@ -153,8 +153,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
     let hash = TokenHash::of(code);
     let now = state.clock.now();
     let client_id = client.client_id.clone();
-    let always = client.refresh == RefreshPolicy::Always && client.allows_grant("refresh_token");
-    let offline_ok = client.allows_grant("refresh_token");
+    let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
     let polled = state
@@ -187,10 +186,9 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
                     Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
                 }
                 (Some(true), Some(uid)) => {
-                    let Some(mut user) = db::users::find_by_id(c, uid)?.filter(|u| !u.disabled) else {
+                    let Some(user) = active_user(c, uid, &d.scope, None)? else {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
                     };
-                    db::users::load_groups(c, &mut user)?;
                     db::device::consume(c, &hash, now)?;
                     let grant = Grant {
                         id: random_id(),
@@ -204,12 +202,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
                         revoked_at: None,
                         claims_request: None,
                     };
-                    db::grants::insert_grant(c, &grant, now)?;
-                    let offline = Scope::parse(&grant.scope).is_ok_and(|s| s.contains("offline_access"));
-                    let with_refresh = always || (offline_ok && offline);
-                    if with_refresh {
-                        db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
-                    }
+                    let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
                     Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))
                 }
             }

@@ -20,6 +20,57 @@ fn wants_groups(scope: &str, claims_request: Option<&str>) -> bool {
     scope.split(' ').any(|s| s == "groups") || claims_request.is_some_and(|c| c.contains("\"groups\""))
 }
 
+/// The user a grant is for, if still enabled, with what its tokens will carry.
+pub(super) fn active_user(
+    c: &db::Conn,
+    user_id: i64,
+    scope: &str,
+    claims_request: Option<&str>,
+) -> Result<Option<User>, db::DbError> {
+    let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
+        return Ok(None);
+    };
+    if wants_groups(scope, claims_request) {
+        db::users::load_groups(c, &mut user)?;
+    }
+    Ok(Some(user))
+}
+
+/// Whether a new grant gets a refresh token (OpenID Connect Core §11): only with the
+/// refresh_token grant registered, and then always or for offline_access alone.
+#[derive(Clone, Copy)]
+pub(super) struct RefreshRule {
+    allowed: bool,
+    always: bool,
+}
+
+impl RefreshRule {
+    pub(super) fn of(client: &Client) -> Self {
+        Self {
+            allowed: client.allows_grant("refresh_token"),
+            always: client.refresh == db::clients::RefreshPolicy::Always,
+        }
+    }
+}
+
+/// Stores a new grant and, when the rule gives one, its first refresh token
+/// (valid until the grant expires); returns whether a refresh token was stored.
+pub(super) fn open_grant(
+    c: &db::Conn,
+    grant: &Grant,
+    rule: RefreshRule,
+    refresh: &TokenHash,
+    now: i64,
+) -> Result<bool, db::DbError> {
+    db::grants::insert_grant(c, grant, now)?;
+    let offline = Scope::parse(&grant.scope).is_ok_and(|s| s.contains("offline_access"));
+    let with_refresh = rule.allowed && (rule.always || offline);
+    if with_refresh {
+        db::grants::insert_refresh(c, refresh, &grant.id, &grant.scope, now, grant.expires_at)?;
+    }
+    Ok(with_refresh)
+}
+
 pub fn client_alg(client: &Client) -> Alg {
     Alg::parse(&client.id_token_alg).unwrap_or(Alg::Rs256)
 }
@@ -118,8 +169,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
     let now = state.clock.now();
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
-    let allow_refresh = client.allows_grant("refresh_token");
-    let always_refresh = client.refresh == db::clients::RefreshPolicy::Always;
+    let rule = RefreshRule::of(client);
     let outcome = state
         .db
         .write(move |c| {
@@ -149,12 +199,9 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
                 (None, None) => {}
             }
-            let Some(mut user) = db::users::find_by_id(c, code.user_id)?.filter(|u| !u.disabled) else {
+            let Some(user) = active_user(c, code.user_id, &code.scope, code.claims_request.as_deref())? else {
                 return refuse("the user is no longer active");
             };
-            if wants_groups(&code.scope, code.claims_request.as_deref()) {
-                db::users::load_groups(c, &mut user)?;
-            }
             let grant = Grant {
                 id: code.grant_id.clone(),
                 client_id: code.client_id.clone(),
@@ -167,14 +214,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 revoked_at: None,
                 claims_request: code.claims_request.clone(),
             };
-            db::grants::insert_grant(c, &grant, now)?;
-            // OpenID Connect Core §11: refresh tokens for offline_access, or for every
-            // sign-in when the administrator registered the client so.
-            let offline = Scope::parse(&grant.scope).is_ok_and(|s| s.contains("offline_access"));
-            let with_refresh = allow_refresh && (always_refresh || offline);
-            if with_refresh {
-                db::grants::insert_refresh(c, &refresh_hash, &grant.id, &grant.scope, now, now + refresh_ttl)?;
-            }
+            let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
             Ok(Outcome::Issued {
                 grant: Box::new(grant),
                 user: Box::new(user),
@@ -258,12 +298,9 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                 None => granted.clone(),
             };
             let user_id = r.grant.user_id.unwrap_or_default();
-            let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
+            let Some(user) = active_user(c, user_id, &r.scope, r.grant.claims_request.as_deref())? else {
                 return refuse("the user is no longer active");
             };
-            if wants_groups(&r.scope, r.grant.claims_request.as_deref()) {
-                db::users::load_groups(c, &mut user)?;
-            }
             // The new token keeps the grant's scope; only this response is narrowed.
             db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
             Ok((
