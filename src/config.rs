@@ -42,6 +42,7 @@ pub struct RawSettings {
     pub workers: Option<String>,
     pub rate_limit: Option<String>,
     pub lockout: Option<String>,
+    pub audit_retention_days: Option<String>,
     pub trusted_proxies: Option<String>,
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
@@ -63,6 +64,7 @@ struct FileSettings {
     workers: Option<toml::Value>,
     rate_limit: Option<toml::Value>,
     lockout: Option<toml::Value>,
+    audit_retention_days: Option<toml::Value>,
     trusted_proxies: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
 }
@@ -132,8 +134,10 @@ pub struct Settings {
     pub lockout: bool,
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers are believed.
     pub trusted_proxies: Vec<Cidr>,
-    /// Encrypts signing private keys at rest when set.
+    /// Encrypts signing private keys and TOTP secrets at rest when set.
     pub master_key: Option<MasterKey>,
+    /// Audit entries older than this are deleted; 0 keeps them forever.
+    pub audit_retention_days: i64,
 }
 
 fn cores() -> usize {
@@ -161,6 +165,7 @@ impl Default for Settings {
             lockout: true,
             trusted_proxies: Vec::new(),
             master_key: None,
+            audit_retention_days: 90,
         }
     }
 }
@@ -225,6 +230,9 @@ impl Settings {
         }
         if let Some(v) = pick(&raw.lockout, &file.lockout) {
             s.lockout = parse_bool("lockout", &v)?;
+        }
+        if let Some(v) = pick(&raw.audit_retention_days, &file.audit_retention_days) {
+            s.audit_retention_days = parse_in_range("audit_retention_days", &v, 0, 36500)?;
         }
         if let Some(v) = &raw.master_key {
             s.master_key = Some(MasterKey::parse(v).map_err(|e| invalid("master_key", e))?);

@@ -88,6 +88,9 @@ struct ServeArgs {
     /// Lock accounts after repeated failed passwords; false only for load tests [default: true]
     #[arg(long, env = "TESSERA_LOCKOUT", value_name = "true|false")]
     lockout: Option<String>,
+    /// Days the audit log keeps an entry; 0 keeps everything [default: 90]
+    #[arg(long, env = "TESSERA_AUDIT_RETENTION_DAYS", value_name = "DAYS")]
+    audit_retention_days: Option<String>,
     /// Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_name = "CIDR,…")]
     trusted_proxies: Option<String>,
@@ -124,6 +127,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         workers: s.workers.clone(),
         rate_limit: s.rate_limit.clone(),
         lockout: s.lockout.clone(),
+        audit_retention_days: s.audit_retention_days.clone(),
         trusted_proxies: s.trusted_proxies.clone(),
         ..Default::default()
     });

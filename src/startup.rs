@@ -107,11 +107,16 @@ impl Application {
 fn spawn_purger(state: AppState) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+        let retention = state.settings.audit_retention_days * 24 * 3600;
         loop {
             tick.tick().await;
             loop {
                 let now = state.clock.now();
-                match state.db.write(move |c| db::purge::purge_expired(c, now)).await {
+                match state
+                    .db
+                    .write(move |c| db::purge::purge_expired(c, now, retention))
+                    .await
+                {
                     Ok(n) if n > 0 => tokio::task::yield_now().await,
                     Ok(_) => break,
                     Err(e) => {

@@ -3,7 +3,9 @@
 pub mod client_ip;
 pub mod limits;
 pub mod login;
+pub mod mfa;
 pub mod password;
 pub mod setup;
+pub mod totp;
 
 pub use password::{HashError, Hasher};

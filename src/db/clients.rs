@@ -35,6 +35,13 @@ pub struct Client {
     pub secret_for_hmac: Option<String>,
     pub backchannel_logout_uri: Option<String>,
     pub backchannel_logout_session_required: bool,
+    /// Only members of one of these groups may sign in; empty lets everyone.
+    pub allowed_groups: Vec<String>,
+    /// Per-client token lifetimes in seconds; `None` takes the server's.
+    pub access_token_ttl: Option<i64>,
+    pub refresh_token_ttl: Option<i64>,
+    /// May obtain the `tessera:admin` scope with client credentials.
+    pub admin: bool,
 }
 
 impl Client {
@@ -57,6 +64,10 @@ impl Client {
             secret_for_hmac: None,
             backchannel_logout_uri: None,
             backchannel_logout_session_required: false,
+            allowed_groups: Vec::new(),
+            access_token_ttl: None,
+            refresh_token_ttl: None,
+            admin: false,
         }
     }
 
@@ -71,7 +82,8 @@ impl Client {
 
 const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
     token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
-    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required";
+    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, allowed_groups, access_token_ttl,
+    refresh_token_ttl, admin";
 
 fn json_list(text: String, col: usize) -> rusqlite::Result<Vec<String>> {
     serde_json::from_str(&text)
@@ -101,6 +113,10 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
         secret_for_hmac: r.get(12)?,
         backchannel_logout_uri: r.get(13)?,
         backchannel_logout_session_required: r.get(14)?,
+        allowed_groups: json_list(r.get(15)?, 15)?,
+        access_token_ttl: r.get(16)?,
+        refresh_token_ttl: r.get(17)?,
+        admin: r.get(18)?,
     })
 }
 
@@ -112,7 +128,7 @@ fn to_json(list: &[String]) -> String {
 pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
     conn.prepare_cached(&format!(
         "INSERT INTO clients ({COLUMNS}, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?6)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?6)"
     ))?
     .execute(params![
         c.client_id,
@@ -130,8 +146,62 @@ pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
         c.secret_for_hmac,
         c.backchannel_logout_uri,
         c.backchannel_logout_session_required,
+        to_json(&c.allowed_groups),
+        c.access_token_ttl,
+        c.refresh_token_ttl,
+        c.admin,
     ])?;
     Ok(())
+}
+
+/// Replaces every editable setting of an existing client (not its id, secret or
+/// creation time); `false` when there is no such client.
+pub fn update(conn: &Connection, c: &Client, now: i64) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "UPDATE clients SET name = ?2, redirect_uris = ?3, post_logout_redirect_uris = ?4,
+            token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
+            always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
+            backchannel_logout_session_required = ?12, allowed_groups = ?13, access_token_ttl = ?14,
+            refresh_token_ttl = ?15, admin = ?16, updated_at = ?17
+         WHERE client_id = ?1",
+        params![
+            c.client_id,
+            c.name,
+            to_json(&c.redirect_uris),
+            to_json(&c.post_logout_redirect_uris),
+            c.auth_method,
+            c.id_token_alg,
+            c.consent_required,
+            to_json(&c.grant_types),
+            c.refresh == RefreshPolicy::Always,
+            c.jwks,
+            c.backchannel_logout_uri,
+            c.backchannel_logout_session_required,
+            to_json(&c.allowed_groups),
+            c.access_token_ttl,
+            c.refresh_token_ttl,
+            c.admin,
+            now
+        ],
+    )?;
+    Ok(n == 1)
+}
+
+/// Whether `user_id` may sign in to `client_id`: the client names no groups, or the
+/// user belongs to one of them.
+pub fn group_allowed(conn: &Connection, client_id: &str, user_id: i64) -> Result<bool, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT allowed_groups = '[]' OR EXISTS (
+                 SELECT 1 FROM user_groups ug JOIN groups g ON g.id = ug.group_id
+                 WHERE ug.user_id = ?2 AND g.name IN (SELECT value FROM json_each(c.allowed_groups)))
+             FROM clients c WHERE client_id = ?1",
+        )?
+        .query_row(params![client_id, user_id], |r| r.get(0))
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(false),
+            e => Err(e),
+        })?)
 }
 
 pub fn find(conn: &Connection, client_id: &str) -> Result<Option<Client>, DbError> {

@@ -17,6 +17,7 @@ pub struct DeviceRequest {
     pub user_id: Option<i64>,
     pub sid: Option<String>,
     pub auth_time: Option<i64>,
+    pub amr: Option<String>,
     pub approved: Option<bool>,
     pub used_at: Option<i64>,
 }
@@ -50,7 +51,7 @@ pub fn insert(conn: &Connection, d: &NewDevice<'_>) -> Result<(), DbError> {
 }
 
 const COLUMNS: &str =
-    "user_code, client_id, scope, expires_at, interval, last_poll_at, user_id, sid, auth_time, approved, used_at";
+    "user_code, client_id, scope, expires_at, interval, last_poll_at, user_id, sid, auth_time, approved, used_at, amr";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRequest> {
     Ok(DeviceRequest {
@@ -65,6 +66,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRequest> {
         auth_time: r.get(8)?,
         approved: r.get(9)?,
         used_at: r.get(10)?,
+        amr: r.get(11)?,
     })
 }
 
@@ -90,6 +92,7 @@ pub struct Decision<'a> {
     pub user_id: i64,
     pub sid: &'a str,
     pub auth_time: i64,
+    pub amr: &'a str,
     pub approved: bool,
     pub now: i64,
 }
@@ -98,10 +101,18 @@ pub struct Decision<'a> {
 pub fn decide(conn: &Connection, d: &Decision<'_>) -> Result<bool, DbError> {
     let n = conn
         .prepare_cached(
-            "UPDATE device_codes SET user_id = ?2, sid = ?3, auth_time = ?4, approved = ?5, decided_at = ?6
+            "UPDATE device_codes SET user_id = ?2, sid = ?3, auth_time = ?4, approved = ?5, decided_at = ?6, amr = ?7
              WHERE user_code = ?1 AND decided_at IS NULL AND expires_at > ?6",
         )?
-        .execute(params![d.user_code, d.user_id, d.sid, d.auth_time, d.approved, d.now])?;
+        .execute(params![
+            d.user_code,
+            d.user_id,
+            d.sid,
+            d.auth_time,
+            d.approved,
+            d.now,
+            d.amr
+        ])?;
     Ok(n == 1)
 }
 

@@ -19,6 +19,7 @@ pub struct NewCode<'a> {
     pub claims_request: Option<&'a str>,
     pub sid: &'a str,
     pub auth_time: i64,
+    pub amr: &'a str,
     pub now: i64,
     pub expires_at: i64,
 }
@@ -26,8 +27,8 @@ pub struct NewCode<'a> {
 pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
     conn.prepare_cached(
         "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
-                                 code_challenge, sid, auth_time, created_at, expires_at, claims_request)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                 code_challenge, sid, auth_time, created_at, expires_at, claims_request, amr)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         c.code_hash.as_bytes(),
@@ -42,7 +43,8 @@ pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
         c.auth_time,
         c.now,
         c.expires_at,
-        c.claims_request
+        c.claims_request,
+        c.amr
     ])?;
     Ok(())
 }
@@ -60,6 +62,7 @@ pub struct Code {
     pub auth_time: i64,
     pub expires_at: i64,
     pub claims_request: Option<String>,
+    pub amr: String,
 }
 
 /// The outcome of presenting a single-use value.
@@ -79,7 +82,7 @@ pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Con
         conn.prepare_cached(
             "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
              RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
-                       expires_at, claims_request",
+                       expires_at, claims_request, amr",
         )?
         .query_row(params![hash.as_bytes(), now], |r| {
             Ok(Code {
@@ -94,6 +97,7 @@ pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Con
                 auth_time: r.get(8)?,
                 expires_at: r.get(9)?,
                 claims_request: r.get(10)?,
+                amr: r.get(11)?,
             })
         }),
     )?;
@@ -122,12 +126,13 @@ pub struct Grant {
     pub expires_at: i64,
     pub revoked_at: Option<i64>,
     pub claims_request: Option<String>,
+    pub amr: Option<String>,
 }
 
 pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbError> {
     conn.prepare_cached(
-        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request, amr)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         g.id,
@@ -139,13 +144,14 @@ pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbErro
         g.nonce,
         now,
         g.expires_at,
-        g.claims_request
+        g.claims_request,
+        g.amr
     ])?;
     Ok(())
 }
 
 const GRANT_COLUMNS: &str =
-    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request";
+    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr";
 
 fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
     Ok(Grant {
@@ -159,6 +165,7 @@ fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
         expires_at: r.get(7)?,
         revoked_at: r.get(8)?,
         claims_request: r.get(9)?,
+        amr: r.get(10)?,
     })
 }
 

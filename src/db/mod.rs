@@ -1,6 +1,7 @@
 //! Storage: one writer thread that group-commits, a pool of read-only connections, and
 //! domain operations over them. The only module that uses rusqlite.
 
+pub mod audit;
 pub mod clients;
 pub mod connection;
 pub mod consents;
@@ -9,6 +10,7 @@ pub mod grants;
 pub mod keys;
 pub mod logout;
 pub mod maintenance;
+pub mod mfa;
 pub mod migrations;
 pub mod purge;
 pub mod sessions;

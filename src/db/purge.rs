@@ -26,9 +26,17 @@ const TARGETS: &[(&str, &str)] = &[
     ("setup_tokens", "expires_at < ?1"),
 ];
 
-/// Deletes up to `BATCH` expired rows from each table; returns how many went.
-pub fn purge_expired(conn: &Connection, now: i64) -> Result<usize, DbError> {
+/// Deletes up to `BATCH` expired rows from each table, and audit entries older than
+/// the retention (seconds, 0 keeps them); returns how many went.
+pub fn purge_expired(conn: &Connection, now: i64, audit_retention: i64) -> Result<usize, DbError> {
     let mut total = 0;
+    if audit_retention > 0 {
+        total += conn
+            .prepare_cached(&format!(
+                "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 LIMIT {BATCH})"
+            ))?
+            .execute(params![now - audit_retention])?;
+    }
     for (table, condition) in TARGETS {
         let sql =
             format!("DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE {condition} LIMIT {BATCH})");

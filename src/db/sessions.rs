@@ -11,6 +11,8 @@ pub struct Session {
     pub user_id: i64,
     pub auth_time: i64,
     pub expires_at: i64,
+    /// Authentication methods used (RFC 8176), space-separated: `pwd`, `pwd otp mfa`.
+    pub amr: String,
 }
 
 pub struct NewSession<'a> {
@@ -20,12 +22,15 @@ pub struct NewSession<'a> {
     pub auth_time: i64,
     pub now: i64,
     pub expires_at: i64,
+    pub amr: &'a str,
+    pub user_agent: Option<&'a str>,
+    pub ip: Option<&'a str>,
 }
 
 pub fn create(conn: &Connection, s: &NewSession<'_>) -> Result<(), DbError> {
     conn.prepare_cached(
-        "INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, amr, user_agent, ip)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         s.id_hash.as_bytes(),
@@ -33,7 +38,10 @@ pub fn create(conn: &Connection, s: &NewSession<'_>) -> Result<(), DbError> {
         s.user_id,
         s.auth_time,
         s.now,
-        s.expires_at
+        s.expires_at,
+        s.amr,
+        s.user_agent,
+        s.ip
     ])?;
     Ok(())
 }
@@ -42,7 +50,7 @@ pub fn create(conn: &Connection, s: &NewSession<'_>) -> Result<(), DbError> {
 pub fn find_active(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<Option<Session>, DbError> {
     optional(
         conn.prepare_cached(
-            "SELECT s.sid, s.user_id, s.auth_time, s.expires_at FROM sessions s
+            "SELECT s.sid, s.user_id, s.auth_time, s.expires_at, s.amr FROM sessions s
              JOIN users u ON u.id = s.user_id
              WHERE s.id_hash = ?1 AND s.ended_at IS NULL AND s.expires_at > ?2 AND u.disabled = 0",
         )?
@@ -52,6 +60,7 @@ pub fn find_active(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<O
                 user_id: r.get(1)?,
                 auth_time: r.get(2)?,
                 expires_at: r.get(3)?,
+                amr: r.get(4)?,
             })
         }),
     )
@@ -131,4 +140,45 @@ pub fn consume_login_request(conn: &Connection, id_hash: &TokenHash, now: i64) -
         )?
         .execute(params![id_hash.as_bytes(), now])?;
     Ok(n == 1)
+}
+
+/// A live session as the account and admin pages list it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SessionInfo {
+    pub sid: String,
+    pub user_id: i64,
+    pub created_at: i64,
+    pub auth_time: i64,
+    pub expires_at: i64,
+    pub amr: String,
+    pub user_agent: Option<String>,
+    pub ip: Option<String>,
+}
+
+/// A user's live sessions, newest first.
+pub fn list_for_user(conn: &Connection, user_id: i64, now: i64) -> Result<Vec<SessionInfo>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT sid, user_id, created_at, auth_time, expires_at, amr, user_agent, ip FROM sessions
+         WHERE user_id = ?1 AND ended_at IS NULL AND expires_at > ?2 ORDER BY created_at DESC LIMIT 200",
+    )?;
+    let rows = stmt.query_map(params![user_id, now], |r| {
+        Ok(SessionInfo {
+            sid: r.get(0)?,
+            user_id: r.get(1)?,
+            created_at: r.get(2)?,
+            auth_time: r.get(3)?,
+            expires_at: r.get(4)?,
+            amr: r.get(5)?,
+            user_agent: r.get(6)?,
+            ip: r.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Live sessions across all users (the dashboard).
+pub fn count_active(conn: &Connection, now: i64) -> Result<i64, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM sessions WHERE ended_at IS NULL AND expires_at > ?1")?
+        .query_row([now], |r| r.get(0))?)
 }

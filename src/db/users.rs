@@ -205,3 +205,33 @@ pub fn clear_failures(conn: &Connection, user_id: i64) -> Result<(), DbError> {
         .execute([user_id])?;
     Ok(())
 }
+
+/// Changes the profile fields people edit (name and email); a new email is unverified.
+pub fn update_profile(
+    conn: &Connection,
+    user_id: i64,
+    name: Option<&str>,
+    email: Option<&str>,
+    now: i64,
+) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "UPDATE users SET name = ?2, email_verified = CASE WHEN email IS ?3 THEN email_verified ELSE 0 END,
+            email = ?3, updated_at = ?4 WHERE id = ?1",
+        params![user_id, name, email, now],
+    )?;
+    Ok(n == 1)
+}
+
+pub fn set_password_by_id(conn: &Connection, user_id: i64, hash: &str, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![user_id, hash, now])?;
+    Ok(n == 1)
+}
+
+/// Accounts locked right now (the dashboard).
+pub fn count_locked(conn: &Connection, now: i64) -> Result<i64, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM users WHERE locked_until > ?1")?
+        .query_row([now], |r| r.get(0))?)
+}

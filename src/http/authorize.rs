@@ -55,6 +55,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     let user_id = session.as_ref().map(|s| s.user_id);
     match authz::decide(state, &request, session).await {
         Ok(Next::Respond(resp)) => respond(&resp),
+        Ok(Next::Denied(resp)) => denied(state, &request.client_id, &resp).await,
         Ok(Next::Login) => show_login(req, state, Pending::Login(request.clone()), &request).await,
         Ok(Next::Consent) => {
             let browser = browser_cookie(req, state);
@@ -81,6 +82,23 @@ pub fn respond(resp: &AuthResponse) -> HttpResponse {
         });
     }
     errors::redirect(&resp.url())
+}
+
+/// The page telling a signed-in user that the client does not admit them (403).
+pub async fn denied(state: &AppState, client_id: &str, resp: &AuthResponse) -> HttpResponse {
+    let name = client_name(state, client_id).await;
+    let url = resp.url();
+    let page = pages::DeniedPage {
+        client_name: &name,
+        form_post: resp.form_post,
+        action: if resp.form_post {
+            resp.redirect_uri.as_str()
+        } else {
+            &url
+        },
+        fields: resp.params.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+    };
+    pages::render(StatusCode::FORBIDDEN, &page)
 }
 
 /// The browser-binding cookie's value, and a new value to set when there was none.

@@ -1,19 +1,34 @@
-//! The login and consent forms' targets.
+//! The sign-in forms' targets: password, then the second factor when the account has
+//! one, then the step the sign-in was for (an authorization, a device, Tessera's own
+//! pages); and the consent form.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
 
-use super::authorize::{bad_request_page, client_name, respond, show_consent};
+use super::authorize::{bad_request_page, client_name, denied, respond, show_consent};
 use super::{cookies, errors, guard, pages, params};
+use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::auth::login::{authenticate, LoginError, Outcome};
+use crate::auth::login::{authenticate, lock_for, LoginError, Outcome};
+use crate::auth::mfa::{self, MfaError, Used};
 use crate::crypto::TokenHash;
-use crate::oidc::login::{self, AfterLogin, Pending, ResumeError};
+use crate::db;
+use crate::oidc::login::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
 use crate::oidc::OAuthError;
 use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "mfa.html")]
+struct MfaPage<'a> {
+    request_id: &'a str,
+    csrf: &'a str,
+    error: Option<&'a str>,
+}
 
 fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
     form.get(name).map(String::as_str).unwrap_or_default()
@@ -21,6 +36,25 @@ fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
     params::require_form(req).and_then(|_| params::unique_form(body)).ok()
+}
+
+/// The requester's address as text, for the audit log and the session list.
+pub fn ip_text(req: &HttpRequest, state: &AppState) -> String {
+    guard::client_ip(req, state).to_string()
+}
+
+fn user_agent(req: &HttpRequest) -> Option<String> {
+    let ua = req.headers().get(header::USER_AGENT)?.to_str().ok()?;
+    Some(ua.chars().take(200).collect())
+}
+
+/// What the login form says the sign-in is for.
+async fn purpose(state: &AppState, pending: &Pending) -> String {
+    match pending {
+        Pending::Login(r) => client_name(state, &r.client_id).await,
+        Pending::Portal(_) => "your Tessera account".to_string(),
+        _ => "your device".to_string(),
+    }
 }
 
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -34,7 +68,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
     let pending = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_))) => p,
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
@@ -52,21 +86,20 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         state.clock.now(),
     )
     .await;
-    let counter = match outcome {
-        Outcome::Ok => &state.metrics.logins_ok,
-        Outcome::Failed => &state.metrics.logins_failed,
-        Outcome::Locked => &state.metrics.logins_locked,
+    let (counter, event) = match outcome {
+        Outcome::Ok => (&state.metrics.logins_ok, "login.password_ok"),
+        Outcome::Failed => (&state.metrics.logins_failed, "login.failed"),
+        Outcome::Locked => (&state.metrics.logins_locked, "login.locked"),
     };
-    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    counter.fetch_add(1, Ordering::Relaxed);
+    let ip = ip_text(&req, &state);
+    let attempted: String = username.trim().chars().take(64).collect();
     let user = match result {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
-            let client_name = match &pending {
-                Pending::Login(r) => client_name(&state, &r.client_id).await,
-                _ => "your device".to_string(),
-            };
+            Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
             let page = pages::LoginPage {
-                client_name: &client_name,
+                client_name: &purpose(&state, &pending).await,
                 request_id,
                 csrf,
                 username,
@@ -77,37 +110,198 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Err(LoginError::Hashing(e)) => return errors::server_page(&OAuthError::from(e)),
         Err(LoginError::Db(e)) => return errors::server_page(&OAuthError::from(e)),
     };
-    let previous = params::cookie(&req, cookies::session_name(&state)).map(|v| TokenHash::of(&v));
+    let Some(browser) = browser else {
+        return resume_error(ResumeError::Forged);
+    };
+    match mfa::enabled(&state, user.id).await {
+        Ok(true) => {
+            Event::new(event).actor(&user.username).ip(Some(ip)).log(&state).await;
+            return match login::park_mfa(&state, request_id, user.id, pending, &browser).await {
+                Ok(parked) => mfa_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
+                Err(e) => resume_error(e),
+            };
+        }
+        Ok(false) => {}
+        Err(e) => return errors::server_page(&e.into()),
+    }
+    Event::new("login.ok")
+        .actor(&user.username)
+        .ip(Some(ip.clone()))
+        .detail(serde_json::json!({"amr": AMR_PASSWORD}))
+        .log(&state)
+        .await;
+    let who = SignIn {
+        user_id: user.id,
+        amr: AMR_PASSWORD,
+        user_agent: user_agent(&req),
+        ip: Some(ip),
+    };
+    complete(&req, &state, request_id, pending, &who, &browser).await
+}
+
+fn mfa_page(status: StatusCode, request_id: &str, csrf: &str, error: Option<&str>) -> HttpResponse {
+    pages::render(
+        status,
+        &MfaPage {
+            request_id,
+            csrf,
+            error,
+        },
+    )
+}
+
+/// The second factor (RFC 6238): a wrong code counts toward the account's lockout
+/// like a wrong password, and a locked account must start over.
+pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page("The verification form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let (user_id, then) = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+        Ok(Pending::Mfa { user_id, then }) => (user_id, *then),
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let Some(browser) = browser else {
+        return resume_error(ResumeError::Forged);
+    };
+    if let Some(limited) = guard::limit_account(&state, &format!("#mfa:{user_id}")) {
+        return limited;
+    }
+    let user = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
+        Ok(Some(u)) if !u.disabled => u,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return errors::server_page(&e.into()),
+    };
+    let now = state.clock.now();
+    let ip = ip_text(&req, &state);
+    let locked = |until: Option<i64>| state.settings.lockout && until.is_some_and(|t| t > now);
+    match state.db.read(move |c| db::users::lock_state(c, user_id)).await {
+        Ok(s) if locked(s.locked_until) => return locked_out(&state, request_id, &user.username, ip).await,
+        Ok(_) => {}
+        Err(e) => return errors::server_page(&e.into()),
+    }
+    let used = match mfa::check(&state, user_id, field(&form, "code")).await {
+        Ok(used) => used,
+        Err(MfaError::InvalidCode) => {
+            state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
+            Event::new("mfa.failed")
+                .actor(&user.username)
+                .ip(Some(ip.clone()))
+                .log(&state)
+                .await;
+            if state.settings.lockout {
+                match state
+                    .db
+                    .write(move |c| db::users::record_failure(c, user_id, lock_for, now))
+                    .await
+                {
+                    Ok(s) if locked(s.locked_until) => {
+                        return locked_out(&state, request_id, &user.username, ip).await;
+                    }
+                    Ok(_) => {}
+                    Err(e) => return errors::server_page(&e.into()),
+                }
+            }
+            return mfa_page(
+                StatusCode::UNAUTHORIZED,
+                request_id,
+                csrf,
+                Some("That code is not valid. Check your authenticator app and try again."),
+            );
+        }
+        Err(MfaError::Db(e)) => return errors::server_page(&e.into()),
+        Err(e) => {
+            tracing::error!(error = %e, user_id, "second factor could not be checked");
+            return errors::server_page(&OAuthError::server_error());
+        }
+    };
+    if let Err(e) = state.db.write(move |c| db::users::clear_failures(c, user_id)).await {
+        return errors::server_page(&e.into());
+    }
+    let method = if used == Used::Totp { "totp" } else { "recovery_code" };
+    Event::new("mfa.ok")
+        .actor(&user.username)
+        .ip(Some(ip.clone()))
+        .detail(serde_json::json!({"method": method}))
+        .log(&state)
+        .await;
+    Event::new("login.ok")
+        .actor(&user.username)
+        .ip(Some(ip.clone()))
+        .detail(serde_json::json!({"amr": AMR_PASSWORD_OTP}))
+        .log(&state)
+        .await;
+    let who = SignIn {
+        user_id,
+        amr: AMR_PASSWORD_OTP,
+        user_agent: user_agent(&req),
+        ip: Some(ip),
+    };
+    complete(&req, &state, request_id, then, &who, &browser).await
+}
+
+async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {
+    state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
+    Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
+    let _ = login::consume(state, request_id).await;
+    pages::error_page(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many attempts",
+        "There were too many wrong codes for this account.",
+        "Wait a few minutes, then sign in again from the start.",
+    )
+}
+
+/// Opens the session and continues with what the sign-in was for.
+async fn complete(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    pending: Pending,
+    who: &SignIn,
+    browser: &TokenHash,
+) -> HttpResponse {
+    let previous = params::cookie(req, cookies::session_name(state)).map(|v| TokenHash::of(&v));
     let request = match pending {
         Pending::Login(r) => r,
         Pending::DeviceLogin(code) => {
-            return match login::finish_session_only(&state, request_id, user.id, previous).await {
-                Ok((cookie, _)) => {
-                    let mut resp = super::device::after_login(&code);
-                    let _ = resp.add_cookie(&cookies::session(&state, cookie.expose().to_string()));
-                    resp
-                }
+            return match login::finish_session_only(state, request_id, who, previous).await {
+                Ok((cookie, _)) => with_session(state, super::device::after_login(&code), cookie.expose()),
+                Err(e) => resume_error(e),
+            };
+        }
+        Pending::Portal(path) => {
+            return match login::finish_session_only(state, request_id, who, previous).await {
+                Ok((cookie, _)) => with_session(state, errors::redirect(&path), cookie.expose()),
                 Err(e) => resume_error(e),
             };
         }
         _ => return resume_error(ResumeError::Expired),
     };
-    let Some(browser) = browser else {
-        return resume_error(ResumeError::Forged);
-    };
-    let done = match login::finish(&state, request_id, &request, user.id, previous, &browser).await {
+    let done = match login::finish(state, request_id, &request, who, previous, browser).await {
         Ok(done) => done,
         Err(e) => return resume_error(e),
     };
-    let mut resp = match &done.next {
+    let resp = match &done.next {
         AfterLogin::Respond(r) if !r.form_post => HttpResponse::SeeOther()
             .insert_header((header::LOCATION, r.url()))
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish(),
         AfterLogin::Respond(r) => respond(r),
-        AfterLogin::Consent(parked) => show_consent(&state, &request, user.id, parked).await,
+        AfterLogin::Consent(parked) => show_consent(state, &request, who.user_id, parked).await,
+        AfterLogin::Denied(r) => denied(state, &request.client_id, r).await,
     };
-    let _ = resp.add_cookie(&cookies::session(&state, done.session_cookie.expose().to_string()));
+    with_session(state, resp, done.session_cookie.expose())
+}
+
+fn with_session(state: &AppState, mut resp: HttpResponse, cookie: &str) -> HttpResponse {
+    let _ = resp.add_cookie(&cookies::session(state, cookie.to_string()));
     resp
 }
 
@@ -137,7 +331,25 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Err(e) => return errors::server_page(&e),
     };
     match login::decide_consent(&state, request_id, &request, &session, approve).await {
-        Ok(r) => respond(&r),
+        Ok(r) => {
+            let uid = session.user_id;
+            let name = state
+                .db
+                .read(move |c| db::users::find_by_id(c, uid))
+                .await
+                .ok()
+                .flatten()
+                .map(|u| u.username)
+                .unwrap_or_default();
+            Event::new(if approve { "consent.granted" } else { "consent.denied" })
+                .actor(name)
+                .target(format!("client:{}", request.client_id))
+                .ip(Some(ip_text(&req, &state)))
+                .detail(serde_json::json!({"scope": request.scope}))
+                .log(&state)
+                .await;
+            respond(&r)
+        }
         Err(e) => resume_error(e),
     }
 }

@@ -8,7 +8,6 @@ use askama::Template;
 use subtle::ConstantTimeEq;
 
 use super::{cookies, errors, guard, pages, params};
-use crate::crypto::TokenHash;
 use crate::db;
 use crate::oidc::login::current_session;
 use crate::oidc::logout::{self, LogoutError, LogoutRequest};
@@ -100,7 +99,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if !csrf_ok && !proven {
         return confirmation(state, &pairs, &cookie, session.user_id).await;
     }
-    if let Err(e) = logout::end_session(state, TokenHash::of(&cookie), &session).await {
+    if let Err(e) = logout::end_session(state, &session).await {
         return errors::server_page(&e);
     }
     finished(state, &request)

@@ -1,6 +1,7 @@
 //! HTTP: the route table, handlers (one file per endpoint family), and the mapping of
 //! errors to responses. The only module besides `startup` that uses actix-web.
 
+pub mod account;
 pub mod authorize;
 pub mod cookies;
 pub mod device;
@@ -11,6 +12,7 @@ pub mod logout;
 pub mod meta;
 pub mod pages;
 pub mod params;
+pub mod portal;
 pub mod setup;
 pub mod token;
 pub mod userinfo;
@@ -28,6 +30,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::get().to(authorize::authorize_get))
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
+        .route("/login/mfa", web::post().to(login::mfa))
         .route("/consent", web::post().to(login::consent))
         .route("/logout", web::get().to(logout::logout_get))
         .route("/logout", web::post().to(logout::logout_post))
@@ -37,6 +40,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/device_authorization", web::post().to(device::authorization))
         .route("/device", web::get().to(device::page))
         .route("/device", web::post().to(device::decide))
+        .route("/account", web::get().to(account::page))
+        .route("/account/profile", web::post().to(account::profile))
+        .route("/account/password", web::post().to(account::password))
+        .route("/account/sessions/end", web::post().to(account::end_one))
+        .route("/account/sessions/end-others", web::post().to(account::end_others))
+        .route("/account/totp", web::get().to(account::totp_get))
+        .route("/account/totp", web::post().to(account::totp_confirm))
+        .route("/account/totp/disable", web::post().to(account::totp_disable))
         .route("/setup", web::get().to(setup::page))
         .route("/setup", web::post().to(setup::submit))
         .route("/revoke", web::post().to(token::revoke))

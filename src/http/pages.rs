@@ -68,6 +68,16 @@ pub fn describe_scope(scope: &str) -> Option<&'static str> {
     })
 }
 
+/// The page for a user outside a client's allowed groups, with the way back.
+#[derive(Template)]
+#[template(path = "denied.html")]
+pub struct DeniedPage<'a> {
+    pub client_name: &'a str,
+    pub form_post: bool,
+    pub action: &'a str,
+    pub fields: Vec<(&'a str, &'a str)>,
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 pub struct ErrorPage<'a> {

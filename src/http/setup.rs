@@ -70,6 +70,12 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
                 username = username.trim(),
                 "first administrator created through the setup link"
             );
+            crate::audit::Event::new("setup.completed")
+                .actor("setup-link")
+                .target(username.trim())
+                .ip(Some(super::login::ip_text(&req, &state)))
+                .log(&state)
+                .await;
             let page = SetupPage {
                 done: true,
                 token: "",

@@ -131,6 +131,7 @@ pub async fn decide(state: &AppState, user_code: &str, session: &Session, approv
                     user_id: s.user_id,
                     sid: &s.sid,
                     auth_time: s.auth_time,
+                    amr: &s.amr,
                     approved: approve,
                     now,
                 },
@@ -155,7 +156,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
     let client_id = client.client_id.clone();
     let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), super::token::refresh_ttl(state, client));
     let polled = state
         .db
         .write(move |c| {
@@ -201,8 +202,12 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
                         expires_at: now + refresh_ttl,
                         revoked_at: None,
                         claims_request: None,
+                        amr: d.amr.clone(),
                     };
                     let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
+                    crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id)
+                        .target(&user.username)
+                        .write(c, now)?;
                     Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))
                 }
             }
@@ -221,6 +226,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
                     nonce: None,
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
+                    access_ttl: super::token::access_ttl(state, client),
                 },
             )
         }

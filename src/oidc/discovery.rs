@@ -44,6 +44,7 @@ pub fn document(state: &AppState) -> Value {
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": supported_claims(),
         "claims_parameter_supported": true,
+        "acr_values_supported": [super::issue::ACR_PASSWORD, super::issue::ACR_MFA],
         "request_parameter_supported": false,
         "request_uri_parameter_supported": false,
         "authorization_response_iss_parameter_supported": true,

@@ -161,7 +161,14 @@ pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option
             .to_string();
         let exp = signed.claims.get("exp").and_then(Value::as_i64).unwrap_or(now);
         if !jti.is_empty() && exp > now {
-            state.db.write(move |c| db::grants::revoke_jti(c, &jti, exp)).await?;
+            let event = crate::audit::token("token.revoked", &client.client_id, "access_token", &jti);
+            state
+                .db
+                .write(move |c| {
+                    db::grants::revoke_jti(c, &jti, exp)?;
+                    event.write(c, now)
+                })
+                .await?;
         }
         return Ok(());
     }
@@ -174,6 +181,7 @@ pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option
             Some(r) if r.grant.client_id == client_id => {
                 // Revoking a refresh token revokes its whole grant (§2.1 SHOULD).
                 db::grants::revoke_grant(c, &r.grant.id, now)?;
+                crate::audit::token("token.revoked", &client_id, "refresh_token", &r.grant.id).write(c, now)?;
                 Ok(true)
             }
             Some(_) => Ok(false),

@@ -35,13 +35,20 @@ pub struct Mint<'a> {
     pub refresh_token: Option<&'a Secret>,
     /// The client's signing algorithm, for both tokens.
     pub alg: Alg,
+    /// Seconds the access token lives (the client's own, or the server's).
+    pub access_ttl: i64,
 }
 
 /// RFC 6749 §4.4.3: only an access token, with the client as its subject.
-pub fn mint_for_client(state: &AppState, grant: &Grant, scope: &Scope, alg: Alg) -> Result<TokenResponse, OAuthError> {
+pub fn mint_for_client(
+    state: &AppState,
+    grant: &Grant,
+    scope: &Scope,
+    alg: Alg,
+    ttl: i64,
+) -> Result<TokenResponse, OAuthError> {
     let keys = state.keys.current();
     let now = state.clock.now();
-    let ttl = state.settings.lifetimes.access_token;
     let mut at = Map::new();
     at.insert("iss".into(), Value::from(&*state.issuer));
     at.insert("sub".into(), Value::from(grant.client_id.clone()));
@@ -71,6 +78,18 @@ pub fn requested(grant: &Grant) -> ClaimsRequest {
         .unwrap_or_default()
 }
 
+/// The authentication context classes Tessera asserts (advertised in discovery).
+pub const ACR_PASSWORD: &str = "urn:tessera:acr:pwd";
+pub const ACR_MFA: &str = "urn:tessera:acr:mfa";
+
+pub fn acr_for(amr: &str) -> &'static str {
+    if amr.split(' ').any(|m| m == "mfa") {
+        ACR_MFA
+    } else {
+        ACR_PASSWORD
+    }
+}
+
 pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     let keys = state.keys.current();
     let now = state.clock.now();
@@ -81,7 +100,7 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
     at.insert("iss".into(), Value::from(&*state.issuer));
     at.insert("sub".into(), Value::from(m.user.sub.clone()));
     at.insert("aud".into(), Value::from(client_id.clone()));
-    at.insert("exp".into(), Value::from(now + lifetimes.access_token));
+    at.insert("exp".into(), Value::from(now + m.access_ttl));
     at.insert("iat".into(), Value::from(now));
     at.insert("jti".into(), Value::from(random_id()));
     at.insert("client_id".into(), Value::from(client_id.clone()));
@@ -104,6 +123,11 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
         if let Some(t) = m.grant.auth_time {
             id.insert("auth_time".into(), Value::from(t));
         }
+        if let Some(amr) = &m.grant.amr {
+            // RFC 8176 method names; `acr` names the class they add up to.
+            id.insert("amr".into(), amr.split(' ').collect::<Vec<_>>().into());
+            id.insert("acr".into(), Value::from(acr_for(amr)));
+        }
         if let Some(n) = m.nonce {
             id.insert("nonce".into(), Value::from(n));
         }
@@ -118,7 +142,7 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
     Ok(TokenResponse {
         access_token,
         token_type: "Bearer",
-        expires_in: lifetimes.access_token,
+        expires_in: m.access_ttl,
         scope: m.scope.to_string(),
         id_token,
         refresh_token: m.refresh_token.map(|s| s.expose().to_string()),

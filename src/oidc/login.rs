@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use super::authorize::{code_record, consent_needed, AuthRequest, AuthResponse};
+use super::authorize::{code_record, consent_needed, denied_response, AuthRequest, AuthResponse};
 use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
@@ -24,7 +24,25 @@ pub enum Pending {
     DeviceLogin(String),
     /// The approval page for a device; the user code.
     DeviceApprove(String),
+    /// The login form for Tessera's own pages (`/account`, `/admin`); where to go after.
+    Portal(String),
+    /// The second factor, after a correct password for `user_id`; then the step that
+    /// the password form was on.
+    Mfa { user_id: i64, then: Box<Pending> },
 }
+
+/// Who signed in, how (RFC 8176 `amr`), and from where (shown on the account page).
+#[derive(Debug, Clone)]
+pub struct SignIn {
+    pub user_id: i64,
+    pub amr: &'static str,
+    pub user_agent: Option<String>,
+    pub ip: Option<String>,
+}
+
+/// `amr` for a password alone and for a password with a one-time code.
+pub const AMR_PASSWORD: &str = "pwd";
+pub const AMR_PASSWORD_OTP: &str = "pwd otp mfa";
 
 /// What a form carries: names of a server-side record, not the request itself.
 pub struct Parked {
@@ -94,6 +112,38 @@ pub async fn park(state: &AppState, pending: &Pending, browser: &TokenHash) -> R
     Ok(parked)
 }
 
+/// Swaps the password step for the second-factor step: the password form's record is
+/// consumed and a new one parked, so the password cannot be replayed past the code.
+pub async fn park_mfa(
+    state: &AppState,
+    request_id: &str,
+    user_id: i64,
+    then: Pending,
+    browser: &TokenHash,
+) -> Result<Parked, ResumeError> {
+    let pending = Pending::Mfa {
+        user_id,
+        then: Box::new(then),
+    };
+    let (row, parked) = ParkRow::new(state, &pending, browser)?;
+    let (id_hash, now) = (TokenHash::of(request_id), state.clock.now());
+    let consumed = state
+        .db
+        .write(move |c| {
+            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+                return Ok(false);
+            }
+            row.insert(c, now)?;
+            Ok(true)
+        })
+        .await?;
+    if consumed {
+        Ok(parked)
+    } else {
+        Err(ResumeError::Expired)
+    }
+}
+
 fn same(a: &TokenHash, b: &TokenHash) -> bool {
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
@@ -128,6 +178,8 @@ pub enum AfterLogin {
     Respond(AuthResponse),
     /// Consent is needed first; the consent page is parked under these names.
     Consent(Parked),
+    /// Signed in, but not allowed to use this client.
+    Denied(AuthResponse),
 }
 
 /// The outcome of a successful sign-in.
@@ -144,13 +196,14 @@ pub async fn finish(
     state: &AppState,
     request_id: &str,
     req: &AuthRequest,
-    user_id: i64,
+    who: &SignIn,
     previous: Option<TokenHash>,
     browser: &TokenHash,
 ) -> Result<SignedIn, ResumeError> {
     let now = state.clock.now();
     let cookie = Secret::generate();
-    let session = new_session(state, user_id);
+    let session = new_session(state, who);
+    let who = who.clone();
     let code = Secret::generate();
     let record = code_record(state, req, &session, &code);
     let (consent_row, consent_names) = ParkRow::new(state, &Pending::Consent(req.clone()), browser)?;
@@ -164,19 +217,23 @@ pub async fn finish(
             if let Some(old) = previous {
                 db::sessions::end(c, &old, now)?;
             }
-            store_session(c, &cookie_hash, &s, now)?;
+            store_session(c, &cookie_hash, &s, &who, now)?;
+            if !db::clients::group_allowed(c, &r.client_id, s.user_id)? {
+                return Ok(Some(Step::Denied));
+            }
             if consent_needed(c, &r, s.user_id)? {
                 consent_row.insert(c, now)?;
-                return Ok(Some(false));
+                return Ok(Some(Step::Consent));
             }
             record.insert(c, now)?;
-            Ok(Some(true))
+            Ok(Some(Step::Code))
         })
         .await?;
     let next = match outcome {
         None => return Err(ResumeError::Expired),
-        Some(true) => AfterLogin::Respond(AuthResponse::code(&state.issuer, req, &code)),
-        Some(false) => AfterLogin::Consent(consent_names),
+        Some(Step::Code) => AfterLogin::Respond(AuthResponse::code(&state.issuer, req, &code)),
+        Some(Step::Consent) => AfterLogin::Consent(consent_names),
+        Some(Step::Denied) => AfterLogin::Denied(denied_response(state, req)),
     };
     Ok(SignedIn {
         session_cookie: cookie,
@@ -185,23 +242,36 @@ pub async fn finish(
     })
 }
 
+enum Step {
+    Code,
+    Consent,
+    Denied,
+}
+
 impl From<OAuthError> for ResumeError {
     fn from(e: OAuthError) -> Self {
         ResumeError::Server(e)
     }
 }
 
-pub fn new_session(state: &AppState, user_id: i64) -> Session {
+pub fn new_session(state: &AppState, who: &SignIn) -> Session {
     let now = state.clock.now();
     Session {
         sid: random_id(),
-        user_id,
+        user_id: who.user_id,
         auth_time: now,
         expires_at: now + state.settings.lifetimes.session,
+        amr: who.amr.to_string(),
     }
 }
 
-pub fn store_session(conn: &db::Conn, cookie_hash: &TokenHash, s: &Session, now: i64) -> Result<(), db::DbError> {
+pub fn store_session(
+    conn: &db::Conn,
+    cookie_hash: &TokenHash,
+    s: &Session,
+    who: &SignIn,
+    now: i64,
+) -> Result<(), db::DbError> {
     db::sessions::create(
         conn,
         &db::sessions::NewSession {
@@ -211,6 +281,9 @@ pub fn store_session(conn: &db::Conn, cookie_hash: &TokenHash, s: &Session, now:
             auth_time: s.auth_time,
             now,
             expires_at: s.expires_at,
+            amr: &s.amr,
+            user_agent: who.user_agent.as_deref(),
+            ip: who.ip.as_deref(),
         },
     )
 }
@@ -220,12 +293,13 @@ pub fn store_session(conn: &db::Conn, cookie_hash: &TokenHash, s: &Session, now:
 pub async fn finish_session_only(
     state: &AppState,
     request_id: &str,
-    user_id: i64,
+    who: &SignIn,
     previous: Option<TokenHash>,
 ) -> Result<(Secret, Session), ResumeError> {
     let now = state.clock.now();
     let cookie = Secret::generate();
-    let session = new_session(state, user_id);
+    let session = new_session(state, who);
+    let who = who.clone();
     let (id_hash, cookie_hash, s) = (TokenHash::of(request_id), cookie.hash(), session.clone());
     let consumed = state
         .db
@@ -236,7 +310,7 @@ pub async fn finish_session_only(
             if let Some(old) = previous {
                 db::sessions::end(c, &old, now)?;
             }
-            store_session(c, &cookie_hash, &s, now)?;
+            store_session(c, &cookie_hash, &s, &who, now)?;
             Ok(true)
         })
         .await?;

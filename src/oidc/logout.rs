@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::OAuthError;
+use crate::crypto::jwt;
 use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
-use crate::crypto::{jwt, TokenHash};
 use crate::db::{self, sessions::Session};
 use crate::domain::RedirectUri;
 use crate::state::AppState;
@@ -118,7 +118,7 @@ pub fn confirmation_token(session_cookie: &str) -> String {
 
 /// Ends the session: its grants that were not for offline use are revoked and every
 /// client with a back-channel endpoint is queued a logout token.
-pub async fn end_session(state: &AppState, cookie_hash: TokenHash, session: &Session) -> Result<(), OAuthError> {
+pub async fn end_session(state: &AppState, session: &Session) -> Result<(), OAuthError> {
     let now = state.clock.now();
     let sid = session.sid.clone();
     let audience = state.db.read(move |c| db::logout::audience_of_session(c, &sid)).await?;
@@ -139,7 +139,7 @@ pub async fn end_session(state: &AppState, cookie_hash: TokenHash, session: &Ses
     state
         .db
         .write(move |c| {
-            db::sessions::end(c, &cookie_hash, now)?;
+            db::logout::end_session_by_sid(c, &sid, now)?;
             db::logout::revoke_session_grants(c, &sid, now)?;
             for (client_id, uri, token) in &deliveries {
                 db::logout::enqueue(c, client_id, uri, token, now, now + DELIVERY_WINDOW)?;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::issue::{mint, Mint, TokenResponse};
 use super::{pkce, ErrorCode, OAuthError};
+use crate::audit;
 use crate::crypto::keys::Alg;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::grants::{Consumed, Grant};
@@ -117,6 +118,22 @@ pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<Tok
 
 /// RFC 6749 §4.4: a token for the client itself: no user, no refresh token, no ID
 /// token. OpenID scopes mean nothing here and are dropped.
+/// The client's own access-token lifetime, or the server's.
+pub fn access_ttl(state: &AppState, client: &Client) -> i64 {
+    client.access_token_ttl.unwrap_or(state.settings.lifetimes.access_token)
+}
+
+/// The client's own refresh-token lifetime, or the server's.
+pub fn refresh_ttl(state: &AppState, client: &Client) -> i64 {
+    client
+        .refresh_token_ttl
+        .unwrap_or(state.settings.lifetimes.refresh_token)
+}
+
+/// The scope of the admin API (docs/ADMIN_API.md): only clients registered as admin
+/// clients obtain it, and only with their own credentials.
+pub const ADMIN_SCOPE: &str = "tessera:admin";
+
 async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
     if client.is_public() {
         return Err(OAuthError::new(
@@ -127,6 +144,12 @@ async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> R
     let requested =
         Scope::parse(param(form, "scope").unwrap_or("")).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
     let scope = requested.filter(|s| !super::claims::SUPPORTED_SCOPES.contains(&s));
+    if scope.contains(ADMIN_SCOPE) && !client.admin {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidScope,
+            "tessera:admin is only granted to admin clients",
+        ));
+    }
     let now = state.clock.now();
     let grant = Grant {
         id: crate::crypto::random::random_id(),
@@ -136,16 +159,20 @@ async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> R
         sid: None,
         auth_time: None,
         nonce: None,
-        expires_at: now + state.settings.lifetimes.access_token,
+        expires_at: now + access_ttl(state, client),
         revoked_at: None,
         claims_request: None,
+        amr: None,
     };
     let stored = grant.clone();
     state
         .db
-        .write(move |c| db::grants::insert_grant(c, &stored, now))
+        .write(move |c| {
+            db::grants::insert_grant(c, &stored, now)?;
+            audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id).write(c, now)
+        })
         .await?;
-    super::issue::mint_for_client(state, &grant, &scope, client_alg(client))
+    super::issue::mint_for_client(state, &grant, &scope, client_alg(client), access_ttl(state, client))
 }
 
 /// What the write transaction decided; failures that must still commit (a replay
@@ -168,7 +195,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
     let client_id = client.client_id.clone();
     let now = state.clock.now();
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), state.settings.lifetimes.refresh_token);
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(state, client));
     let rule = RefreshRule::of(client);
     let outcome = state
         .db
@@ -178,6 +205,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 Consumed::Replayed { grant_id } => {
                     // RFC 6749 §4.1.2: a code used twice revokes what it issued.
                     db::grants::revoke_grant(c, &grant_id, now)?;
+                    audit::token("token.reuse_detected", &client_id, "authorization_code", &grant_id).write(c, now)?;
                     return Ok(Outcome::Refused(OAuthError::invalid_grant("the code was already used")));
                 }
                 Consumed::Unknown => return Ok(Outcome::Refused(OAuthError::invalid_grant("the code is not valid"))),
@@ -213,8 +241,12 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 expires_at: now + refresh_ttl,
                 revoked_at: None,
                 claims_request: code.claims_request.clone(),
+                amr: Some(code.amr.clone()),
             };
             let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
+            audit::token("token.issued", &grant.client_id, "authorization_code", &grant.id)
+                .target(&user.username)
+                .write(c, now)?;
             Ok(Outcome::Issued {
                 grant: Box::new(grant),
                 user: Box::new(user),
@@ -241,6 +273,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                     nonce: nonce.as_deref(),
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
+                    access_ttl: access_ttl(state, client),
                 },
             )
         }
@@ -256,7 +289,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
     let client_id = client.client_id.clone();
     let now = state.clock.now();
     let next = Secret::generate();
-    let (next_hash, ttl) = (next.hash(), state.settings.lifetimes.refresh_token);
+    let (next_hash, ttl) = (next.hash(), refresh_ttl(state, client));
     let outcome = state
         .db
         .write(move |c| {
@@ -277,6 +310,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                 Some(_) => {
                     // RFC 9700 §4.14.2: reuse of a rotated token revokes the family.
                     db::grants::revoke_grant(c, &r.grant.id, now)?;
+                    audit::token("token.reuse_detected", &client_id, "refresh_token", &r.grant.id).write(c, now)?;
                     return refuse("the refresh token was already used");
                 }
             }
@@ -303,6 +337,9 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
             };
             // The new token keeps the grant's scope; only this response is narrowed.
             db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
+            audit::token("token.issued", &client_id, "refresh_token", &r.grant.id)
+                .target(&user.username)
+                .write(c, now)?;
             Ok((
                 Outcome::Issued {
                     grant: Box::new(r.grant),
@@ -327,6 +364,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                     nonce: None,
                     refresh_token: Some(&next),
                     alg: client_alg(client),
+                    access_ttl: access_ttl(state, client),
                 },
             )
         }

@@ -287,3 +287,61 @@ pub fn jwt_parts(token: &str) -> (serde_json::Value, serde_json::Value) {
     };
     (decode(), decode())
 }
+
+/// The value of one input on a page (first match by name).
+pub fn input_value(html: &str, name: &str) -> Option<String> {
+    let doc = Html::parse_document(html);
+    let sel = Selector::parse(&format!("input[name=\"{name}\"]")).unwrap();
+    doc.select(&sel)
+        .next()
+        .and_then(|i| i.value().attr("value"))
+        .map(str::to_string)
+}
+
+/// The text of the element with this id.
+pub fn text_of(html: &str, id: &str) -> Option<String> {
+    let doc = Html::parse_document(html);
+    let sel = Selector::parse(&format!("#{id}")).unwrap();
+    doc.select(&sel)
+        .next()
+        .map(|e| e.text().collect::<String>().trim().to_string())
+}
+
+impl TestApp {
+    /// Signs in to Tessera's own pages through `/account`; returns the session's CSRF token.
+    pub async fn portal_login(&self, browser: &reqwest::Client, username: &str, password: &str) -> String {
+        let fields = self.open_login(browser, &self.url("/account")).await;
+        let resp = self.submit_login(browser, fields, username, password).await;
+        assert_eq!(resp.status(), 302, "portal login failed");
+        assert_eq!(location(&resp), "/account");
+        self.csrf(browser).await
+    }
+
+    /// The CSRF token on the account page of a signed-in browser.
+    pub async fn csrf(&self, browser: &reqwest::Client) -> String {
+        let html = browser
+            .get(self.url("/account"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        input_value(&html, "csrf").expect("a signed-in account page")
+    }
+
+    /// Audit events recorded so far, oldest first, as (event, actor, target).
+    pub async fn audit(&self) -> Vec<(String, Option<String>, Option<String>)> {
+        let (entries, _) = self
+            .state
+            .db
+            .read(|c| db::audit::list(c, &db::audit::Filter::default(), 10_000, 0))
+            .await
+            .unwrap();
+        entries
+            .into_iter()
+            .rev()
+            .map(|e| (e.event, e.actor, e.target))
+            .collect()
+    }
+}

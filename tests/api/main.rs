@@ -2,6 +2,7 @@
 //! way relying parties and browsers drive it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod account;
 mod authorize;
 mod claims;
 mod cli;

@@ -170,7 +170,7 @@ async fn expired_rows_are_purged_and_live_ones_kept() {
     .unwrap();
     let mut rounds = 0;
     loop {
-        let n = db.write(move |c| db::purge::purge_expired(c, now)).await.unwrap();
+        let n = db.write(move |c| db::purge::purge_expired(c, now, 0)).await.unwrap();
         rounds += 1;
         if n == 0 {
             break;

@@ -16,6 +16,18 @@ pub enum Next {
     Consent,
     /// Answer the client.
     Respond(AuthResponse),
+    /// The user may not use this client (its allowed groups): a page says why, and
+    /// offers the `access_denied` response.
+    Denied(AuthResponse),
+}
+
+/// The `access_denied` answer for a user outside the client's allowed groups.
+pub fn denied_response(state: &AppState, req: &AuthRequest) -> AuthResponse {
+    let e = OAuthError::new(
+        ErrorCode::AccessDenied,
+        "the user is not a member of a group allowed to use this client",
+    );
+    AuthResponse::error_for(&state.issuer, req, &e)
 }
 
 /// Whether the user must (again) approve this client for this scope: always for
@@ -63,7 +75,16 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
         _ if req.prompt.none => return respond_error(ErrorCode::LoginRequired, "the user is not signed in"),
         _ => return Ok(Next::Login),
     };
-    let (r, uid) = (req.clone(), session.user_id);
+    let (cid, uid) = (req.client_id.clone(), session.user_id);
+    if !state.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
+        let denied = denied_response(state, req);
+        return if req.prompt.none {
+            Err(AuthorizeError::Respond(denied))
+        } else {
+            Ok(Next::Denied(denied))
+        };
+    }
+    let r = req.clone();
     if state.db.read(move |c| consent_needed(c, &r, uid)).await? {
         if req.prompt.none {
             return respond_error(ErrorCode::ConsentRequired, "the user has not approved this application");

@@ -79,6 +79,7 @@ pub struct CodeRecord {
     user_id: i64,
     sid: String,
     auth_time: i64,
+    amr: String,
     expires_at: i64,
 }
 
@@ -98,6 +99,7 @@ impl CodeRecord {
                 claims_request: self.req.claims.as_deref(),
                 sid: &self.sid,
                 auth_time: self.auth_time,
+                amr: &self.amr,
                 now,
                 expires_at: self.expires_at,
             },
@@ -113,6 +115,7 @@ pub fn code_record(state: &AppState, req: &AuthRequest, session: &Session, code:
         user_id: session.user_id,
         sid: session.sid.clone(),
         auth_time: session.auth_time,
+        amr: session.amr.clone(),
         expires_at: state.clock.now() + state.settings.lifetimes.code,
     }
 }

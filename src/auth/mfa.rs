@@ -1,0 +1,138 @@
+//! TOTP as a second factor: enrolment (an unconfirmed secret, confirmed by a first
+//! code, which also issues the recovery codes), the check at sign-in, and removal.
+//! Secrets are sealed with the master key when one is set.
+
+use super::totp;
+use crate::crypto::{sealed, TokenHash};
+use crate::db::{self, DbError};
+use crate::state::AppState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MfaError {
+    #[error("that code is not valid")]
+    InvalidCode,
+    #[error("no authenticator is being set up")]
+    NotStarted,
+    #[error("the stored secret cannot be read: {0}")]
+    Secret(String),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// Which factor a successful check used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Used {
+    Totp,
+    RecoveryCode,
+}
+
+fn seal(state: &AppState, secret: &str) -> Result<String, MfaError> {
+    match &state.settings.master_key {
+        Some(key) => sealed::seal(key, secret.as_bytes()).map_err(MfaError::Secret),
+        None => Ok(secret.to_string()),
+    }
+}
+
+fn open(state: &AppState, stored: &str) -> Result<String, MfaError> {
+    if !sealed::is_sealed(stored) {
+        return Ok(stored.to_string());
+    }
+    let key = state
+        .settings
+        .master_key
+        .as_ref()
+        .ok_or_else(|| MfaError::Secret("sealed, and no master key is set".into()))?;
+    let bytes = sealed::open(key, stored).map_err(MfaError::Secret)?;
+    String::from_utf8(bytes).map_err(|_| MfaError::Secret("not text".into()))
+}
+
+pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {
+    state.db.read(move |c| db::mfa::enabled(c, user_id)).await
+}
+
+/// The secret being enrolled: the pending one if any, else a new one. `None` when
+/// TOTP is already on.
+pub async fn begin(state: &AppState, user_id: i64) -> Result<Option<String>, MfaError> {
+    if let Some(t) = state.db.read(move |c| db::mfa::find(c, user_id)).await? {
+        if t.confirmed {
+            return Ok(None);
+        }
+        return open(state, &t.secret).map(Some);
+    }
+    let secret = totp::new_secret();
+    let stored = seal(state, &secret)?;
+    let now = state.clock.now();
+    let fresh = state
+        .db
+        .write(move |c| db::mfa::begin(c, user_id, &stored, now))
+        .await?;
+    Ok(fresh.then_some(secret))
+}
+
+/// Confirms enrolment with a first code; returns the recovery codes, shown once.
+pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<String>, MfaError> {
+    let pending = state
+        .db
+        .read(move |c| db::mfa::find(c, user_id))
+        .await?
+        .filter(|t| !t.confirmed)
+        .ok_or(MfaError::NotStarted)?;
+    let secret = open(state, &pending.secret)?;
+    let now = state.clock.now();
+    let step = totp::verify(&secret, code, now, pending.last_step).ok_or(MfaError::InvalidCode)?;
+    let codes = totp::new_recovery_codes();
+    let hashes: Vec<TokenHash> = codes
+        .iter()
+        .map(|c| TokenHash::of(&totp::normalise_recovery(c)))
+        .collect();
+    let done = state
+        .db
+        .write(move |c| db::mfa::confirm(c, user_id, step, &hashes, now))
+        .await?;
+    if done {
+        Ok(codes)
+    } else {
+        Err(MfaError::NotStarted)
+    }
+}
+
+/// Checks a code at sign-in: six digits are a TOTP code, anything else a recovery
+/// code. Each is spent in one conditional update, so a replay loses.
+pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, MfaError> {
+    let code = code.trim();
+    if code.is_empty() || code.len() > 64 {
+        return Err(MfaError::InvalidCode);
+    }
+    let now = state.clock.now();
+    let digits: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    if digits.len() == 6 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let t = state
+            .db
+            .read(move |c| db::mfa::find(c, user_id))
+            .await?
+            .filter(|t| t.confirmed)
+            .ok_or(MfaError::InvalidCode)?;
+        let secret = open(state, &t.secret)?;
+        let step = totp::verify(&secret, &digits, now, t.last_step).ok_or(MfaError::InvalidCode)?;
+        let fresh = state.db.write(move |c| db::mfa::use_step(c, user_id, step)).await?;
+        return if fresh {
+            Ok(Used::Totp)
+        } else {
+            Err(MfaError::InvalidCode)
+        };
+    }
+    let hash = TokenHash::of(&totp::normalise_recovery(code));
+    let spent = state
+        .db
+        .write(move |c| db::mfa::use_recovery(c, user_id, &hash, now))
+        .await?;
+    if spent {
+        Ok(Used::RecoveryCode)
+    } else {
+        Err(MfaError::InvalidCode)
+    }
+}
+
+pub async fn disable(state: &AppState, user_id: i64) -> Result<bool, DbError> {
+    state.db.write(move |c| db::mfa::disable(c, user_id)).await
+}

@@ -1,0 +1,92 @@
+//! The audit log: one row per security event, filtered and paged for the admin pages
+//! and API, and pruned after the retention period.
+
+use rusqlite::{params, Connection, Row};
+use serde::Serialize;
+
+use super::DbError;
+
+pub struct NewEntry<'a> {
+    pub at: i64,
+    pub event: &'a str,
+    pub actor: Option<&'a str>,
+    pub target: Option<&'a str>,
+    pub ip: Option<&'a str>,
+    pub detail: &'a serde_json::Value,
+}
+
+pub fn record(conn: &Connection, e: &NewEntry<'_>) -> Result<(), DbError> {
+    conn.prepare_cached(
+        "INSERT INTO audit_log (at, event, actor, target, ip, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![e.at, e.event, e.actor, e.target, e.ip, e.detail.to_string()])?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub id: i64,
+    pub at: i64,
+    pub event: String,
+    pub actor: Option<String>,
+    pub target: Option<String>,
+    pub ip: Option<String>,
+    pub detail: serde_json::Value,
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        id: r.get(0)?,
+        at: r.get(1)?,
+        event: r.get(2)?,
+        actor: r.get(3)?,
+        target: r.get(4)?,
+        ip: r.get(5)?,
+        detail: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
+    })
+}
+
+/// What the audit list is narrowed to; every field optional.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// An event name, or a prefix ending in `.` (`login.`, `admin.`).
+    pub event: Option<String>,
+    /// Matches actor or target.
+    pub who: Option<String>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+}
+
+/// One page of entries, newest first, and how many match in all.
+pub fn list(conn: &Connection, f: &Filter, limit: i64, offset: i64) -> Result<(Vec<Entry>, i64), DbError> {
+    let event_like = f.event.as_ref().map(|e| {
+        let escaped = e.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        if escaped.ends_with('.') {
+            format!("{escaped}%")
+        } else {
+            escaped
+        }
+    });
+    let condition = "(?1 IS NULL OR event LIKE ?1 ESCAPE '\\')
+        AND (?2 IS NULL OR actor = ?2 OR target = ?2)
+        AND (?3 IS NULL OR at >= ?3) AND (?4 IS NULL OR at < ?4)";
+    let args = params![event_like, f.who, f.since, f.until];
+    let total = conn.query_row(
+        &format!("SELECT count(*) FROM audit_log WHERE {condition}"),
+        args,
+        |r| r.get(0),
+    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, at, event, actor, target, ip, detail FROM audit_log WHERE {condition}
+         ORDER BY at DESC, id DESC LIMIT ?5 OFFSET ?6"
+    ))?;
+    let rows = stmt.query_map(params![event_like, f.who, f.since, f.until, limit, offset], from_row)?;
+    Ok((rows.collect::<Result<_, _>>()?, total))
+}
+
+/// Counts events of one name since a time (the dashboard).
+pub fn count_since(conn: &Connection, event: &str, since: i64) -> Result<i64, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM audit_log WHERE event = ?1 AND at >= ?2")?
+        .query_row(params![event, since], |r| r.get(0))?)
+}

@@ -1,0 +1,459 @@
+//! `/account`: the signed-in user's own profile, password, sessions and authenticator
+//! app. Every form carries the session's CSRF token.
+
+use std::collections::HashMap;
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::portal::{self, Viewer};
+use super::{errors, guard, pages, params};
+use crate::audit::Event;
+use crate::auth::limits::Bucket;
+use crate::auth::{mfa, totp};
+use crate::db::{self, sessions::SessionInfo};
+use crate::domain::{Email, NewPassword};
+use crate::oidc::logout;
+use crate::state::AppState;
+
+#[derive(Default)]
+pub struct Problems {
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub current: Option<String>,
+    pub password: Option<String>,
+    pub confirm: Option<String>,
+    pub disable: Option<String>,
+}
+
+/// A session as one table row.
+pub struct SessionRow {
+    pub sid: String,
+    pub device: String,
+    pub ip: String,
+    pub when: String,
+    pub amr: String,
+    pub current: bool,
+}
+
+impl SessionRow {
+    pub fn of(s: &SessionInfo, current_sid: &str) -> Self {
+        Self {
+            sid: s.sid.clone(),
+            device: s.user_agent.clone().unwrap_or_else(|| "unknown".into()),
+            ip: s.ip.clone().unwrap_or_default(),
+            when: portal::when(s.created_at),
+            amr: s.amr.clone(),
+            current: s.sid == current_sid,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "account.html")]
+struct AccountPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    user: &'a db::users::User,
+    csrf: &'a str,
+    name: &'a str,
+    email: &'a str,
+    problems: Problems,
+    totp_on: bool,
+    recovery_left: i64,
+    sessions: Vec<SessionRow>,
+}
+
+#[derive(Template)]
+#[template(path = "totp.html")]
+struct TotpPage<'a> {
+    csrf: &'a str,
+    qr_svg: &'a str,
+    secret: &'a str,
+    error: Option<&'a str>,
+    recovery_codes: Option<Vec<String>>,
+}
+
+/// Messages after a successful change, named in the redirect so a reload repeats nothing.
+fn flash_text(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "profile" => "Your profile was saved.",
+        "password" => "Your password was changed. Other sessions were signed out.",
+        "session" => "That session was signed out.",
+        "others" => "All other sessions were signed out.",
+        "totp-off" => "Two-step verification was turned off.",
+        _ => return None,
+    })
+}
+
+/// Form fields, the viewer and a verified CSRF token, or the response that refuses.
+async fn posted(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &Bytes,
+) -> Result<(Viewer, HashMap<String, String>), HttpResponse> {
+    if let Some(refused) = guard::cross_origin(req, state) {
+        return Err(refused);
+    }
+    let viewer = portal::require(req, state).await?;
+    let form = params::require_form(req)
+        .and_then(|_| params::unique_form(body))
+        .map_err(|_| portal::csrf_refused())?;
+    if !portal::csrf_ok(&viewer, form.get("csrf").map(String::as_str).unwrap_or_default()) {
+        return Err(portal::csrf_refused());
+    }
+    Ok((viewer, form))
+}
+
+fn get<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map(String::as_str).unwrap_or_default()
+}
+
+async fn render(
+    state: &AppState,
+    v: &Viewer,
+    status: StatusCode,
+    flash: Option<&str>,
+    problems: Problems,
+    fields: Option<(&str, &str)>,
+) -> HttpResponse {
+    let (uid, now) = (v.user.id, state.clock.now());
+    let loaded = state
+        .db
+        .read(move |c| {
+            Ok((
+                db::sessions::list_for_user(c, uid, now)?,
+                db::mfa::enabled(c, uid)?,
+                db::mfa::recovery_left(c, uid)?,
+            ))
+        })
+        .await;
+    let (sessions, totp_on, recovery_left) = match loaded {
+        Ok(l) => l,
+        Err(e) => return errors::server_page(&e.into()),
+    };
+    let (name, email) = fields.unwrap_or((
+        v.user.name.as_deref().unwrap_or_default(),
+        v.user.email.as_deref().unwrap_or_default(),
+    ));
+    let page = AccountPage {
+        is_admin: v.user.is_admin,
+        flash,
+        user: &v.user,
+        csrf: &v.csrf,
+        name,
+        email,
+        problems,
+        totp_on,
+        recovery_left,
+        sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
+    };
+    pages::render(status, &page)
+}
+
+fn back(flash: &str) -> HttpResponse {
+    errors::redirect(&format!("/account?done={flash}"))
+}
+
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let v = match portal::require(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let done = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "done")
+        .and_then(|(_, v)| flash_text(&v));
+    render(&state, &v, StatusCode::OK, done, Problems::default(), None).await
+}
+
+pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let (name, email) = (get(&form, "name").trim(), get(&form, "email").trim());
+    let mut problems = Problems::default();
+    if name.chars().count() > 200 {
+        problems.name = Some("use at most 200 characters".into());
+    }
+    if !email.is_empty() {
+        if let Err(e) = Email::parse(email) {
+            problems.email = Some(e.0);
+        }
+    }
+    if problems.name.is_some() || problems.email.is_some() {
+        return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, Some((name, email))).await;
+    }
+    let before = serde_json::json!({"name": v.user.name, "email": v.user.email});
+    let (uid, now) = (v.user.id, state.clock.now());
+    let (n, e) = (
+        (!name.is_empty()).then(|| name.to_string()),
+        (!email.is_empty()).then(|| email.to_string()),
+    );
+    let after = serde_json::json!({"name": n, "email": e});
+    let event = Event::new("account.profile_changed")
+        .actor(&v.user.username)
+        .target(&v.user.username)
+        .ip(Some(super::login::ip_text(&req, &state)))
+        .detail(serde_json::json!({"before": before, "after": after}));
+    let result = state
+        .db
+        .write(move |c| {
+            db::users::update_profile(c, uid, n.as_deref(), e.as_deref(), now)?;
+            event.write(c, now)
+        })
+        .await;
+    match result {
+        Ok(()) => back("profile"),
+        Err(e) => errors::server_page(&e.into()),
+    }
+}
+
+/// Checks the account's current password (the same bcrypt cost as a sign-in).
+async fn password_ok(state: &AppState, v: &Viewer, password: &str) -> Result<bool, HttpResponse> {
+    if password.is_empty() || password.len() > 1024 {
+        return Ok(false);
+    }
+    state
+        .hasher
+        .verify(password, Some(&v.user.password_hash))
+        .await
+        .map_err(|e| errors::server_page(&e.into()))
+}
+
+pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    if let Some(limited) = guard::limit_account(&state, &v.user.username) {
+        return limited;
+    }
+    let mut problems = Problems::default();
+    let new = match NewPassword::parse(get(&form, "password")) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            problems.password = Some(e.0);
+            None
+        }
+    };
+    if get(&form, "password") != get(&form, "confirm") {
+        problems.confirm = Some("the two passwords differ".into());
+    }
+    match password_ok(&state, &v, get(&form, "current")).await {
+        Ok(true) => {}
+        Ok(false) => problems.current = Some("this is not your current password".into()),
+        Err(resp) => return resp,
+    }
+    let Some(new) = new.filter(|_| problems.current.is_none() && problems.confirm.is_none()) else {
+        return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
+    };
+    let hash = match state.hasher.hash(new.expose()).await {
+        Ok(h) => h,
+        Err(e) => return errors::server_page(&e.into()),
+    };
+    let (uid, now) = (v.user.id, state.clock.now());
+    let event = Event::new("account.password_changed")
+        .actor(&v.user.username)
+        .target(&v.user.username)
+        .ip(Some(super::login::ip_text(&req, &state)));
+    let saved = state
+        .db
+        .write(move |c| {
+            db::users::set_password_by_id(c, uid, &hash, now)?;
+            event.write(c, now)
+        })
+        .await;
+    if let Err(e) = saved {
+        return errors::server_page(&e.into());
+    }
+    // A changed password ends every other session: whoever knew the old one is out.
+    match end_sessions(&state, &v, |s| s.sid != v.session.sid).await {
+        Ok(_) => back("password"),
+        Err(resp) => resp,
+    }
+}
+
+/// Ends the viewer's sessions that `pick` selects (with back-channel logout).
+async fn end_sessions(
+    state: &AppState,
+    v: &Viewer,
+    pick: impl Fn(&SessionInfo) -> bool,
+) -> Result<usize, HttpResponse> {
+    let (uid, now) = (v.user.id, state.clock.now());
+    let sessions = state
+        .db
+        .read(move |c| db::sessions::list_for_user(c, uid, now))
+        .await
+        .map_err(|e| errors::server_page(&e.into()))?;
+    let mut ended = 0;
+    for s in sessions.iter().filter(|s| pick(s)) {
+        let session = db::sessions::Session {
+            sid: s.sid.clone(),
+            user_id: s.user_id,
+            auth_time: s.auth_time,
+            expires_at: s.expires_at,
+            amr: s.amr.clone(),
+        };
+        logout::end_session(state, &session)
+            .await
+            .map_err(|e| errors::server_page(&e))?;
+        ended += 1;
+    }
+    Ok(ended)
+}
+
+pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let sid = get(&form, "sid");
+    // Only the viewer's own sessions are listed, so another user's sid matches nothing.
+    match end_sessions(&state, &v, |s| s.sid == sid && s.sid != v.session.sid).await {
+        Ok(0) => pages::error_page(
+            StatusCode::NOT_FOUND,
+            "Session not found",
+            "That session has already ended, or is not yours.",
+            "Return to your account page.",
+        ),
+        Ok(_) => {
+            Event::new("session.ended")
+                .actor(&v.user.username)
+                .target(&v.user.username)
+                .ip(Some(super::login::ip_text(&req, &state)))
+                .log(&state)
+                .await;
+            back("session")
+        }
+        Err(resp) => resp,
+    }
+}
+
+pub async fn end_others(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, _) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    match end_sessions(&state, &v, |s| s.sid != v.session.sid).await {
+        Ok(n) => {
+            Event::new("session.ended_others")
+                .actor(&v.user.username)
+                .target(&v.user.username)
+                .ip(Some(super::login::ip_text(&req, &state)))
+                .detail(serde_json::json!({"count": n}))
+                .log(&state)
+                .await;
+            back("others")
+        }
+        Err(resp) => resp,
+    }
+}
+
+async fn totp_page(state: &AppState, v: &Viewer, status: StatusCode, error: Option<&str>) -> HttpResponse {
+    let secret = match mfa::begin(state, v.user.id).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return errors::redirect("/account"),
+        Err(mfa::MfaError::Db(e)) => return errors::server_page(&e.into()),
+        Err(e) => {
+            tracing::error!(error = %e, "authenticator enrolment failed");
+            return errors::server_page(&crate::oidc::OAuthError::server_error());
+        }
+    };
+    let label = url::Url::parse(&state.issuer)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| format!("Tessera {h}")))
+        .unwrap_or_else(|| "Tessera".into());
+    let uri = totp::otpauth_uri(&label, &v.user.username, &secret);
+    let svg = totp::qr_svg(&uri).unwrap_or_default();
+    pages::render(
+        status,
+        &TotpPage {
+            csrf: &v.csrf,
+            qr_svg: &svg,
+            secret: &secret,
+            error,
+            recovery_codes: None,
+        },
+    )
+}
+
+pub async fn totp_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match portal::require(&req, &state).await {
+        Ok(v) => totp_page(&state, &v, StatusCode::OK, None).await,
+        Err(resp) => resp,
+    }
+}
+
+pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    match mfa::confirm(&state, v.user.id, get(&form, "code")).await {
+        Ok(codes) => {
+            Event::new("mfa.enrolled")
+                .actor(&v.user.username)
+                .target(&v.user.username)
+                .ip(Some(super::login::ip_text(&req, &state)))
+                .log(&state)
+                .await;
+            pages::render(
+                StatusCode::OK,
+                &TotpPage {
+                    csrf: &v.csrf,
+                    qr_svg: "",
+                    secret: "",
+                    error: None,
+                    recovery_codes: Some(codes),
+                },
+            )
+        }
+        Err(mfa::MfaError::InvalidCode) => {
+            let msg = "That code is not valid. Check the time on your phone and try the newest code.";
+            totp_page(&state, &v, StatusCode::BAD_REQUEST, Some(msg)).await
+        }
+        Err(mfa::MfaError::NotStarted) => errors::redirect("/account/totp"),
+        Err(mfa::MfaError::Db(e)) => errors::server_page(&e.into()),
+        Err(e) => {
+            tracing::error!(error = %e, "authenticator confirmation failed");
+            errors::server_page(&crate::oidc::OAuthError::server_error())
+        }
+    }
+}
+
+pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    match password_ok(&state, &v, get(&form, "password")).await {
+        Ok(true) => {}
+        Ok(false) => {
+            let problems = Problems {
+                disable: Some("this is not your current password".into()),
+                ..Problems::default()
+            };
+            return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
+        }
+        Err(resp) => return resp,
+    }
+    if let Err(e) = mfa::disable(&state, v.user.id).await {
+        return errors::server_page(&e.into());
+    }
+    Event::new("mfa.disabled")
+        .actor(&v.user.username)
+        .target(&v.user.username)
+        .ip(Some(super::login::ip_text(&req, &state)))
+        .log(&state)
+        .await;
+    back("totp-off")
+}

@@ -1,0 +1,152 @@
+//! Tessera's own signed-in pages (`/account`, `/admin`): the viewer behind the session
+//! cookie, the login form when there is none, and the CSRF token every form and API
+//! call from a session carries.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use subtle::ConstantTimeEq;
+
+use super::authorize::login_page;
+use super::{cookies, errors, pages, params};
+use crate::db::{self, sessions::Session, users::User};
+use crate::oidc::login::{self, Pending};
+use crate::state::AppState;
+
+/// The signed-in person looking at a page.
+pub struct Viewer {
+    pub session: Session,
+    pub user: User,
+    /// The CSRF token for this session's forms.
+    pub csrf: String,
+}
+
+/// The CSRF token of a session: derived from the secret cookie, so it needs no
+/// storage and a page from another site cannot know it.
+pub fn csrf_for(cookie: &str) -> String {
+    crate::crypto::sha256_b64(format!("tessera-csrf:{cookie}").as_bytes())
+}
+
+/// Whether `presented` is this viewer's CSRF token.
+pub fn csrf_ok(viewer: &Viewer, presented: &str) -> bool {
+    !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(viewer.csrf.as_bytes()))
+}
+
+/// The viewer, if the request carries a live session.
+pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer>, HttpResponse> {
+    let cookie = params::cookie(req, cookies::session_name(state));
+    let session = match login::current_session(state, cookie.as_deref()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(errors::server_page(&e)),
+    };
+    let uid = session.user_id;
+    let user = state
+        .db
+        .read(move |c| {
+            let Some(mut u) = db::users::find_by_id(c, uid)? else {
+                return Ok(None);
+            };
+            db::users::load_groups(c, &mut u)?;
+            Ok(Some(u))
+        })
+        .await;
+    match user {
+        Ok(Some(user)) => Ok(Some(Viewer {
+            session,
+            user,
+            csrf: csrf_for(cookie.as_deref().unwrap_or_default()),
+        })),
+        Ok(None) => Ok(None),
+        Err(e) => Err(errors::server_page(&e.into())),
+    }
+}
+
+/// Pages may only come back to Tessera's own portal paths after sign-in.
+fn return_path(req: &HttpRequest) -> String {
+    let path = req.path();
+    let ok = (path == "/account" || path.starts_with("/account/") || path == "/admin" || path.starts_with("/admin/"))
+        && !path.contains("//");
+    if !ok {
+        return "/account".into();
+    }
+    match req.query_string() {
+        "" => path.to_string(),
+        q if q.len() <= 512 => format!("{path}?{q}"),
+        _ => path.to_string(),
+    }
+}
+
+/// The viewer, or the login form that leads back here (GET) / an expired page (POST).
+pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
+    if let Some(v) = viewer(req, state).await? {
+        return Ok(v);
+    }
+    if req.method() == actix_web::http::Method::GET {
+        let pending = Pending::Portal(return_path(req));
+        return Err(login_page(req, state, pending, "your Tessera account", "").await);
+    }
+    Err(pages::error_page(
+        StatusCode::UNAUTHORIZED,
+        "Signed out",
+        "Your session has ended.",
+        "Sign in again and repeat the change.",
+    ))
+}
+
+/// An administrator, or 403 for anyone else.
+pub async fn require_admin(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
+    let v = require(req, state).await?;
+    if v.user.is_admin {
+        Ok(v)
+    } else {
+        Err(forbidden())
+    }
+}
+
+pub fn forbidden() -> HttpResponse {
+    pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Administrators only",
+        "Your account cannot open the administration pages.",
+        "Ask an administrator if you need access.",
+    )
+}
+
+/// The refusal for a form whose CSRF token is missing or wrong.
+pub fn csrf_refused() -> HttpResponse {
+    pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Request refused",
+        "This form could not be verified.",
+        "Reload the page and try again.",
+    )
+}
+
+/// Formats Unix seconds as `YYYY-MM-DD HH:MM UTC` for pages.
+pub fn when(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_dates_in_utc() {
+        assert_eq!(when(0), "1970-01-01 00:00 UTC");
+        assert_eq!(when(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(when(1_800_000_000), "2027-01-15 08:00 UTC");
+    }
+}
