@@ -1,5 +1,6 @@
 //! Tessera: a single-binary OpenID Connect provider on SQLite.
 
+pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod cli;

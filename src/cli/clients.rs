@@ -4,12 +4,11 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{db_err, open};
+use crate::admin::clients::{build, view, ClientSpec, AUTH_METHODS, GRANT_TYPES};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::Secret;
-use crate::db::clients::{Client, RefreshPolicy};
 use crate::db::{self, DbError};
-use crate::domain::{ClientId, RedirectUri};
 
 #[derive(Subcommand)]
 pub enum ClientCommand {
@@ -35,20 +34,6 @@ pub enum ClientCommand {
     /// Delete a client and every grant and token issued to it
     Delete { client_id: String },
 }
-
-pub const AUTH_METHODS: &[&str] = &[
-    "client_secret_basic",
-    "client_secret_post",
-    "client_secret_jwt",
-    "private_key_jwt",
-    "none",
-];
-pub const GRANT_TYPES: &[&str] = &[
-    "authorization_code",
-    "refresh_token",
-    "client_credentials",
-    "urn:ietf:params:oauth:grant-type:device_code",
-];
 
 #[derive(Args)]
 pub struct ClientAdd {
@@ -89,26 +74,21 @@ pub struct ClientAdd {
     /// Include `sid` in logout tokens (backchannel_logout_session_required)
     #[arg(long)]
     backchannel_logout_session_required: bool,
+    /// Only members of this group may sign in; repeat for several [default: everyone]
+    #[arg(long = "allowed-group", value_name = "GROUP")]
+    allowed_groups: Vec<String>,
+    /// Access-token lifetime in seconds for this client [default: the server's]
+    #[arg(long, value_name = "SECONDS")]
+    access_token_ttl: Option<i64>,
+    /// Refresh-token lifetime in seconds for this client [default: the server's]
+    #[arg(long, value_name = "SECONDS")]
+    refresh_token_ttl: Option<i64>,
+    /// May obtain the tessera:admin scope with client credentials (the admin API)
+    #[arg(long)]
+    admin: bool,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
-}
-
-fn client_json(c: &Client) -> serde_json::Value {
-    json!({
-        "client_id": c.client_id,
-        "name": c.name,
-        "type": if c.is_public() { "public" } else { "confidential" },
-        "token_endpoint_auth_method": c.auth_method,
-        "id_token_signed_response_alg": c.id_token_alg,
-        "grant_types": c.grant_types,
-        "consent_required": c.consent_required,
-        "refresh_tokens": if c.refresh == RefreshPolicy::Always { "always" } else { "offline-access" },
-        "redirect_uris": c.redirect_uris,
-        "post_logout_redirect_uris": c.post_logout_redirect_uris,
-        "backchannel_logout_uri": c.backchannel_logout_uri,
-        "created_at": c.created_at,
-    })
 }
 
 fn print_secret(client_id: &str, secret: Option<&Secret>, json: bool) {
@@ -129,92 +109,50 @@ fn print_secret(client_id: &str, secret: Option<&Secret>, json: bool) {
     }
 }
 
-fn parse_uris(uris: &[String]) -> Result<Vec<String>, String> {
-    uris.iter()
-        .map(|u| {
-            RedirectUri::parse(u)
-                .map(|r| r.as_str().to_string())
-                .map_err(|e| e.to_string())
-        })
-        .collect()
-}
-
-fn read_jwks(arg: &str) -> Result<String, String> {
+fn read_jwks(arg: &str) -> Result<serde_json::Value, String> {
     let text = match arg.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?,
         None => arg.to_string(),
     };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("--jwks is not JSON: {e}"))?;
-    if !value["keys"].is_array() {
-        return Err("--jwks must be a JWK Set: {\"keys\": [...]}".into());
-    }
-    Ok(value.to_string())
+    serde_json::from_str(&text).map_err(|e| format!("--jwks is not JSON: {e}"))
 }
 
-/// Turns the command's options into a client, refusing combinations that cannot work.
-fn build(add: &ClientAdd, now: i64) -> Result<(Client, Option<Secret>), String> {
-    let id = ClientId::parse(&add.client_id).map_err(|e| e.to_string())?;
-    let method = match (&add.auth_method, add.public) {
-        (Some(m), true) if m != "none" => return Err("a public client authenticates with `none`".into()),
-        (Some(m), _) => m.clone(),
-        (None, true) => "none".into(),
-        (None, false) if add.jwks.is_some() => "private_key_jwt".into(),
-        (None, false) => "client_secret_basic".into(),
-    };
-    let grant_types = if add.grant_types.is_empty() {
-        vec!["authorization_code".to_string(), "refresh_token".to_string()]
-    } else {
-        add.grant_types.clone()
-    };
-    let redirect_uris = parse_uris(&add.redirect_uris)?;
-    if redirect_uris.is_empty() && grant_types.iter().any(|g| g == "authorization_code") {
-        return Err("the authorization_code grant needs at least one --redirect-uri".into());
-    }
-    if method == "none" && grant_types.iter().any(|g| g == "client_credentials") {
-        return Err("a public client cannot use client_credentials".into());
-    }
-    if method == "private_key_jwt" && add.jwks.is_none() {
-        return Err("private_key_jwt needs the client's keys: --jwks".into());
-    }
-    let secret = matches!(
-        method.as_str(),
-        "client_secret_basic" | "client_secret_post" | "client_secret_jwt"
-    )
-    .then(Secret::generate);
-    let mut client = Client::new(
-        id.as_str(),
-        add.name.as_deref().unwrap_or(id.as_str()),
-        secret.as_ref().map(Secret::hash),
-        redirect_uris,
-    );
-    client.created_at = now;
-    client.post_logout_redirect_uris = parse_uris(&add.post_logout_redirect_uris)?;
-    client.secret_for_hmac = (method == "client_secret_jwt")
-        .then(|| secret.as_ref().map(|s| s.expose().to_string()))
-        .flatten();
-    client.auth_method = method;
-    client.jwks = add.jwks.as_deref().map(read_jwks).transpose()?;
-    client.id_token_alg = add.id_token_alg.clone();
-    client.consent_required = add.consent;
-    client.grant_types = grant_types;
-    client.refresh = if add.refresh == "always" {
-        RefreshPolicy::Always
-    } else {
-        RefreshPolicy::OfflineAccess
-    };
-    client.backchannel_logout_uri = match &add.backchannel_logout_uri {
-        Some(u) => Some(parse_uris(std::slice::from_ref(u))?.remove(0)),
-        None => None,
-    };
-    client.backchannel_logout_session_required = add.backchannel_logout_session_required;
-    Ok((client, secret))
+/// The command's options as the specification every registration path shares.
+fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
+    Ok(ClientSpec {
+        client_id: add.client_id.clone(),
+        name: add.name.clone(),
+        public: add.public,
+        redirect_uris: add.redirect_uris.clone(),
+        post_logout_redirect_uris: add.post_logout_redirect_uris.clone(),
+        token_endpoint_auth_method: add.auth_method.clone(),
+        jwks: add.jwks.as_deref().map(read_jwks).transpose()?,
+        id_token_signed_response_alg: Some(add.id_token_alg.clone()),
+        consent_required: add.consent,
+        grant_types: add.grant_types.clone(),
+        refresh_tokens: Some(add.refresh.clone()),
+        backchannel_logout_uri: add.backchannel_logout_uri.clone(),
+        backchannel_logout_session_required: add.backchannel_logout_session_required,
+        allowed_groups: add.allowed_groups.clone(),
+        access_token_ttl: add.access_token_ttl,
+        refresh_token_ttl: add.refresh_token_ttl,
+        admin: add.admin,
+    })
+}
+
+/// Problems as one line: `field: what is wrong; …`.
+fn problems_text(p: &crate::admin::Problems) -> String {
+    p.iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
     let now = Clock::system().now();
     match cmd {
         ClientCommand::Add(add) => {
-            let (client, secret) = build(&add, now)?;
+            let (client, secret) = build(&spec(&add)?, now).map_err(|p| problems_text(&p))?;
             match db::clients::insert(&open(settings)?, &client) {
                 Ok(()) => print_secret(&client.client_id, secret.as_ref(), add.json),
                 Err(DbError::Conflict) => return Err(format!("a client with id {} already exists", client.client_id)),
@@ -226,7 +164,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             if json {
                 println!(
                     "{}",
-                    serde_json::Value::from(clients.iter().map(client_json).collect::<Vec<_>>())
+                    serde_json::Value::from(clients.iter().map(view).collect::<Vec<_>>())
                 );
             } else {
                 println!("{:<24} {:<20} {:<24} REDIRECT URIS", "CLIENT ID", "AUTH METHOD", "NAME");
@@ -246,8 +184,8 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                 .map_err(db_err)?
                 .ok_or_else(|| format!("no client with id {client_id}"))?;
             if json {
-                println!("{}", client_json(&c));
-            } else if let serde_json::Value::Object(fields) = client_json(&c) {
+                println!("{}", view(&c));
+            } else if let serde_json::Value::Object(fields) = view(&c) {
                 for (k, v) in fields {
                     println!("{k:<28} {v}");
                 }

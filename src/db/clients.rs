@@ -246,3 +246,29 @@ pub fn record_assertion(conn: &Connection, client_id: &str, jti: &str, expires_a
         .execute(params![jti, client_id, expires_at])?;
     Ok(n == 1)
 }
+
+/// One page of clients whose id or name contains `q`; and how many match in all.
+pub fn search(
+    conn: &Connection,
+    q: Option<&str>,
+    descending: bool,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<Client>, i64), DbError> {
+    let order = if descending { "DESC" } else { "ASC" };
+    let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+    let condition = "(?1 IS NULL OR client_id LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
+    let total = conn.query_row(
+        &format!("SELECT count(*) FROM clients WHERE {condition}"),
+        [&pattern],
+        |r| r.get(0),
+    )?;
+    let sql = format!("SELECT {COLUMNS} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
+    Ok((rows.collect::<Result<_, _>>()?, total))
+}
+
+pub fn count(conn: &Connection) -> Result<i64, DbError> {
+    Ok(conn.query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?)
+}

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod consents;
 pub mod device;
 pub mod grants;
+pub mod groups;
 pub mod keys;
 pub mod logout;
 pub mod maintenance;

@@ -235,3 +235,61 @@ pub fn count_locked(conn: &Connection, now: i64) -> Result<i64, DbError> {
         .prepare_cached("SELECT count(*) FROM users WHERE locked_until > ?1")?
         .query_row([now], |r| r.get(0))?)
 }
+
+/// Columns the user list may be sorted by.
+pub const SORTS: &[&str] = &["username", "email", "name", "created_at", "updated_at"];
+
+/// One page of users whose username, email or name contains `q`, sorted by one of
+/// `SORTS`; and how many match in all.
+pub fn search(
+    conn: &Connection,
+    q: Option<&str>,
+    sort: &str,
+    descending: bool,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<User>, i64), DbError> {
+    let sort = SORTS.iter().find(|s| **s == sort).copied().unwrap_or("username");
+    let order = if descending { "DESC" } else { "ASC" };
+    let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+    let condition =
+        "(?1 IS NULL OR username LIKE ?1 ESCAPE '\\' OR email LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
+    let total = conn.query_row(
+        &format!("SELECT count(*) FROM users WHERE {condition}"),
+        [&pattern],
+        |r| r.get(0),
+    )?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY {sort} COLLATE NOCASE {order}, id {order} LIMIT ?2 OFFSET ?3"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
+    let mut users: Vec<User> = rows.collect::<Result<_, _>>()?;
+    for u in &mut users {
+        load_groups(conn, u)?;
+    }
+    Ok((users, total))
+}
+
+/// Sets or clears the administrator flag.
+pub fn set_admin(conn: &Connection, user_id: i64, admin: bool, now: i64) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE users SET is_admin = ?2, updated_at = ?3 WHERE id = ?1",
+        params![user_id, admin, now],
+    )?;
+    Ok(())
+}
+
+/// Deletes a user; sessions, grants, codes and consents go with it (foreign keys).
+pub fn delete(conn: &Connection, user_id: i64) -> Result<bool, DbError> {
+    Ok(conn.execute("DELETE FROM users WHERE id = ?1", [user_id])? == 1)
+}
+
+/// Administrators who can still sign in (the last one may not be removed).
+pub fn count_active_admins(conn: &Connection) -> Result<i64, DbError> {
+    Ok(conn.query_row(
+        "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
+        [],
+        |r| r.get(0),
+    )?)
+}

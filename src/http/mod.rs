@@ -2,6 +2,7 @@
 //! errors to responses. The only module besides `startup` that uses actix-web.
 
 pub mod account;
+pub mod admin_api;
 pub mod authorize;
 pub mod cookies;
 pub mod device;
@@ -21,6 +22,7 @@ use actix_web::web;
 
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    admin_api::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
         .route("/jwks", web::get().to(meta::jwks))
         .route("/healthz", web::get().to(meta::healthz))

@@ -9,7 +9,7 @@ use super::{errors, params};
 use crate::oidc::{introspect, OAuthError};
 use crate::state::AppState;
 
-fn header_token(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
+pub fn header_token(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Ok(None);
     };

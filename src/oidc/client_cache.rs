@@ -44,4 +44,12 @@ impl ClientCache {
         }
         Ok(Some(client))
     }
+
+    /// Drops a registration after an administrator changed it, so the change (a
+    /// rotated secret, a deletion) takes effect at once in this process.
+    pub fn forget(&self, client_id: &str) {
+        if let Ok(mut map) = self.entries.write() {
+            map.remove(client_id);
+        }
+    }
 }

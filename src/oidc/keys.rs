@@ -94,14 +94,25 @@ pub async fn ensure(db: &Db, clock: &Clock, keep: i64, master: Option<&MasterKey
 
 /// Adds a new key for `alg` and retires the previous one, in one transaction.
 pub fn rotate(conn: &db::Conn, alg: Alg, now: i64, master: Option<&MasterKey>) -> Result<SigningKeyRecord, KeysError> {
+    let tx = conn.unchecked_transaction().map_err(DbError::from)?;
+    let key = rotate_within(&tx, alg, now, master)?;
+    tx.commit().map_err(DbError::from)?;
+    Ok(key)
+}
+
+/// The rotation inside a transaction the caller owns (the writer's savepoint).
+pub fn rotate_within(
+    conn: &db::Conn,
+    alg: Alg,
+    now: i64,
+    master: Option<&MasterKey>,
+) -> Result<SigningKeyRecord, KeysError> {
     let key = SigningKeyRecord::generate(alg, random_id(), now)?;
     // Refuse to add a clear key beside sealed ones (or one sealed with another key).
     opened(db::keys::list(conn)?, master)?;
     let stored = to_stored(key.clone(), master)?;
-    let tx = conn.unchecked_transaction().map_err(DbError::from)?;
-    db::keys::retire_active(&tx, alg, now)?;
-    db::keys::insert(&tx, &stored)?;
-    tx.commit().map_err(DbError::from)?;
+    db::keys::retire_active(conn, alg, now)?;
+    db::keys::insert(conn, &stored)?;
     Ok(key)
 }
 

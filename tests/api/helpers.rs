@@ -330,6 +330,18 @@ impl TestApp {
         input_value(&html, "csrf").expect("a signed-in account page")
     }
 
+    /// Makes a user an administrator.
+    pub async fn make_admin(&self, user_id: i64) {
+        self.state
+            .db
+            .write(move |c| {
+                c.execute("UPDATE users SET is_admin = 1 WHERE id = ?1", [user_id])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+
     /// Audit events recorded so far, oldest first, as (event, actor, target).
     pub async fn audit(&self) -> Vec<(String, Option<String>, Option<String>)> {
         let (entries, _) = self

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod account;
+mod admin_api;
 mod authorize;
 mod claims;
 mod cli;

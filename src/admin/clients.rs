@@ -1,0 +1,426 @@
+//! Registering relying parties: one specification shared by the CLI, the admin pages
+//! and the admin API, turned into a client with every combination checked.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{invalid, Actor, AdminError, ListQuery, Listed, Problems};
+use crate::crypto::Secret;
+use crate::db::{self, clients::Client, clients::RefreshPolicy};
+use crate::domain::{ClientId, RedirectUri};
+use crate::state::AppState;
+
+pub const AUTH_METHODS: &[&str] = &[
+    "client_secret_basic",
+    "client_secret_post",
+    "client_secret_jwt",
+    "private_key_jwt",
+    "none",
+];
+pub const GRANT_TYPES: &[&str] = &[
+    "authorization_code",
+    "refresh_token",
+    "client_credentials",
+    "urn:ietf:params:oauth:grant-type:device_code",
+];
+pub const ALGS: &[&str] = &["RS256", "ES256", "EdDSA"];
+
+/// Everything an administrator sets on a client (names as in OpenID Connect Dynamic
+/// Client Registration where one exists).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientSpec {
+    pub client_id: String,
+    pub name: Option<String>,
+    /// A public client (SPA, native app): no secret, PKCE required.
+    pub public: bool,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub token_endpoint_auth_method: Option<String>,
+    /// The client's JWK Set, for `private_key_jwt`.
+    pub jwks: Option<Value>,
+    pub id_token_signed_response_alg: Option<String>,
+    pub consent_required: bool,
+    pub grant_types: Vec<String>,
+    /// `always` (default) or `offline-access`.
+    pub refresh_tokens: Option<String>,
+    pub backchannel_logout_uri: Option<String>,
+    pub backchannel_logout_session_required: bool,
+    pub allowed_groups: Vec<String>,
+    pub access_token_ttl: Option<i64>,
+    pub refresh_token_ttl: Option<i64>,
+    /// May use client credentials to obtain the `tessera:admin` scope.
+    pub admin: bool,
+}
+
+/// The specification that would recreate `c` (for editing).
+pub fn spec_of(c: &Client) -> ClientSpec {
+    ClientSpec {
+        client_id: c.client_id.clone(),
+        name: Some(c.name.clone()),
+        public: c.is_public(),
+        redirect_uris: c.redirect_uris.clone(),
+        post_logout_redirect_uris: c.post_logout_redirect_uris.clone(),
+        token_endpoint_auth_method: Some(c.auth_method.clone()),
+        jwks: c.jwks.as_deref().and_then(|j| serde_json::from_str(j).ok()),
+        id_token_signed_response_alg: Some(c.id_token_alg.clone()),
+        consent_required: c.consent_required,
+        grant_types: c.grant_types.clone(),
+        refresh_tokens: Some(refresh_name(c.refresh).into()),
+        backchannel_logout_uri: c.backchannel_logout_uri.clone(),
+        backchannel_logout_session_required: c.backchannel_logout_session_required,
+        allowed_groups: c.allowed_groups.clone(),
+        access_token_ttl: c.access_token_ttl,
+        refresh_token_ttl: c.refresh_token_ttl,
+        admin: c.admin,
+    }
+}
+
+fn refresh_name(p: RefreshPolicy) -> &'static str {
+    if p == RefreshPolicy::Always {
+        "always"
+    } else {
+        "offline-access"
+    }
+}
+
+/// A client as listed and shown: never its secret.
+pub fn view(c: &Client) -> Value {
+    json!({
+        "client_id": c.client_id,
+        "name": c.name,
+        "type": if c.is_public() { "public" } else { "confidential" },
+        "token_endpoint_auth_method": c.auth_method,
+        "id_token_signed_response_alg": c.id_token_alg,
+        "grant_types": c.grant_types,
+        "consent_required": c.consent_required,
+        "refresh_tokens": refresh_name(c.refresh),
+        "redirect_uris": c.redirect_uris,
+        "post_logout_redirect_uris": c.post_logout_redirect_uris,
+        "backchannel_logout_uri": c.backchannel_logout_uri,
+        "backchannel_logout_session_required": c.backchannel_logout_session_required,
+        "allowed_groups": c.allowed_groups,
+        "access_token_ttl": c.access_token_ttl,
+        "refresh_token_ttl": c.refresh_token_ttl,
+        "admin": c.admin,
+        "created_at": c.created_at,
+    })
+}
+
+fn parse_uris(field: &str, uris: &[String], problems: &mut Problems) -> Vec<String> {
+    let mut out = Vec::new();
+    for u in uris.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
+        match RedirectUri::parse(u) {
+            Ok(r) => out.push(r.as_str().to_string()),
+            Err(e) => {
+                problems.insert(field.into(), format!("{u}: {e}"));
+            }
+        }
+    }
+    out
+}
+
+fn ttl(field: &str, v: Option<i64>, min: i64, max: i64, problems: &mut Problems) -> Option<i64> {
+    if let Some(n) = v.filter(|n| !(min..=max).contains(n)) {
+        problems.insert(field.into(), format!("{n} is outside {min}–{max} seconds"));
+    }
+    v
+}
+
+/// Turns a specification into a client (and a new secret when its method needs one),
+/// refusing combinations that cannot work.
+pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Problems> {
+    let mut p = Problems::new();
+    let id = ClientId::parse(spec.client_id.trim())
+        .map_err(|e| p.insert("client_id".into(), e.0))
+        .ok();
+    let method = match (&spec.token_endpoint_auth_method, spec.public) {
+        (Some(m), _) if !AUTH_METHODS.contains(&m.as_str()) => {
+            p.insert(
+                "token_endpoint_auth_method".into(),
+                format!("one of {}", AUTH_METHODS.join(", ")),
+            );
+            m.clone()
+        }
+        (Some(m), true) if m != "none" => {
+            p.insert(
+                "token_endpoint_auth_method".into(),
+                "a public client authenticates with `none`".into(),
+            );
+            m.clone()
+        }
+        (Some(m), _) => m.clone(),
+        (None, true) => "none".into(),
+        (None, false) if spec.jwks.is_some() => "private_key_jwt".into(),
+        (None, false) => "client_secret_basic".into(),
+    };
+    let grant_types = if spec.grant_types.is_empty() {
+        vec!["authorization_code".to_string(), "refresh_token".to_string()]
+    } else {
+        spec.grant_types.clone()
+    };
+    if let Some(g) = grant_types.iter().find(|g| !GRANT_TYPES.contains(&g.as_str())) {
+        p.insert(
+            "grant_types".into(),
+            format!("`{g}` is not one of {}", GRANT_TYPES.join(", ")),
+        );
+    }
+    let redirect_uris = parse_uris("redirect_uris", &spec.redirect_uris, &mut p);
+    if redirect_uris.is_empty()
+        && grant_types.iter().any(|g| g == "authorization_code")
+        && !p.contains_key("redirect_uris")
+    {
+        p.insert(
+            "redirect_uris".into(),
+            "the authorization_code grant needs at least one redirect URI".into(),
+        );
+    }
+    if method == "none" && grant_types.iter().any(|g| g == "client_credentials") {
+        p.insert(
+            "grant_types".into(),
+            "a public client cannot use client_credentials".into(),
+        );
+    }
+    if spec.admin && (method == "none" || !grant_types.iter().any(|g| g == "client_credentials")) {
+        p.insert(
+            "admin".into(),
+            "an admin client is confidential and uses client_credentials".into(),
+        );
+    }
+    let jwks = match &spec.jwks {
+        Some(v) if v["keys"].is_array() => Some(v.to_string()),
+        Some(_) => {
+            p.insert("jwks".into(), "a JWK Set: {\"keys\": [...]}".into());
+            None
+        }
+        None => None,
+    };
+    if method == "private_key_jwt" && spec.jwks.is_none() {
+        p.insert("jwks".into(), "private_key_jwt needs the client's public keys".into());
+    }
+    let alg = spec
+        .id_token_signed_response_alg
+        .clone()
+        .unwrap_or_else(|| "RS256".into());
+    if !ALGS.contains(&alg.as_str()) {
+        p.insert(
+            "id_token_signed_response_alg".into(),
+            format!("one of {}", ALGS.join(", ")),
+        );
+    }
+    let refresh = match spec.refresh_tokens.as_deref().unwrap_or("always") {
+        "always" => RefreshPolicy::Always,
+        "offline-access" | "offline_access" => RefreshPolicy::OfflineAccess,
+        _ => {
+            p.insert("refresh_tokens".into(), "`always` or `offline-access`".into());
+            RefreshPolicy::Always
+        }
+    };
+    let post_logout = parse_uris("post_logout_redirect_uris", &spec.post_logout_redirect_uris, &mut p);
+    let backchannel = parse_uris("backchannel_logout_uri", spec.backchannel_logout_uri.as_slice(), &mut p).pop();
+    let name = spec.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
+    if name.is_some_and(|n| n.chars().count() > 100) {
+        p.insert("name".into(), "at most 100 characters".into());
+    }
+    let access_ttl = ttl("access_token_ttl", spec.access_token_ttl, 60, 86_400, &mut p);
+    let refresh_ttl = ttl("refresh_token_ttl", spec.refresh_token_ttl, 300, 366 * 86_400, &mut p);
+    let (Some(id), true) = (id, p.is_empty()) else {
+        return Err(p);
+    };
+    let secret = matches!(
+        method.as_str(),
+        "client_secret_basic" | "client_secret_post" | "client_secret_jwt"
+    )
+    .then(Secret::generate);
+    let mut client = Client::new(
+        id.as_str(),
+        name.unwrap_or(id.as_str()),
+        secret.as_ref().map(Secret::hash),
+        redirect_uris,
+    );
+    client.created_at = now;
+    client.post_logout_redirect_uris = post_logout;
+    client.secret_for_hmac = (method == "client_secret_jwt")
+        .then(|| secret.as_ref().map(|s| s.expose().to_string()))
+        .flatten();
+    client.auth_method = method;
+    client.jwks = jwks;
+    client.id_token_alg = alg;
+    client.consent_required = spec.consent_required;
+    client.grant_types = grant_types;
+    client.refresh = refresh;
+    client.backchannel_logout_uri = backchannel;
+    client.backchannel_logout_session_required = spec.backchannel_logout_session_required;
+    client.allowed_groups = spec
+        .allowed_groups
+        .iter()
+        .map(|g| g.trim().to_string())
+        .filter(|g| !g.is_empty())
+        .collect();
+    client.access_token_ttl = access_ttl;
+    client.refresh_token_ttl = refresh_ttl;
+    client.admin = spec.admin;
+    Ok((client, secret))
+}
+
+fn unknown_group(conn: &db::Conn, groups: &[String]) -> Result<Option<String>, db::DbError> {
+    for g in groups {
+        if db::groups::id_of(conn, g)?.is_none() {
+            return Ok(Some(format!("there is no group named `{g}`")));
+        }
+    }
+    Ok(None)
+}
+
+pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
+    q.sort_among(&["client_id"], "client_id")?;
+    let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);
+    let (clients, total) = state
+        .db
+        .read(move |c| db::clients::search(c, search.as_deref(), desc, limit, offset))
+        .await?;
+    Ok(Listed {
+        items: clients.iter().map(view).collect(),
+        total,
+        limit,
+        offset,
+    })
+}
+
+pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
+    let id = id.to_string();
+    state
+        .db
+        .read(move |c| db::clients::find(c, &id))
+        .await?
+        .ok_or(AdminError::NotFound("client"))
+}
+
+/// Registers a client; the secret, if any, is returned once.
+pub async fn create(
+    state: &AppState,
+    actor: &Actor,
+    spec: &ClientSpec,
+) -> Result<(Client, Option<Secret>), AdminError> {
+    let (client, secret) = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+    let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
+    state
+        .db
+        .write(move |c| {
+            if let Some(msg) = unknown_group(c, &stored.allowed_groups)? {
+                return Ok(Err(invalid("allowed_groups", msg)));
+            }
+            match db::clients::insert(c, &stored) {
+                Ok(()) => {}
+                Err(db::DbError::Conflict) => return Ok(Err(invalid("client_id", "a client with this id exists"))),
+                Err(e) => return Err(e),
+            }
+            actor
+                .event("admin.client_created")
+                .target(format!("client:{}", stored.client_id))
+                .detail(json!({"after": view(&stored)}))
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await??;
+    Ok((client, secret))
+}
+
+/// Applies a specification to an existing client. The id, secret and creation time
+/// stay; a change of authentication family (secret ↔ keys ↔ public) is refused.
+pub async fn update(state: &AppState, actor: &Actor, id: &str, spec: &ClientSpec) -> Result<Client, AdminError> {
+    let existing = get(state, id).await?;
+    let mut spec = spec.clone();
+    spec.client_id = existing.client_id.clone();
+    let (mut client, _) = build(&spec, existing.created_at).map_err(AdminError::Invalid)?;
+    let family = |m: &str| {
+        match m {
+            "client_secret_basic" | "client_secret_post" => "secret",
+            other => {
+                if other == "client_secret_jwt" {
+                    "hmac"
+                } else {
+                    other
+                }
+            }
+        }
+        .to_string()
+    };
+    if family(&client.auth_method) != family(&existing.auth_method) {
+        return Err(invalid(
+            "token_endpoint_auth_method",
+            format!(
+                "cannot change from {} to {}; register a new client",
+                existing.auth_method, client.auth_method
+            ),
+        ));
+    }
+    client.secret_hash = existing.secret_hash;
+    client.secret_for_hmac = existing.secret_for_hmac.clone();
+    let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
+    state
+        .db
+        .write(move |c| {
+            if let Some(msg) = unknown_group(c, &stored.allowed_groups)? {
+                return Ok(Err(invalid("allowed_groups", msg)));
+            }
+            if !db::clients::update(c, &stored, now)? {
+                return Ok(Err(AdminError::NotFound("client")));
+            }
+            actor
+                .event("admin.client_updated")
+                .target(format!("client:{}", stored.client_id))
+                .detail(json!({"before": view(&existing), "after": view(&stored)}))
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await??;
+    state.clients.forget(id);
+    Ok(client)
+}
+
+/// Replaces a confidential client's secret and returns the new one, once.
+pub async fn rotate_secret(state: &AppState, actor: &Actor, id: &str) -> Result<Secret, AdminError> {
+    let existing = get(state, id).await?;
+    if existing.secret_hash.is_none() {
+        return Err(AdminError::Conflict("this client has no secret to rotate".into()));
+    }
+    let secret = Secret::generate();
+    let hmac = (existing.auth_method == "client_secret_jwt").then(|| secret.expose().to_string());
+    let (hash, now, actor, cid) = (
+        secret.hash(),
+        state.clock.now(),
+        actor.clone(),
+        existing.client_id.clone(),
+    );
+    state
+        .db
+        .write(move |c| {
+            db::clients::set_secret(c, &cid, &hash, hmac.as_deref(), now)?;
+            actor
+                .event("admin.client_secret_rotated")
+                .target(format!("client:{cid}"))
+                .write(c, now)
+        })
+        .await?;
+    state.clients.forget(id);
+    Ok(secret)
+}
+
+pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
+    let existing = get(state, id).await?;
+    let (now, actor) = (state.clock.now(), actor.clone());
+    state
+        .db
+        .write(move |c| {
+            db::clients::delete(c, &existing.client_id)?;
+            actor
+                .event("admin.client_deleted")
+                .target(format!("client:{}", existing.client_id))
+                .detail(json!({"before": view(&existing)}))
+                .write(c, now)
+        })
+        .await?;
+    state.clients.forget(id);
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Administering groups: create, rename, delete, members.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{invalid, Actor, AdminError};
+use crate::db::{self, groups::Group, groups::Member};
+use crate::state::AppState;
+
+#[derive(Debug, Serialize)]
+pub struct GroupView {
+    #[serde(flatten)]
+    pub group: Group,
+    pub member_list: Vec<Member>,
+}
+
+/// A group name: 1–64 letters, digits, spaces, `.`, `_` or `-` (it appears in tokens).
+pub fn check_name(name: &str) -> Result<String, AdminError> {
+    let name = name.trim();
+    let ok = !name.is_empty()
+        && name.chars().count() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '.' | '_' | '-'));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(invalid(
+            "name",
+            "1–64 letters, digits, spaces, dots, underscores or dashes",
+        ))
+    }
+}
+
+pub async fn list(state: &AppState) -> Result<Vec<Group>, AdminError> {
+    Ok(state.db.read(db::groups::list).await?)
+}
+
+pub async fn get(state: &AppState, id: i64) -> Result<GroupView, AdminError> {
+    state
+        .db
+        .read(move |c| {
+            let Some(group) = db::groups::find(c, id)? else {
+                return Ok(None);
+            };
+            Ok(Some(GroupView {
+                group,
+                member_list: db::groups::members(c, id)?,
+            }))
+        })
+        .await?
+        .ok_or(AdminError::NotFound("group"))
+}
+
+pub async fn create(state: &AppState, actor: &Actor, name: &str) -> Result<GroupView, AdminError> {
+    let name = check_name(name)?;
+    let (now, actor) = (state.clock.now(), actor.clone());
+    let id = state
+        .db
+        .write(move |c| match db::groups::create(c, &name) {
+            Ok(id) => {
+                actor.event("admin.group_created").target(&name).write(c, now)?;
+                Ok(Ok(id))
+            }
+            Err(db::DbError::Conflict) => Ok(Err(invalid("name", "a group with this name exists"))),
+            Err(e) => Err(e),
+        })
+        .await??;
+    get(state, id).await
+}
+
+pub async fn rename(state: &AppState, actor: &Actor, id: i64, name: &str) -> Result<GroupView, AdminError> {
+    let name = check_name(name)?;
+    let (now, actor) = (state.clock.now(), actor.clone());
+    state
+        .db
+        .write(move |c| {
+            let Some(before) = db::groups::find(c, id)? else {
+                return Ok(Err(AdminError::NotFound("group")));
+            };
+            match db::groups::rename(c, id, &name) {
+                Ok(_) => {}
+                Err(db::DbError::Conflict) => return Ok(Err(invalid("name", "a group with this name exists"))),
+                Err(e) => return Err(e),
+            }
+            actor
+                .event("admin.group_renamed")
+                .target(&name)
+                .detail(json!({"before": before.name, "after": name}))
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await??;
+    get(state, id).await
+}
+
+pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let (now, actor) = (state.clock.now(), actor.clone());
+    state
+        .db
+        .write(move |c| {
+            let Some(before) = db::groups::find(c, id)? else {
+                return Ok(Err(AdminError::NotFound("group")));
+            };
+            let members = db::groups::members(c, id)?;
+            db::groups::delete(c, id)?;
+            actor
+                .event("admin.group_deleted")
+                .target(&before.name)
+                .detail(json!({"before": {"name": before.name, "members": members}}))
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await?
+}
+
+/// Adds or removes a member named by username.
+pub async fn set_member(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    username: &str,
+    member: bool,
+) -> Result<GroupView, AdminError> {
+    let (now, actor, username) = (state.clock.now(), actor.clone(), username.trim().to_string());
+    state
+        .db
+        .write(move |c| {
+            let Some(group) = db::groups::find(c, id)? else {
+                return Ok(Err(AdminError::NotFound("group")));
+            };
+            let Some(user) = db::users::find_by_username(c, &username)? else {
+                return Ok(Err(invalid("username", "there is no user with this name")));
+            };
+            if db::groups::set_member(c, id, user.id, member)? {
+                let name = if member {
+                    "admin.group_member_added"
+                } else {
+                    "admin.group_member_removed"
+                };
+                actor
+                    .event(name)
+                    .target(&user.username)
+                    .detail(json!({"group": group.name}))
+                    .write(c, now)?;
+            }
+            Ok(Ok(()))
+        })
+        .await??;
+    get(state, id).await
+}

@@ -1,0 +1,101 @@
+//! The dashboard's figures, signing keys and the audit log.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{invalid, Actor, AdminError, ListQuery, Listed};
+use crate::crypto::keys::Alg;
+use crate::db::{self, audit::Entry};
+use crate::state::AppState;
+
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub users: i64,
+    pub active_sessions: i64,
+    pub clients: i64,
+    pub logins_24h: i64,
+    pub failed_logins_24h: i64,
+    pub locked_accounts: i64,
+}
+
+pub async fn stats(state: &AppState) -> Result<Stats, AdminError> {
+    let now = state.clock.now();
+    let day = now - 24 * 3600;
+    Ok(state
+        .db
+        .read(move |c| {
+            Ok(Stats {
+                users: db::users::count(c)?,
+                active_sessions: db::sessions::count_active(c, now)?,
+                clients: db::clients::count(c)?,
+                logins_24h: db::audit::count_since(c, "login.ok", day)?,
+                failed_logins_24h: db::audit::count_since(c, "login.failed", day)?
+                    + db::audit::count_since(c, "mfa.failed", day)?,
+                locked_accounts: db::users::count_locked(c, now)?,
+            })
+        })
+        .await?)
+}
+
+pub async fn keys(state: &AppState) -> Result<Vec<Value>, AdminError> {
+    let keys = state.db.read(db::keys::list).await?;
+    Ok(keys
+        .iter()
+        .map(|k| json!({"kid": k.kid, "alg": k.alg.as_str(), "created_at": k.created_at, "retired_at": k.retired_at}))
+        .collect())
+}
+
+/// Adds a new signing key for `alg`; the old one keeps verifying until its tokens
+/// expire. The running server switches at once.
+pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Value, AdminError> {
+    let alg = Alg::parse(alg)
+        .filter(|a| ["RS256", "ES256", "EdDSA"].contains(&a.as_str()))
+        .ok_or_else(|| invalid("alg", "one of RS256, ES256, EdDSA"))?;
+    let (now, master, actor) = (state.clock.now(), state.settings.master_key.clone(), actor.clone());
+    let kid = state
+        .db
+        .write(move |c| {
+            let key = crate::oidc::keys::rotate_within(c, alg, now, master.as_ref())
+                .map_err(|e| db::DbError::Corrupt(e.to_string()))?;
+            actor
+                .event("admin.key_rotated")
+                .target(&key.kid)
+                .detail(json!({"alg": alg.as_str()}))
+                .write(c, now)?;
+            Ok(key.kid)
+        })
+        .await?;
+    if let Err(e) = crate::oidc::keys::reload(state).await {
+        tracing::error!(error = %e, "reloading keys after rotation failed; the reloader will retry");
+    }
+    Ok(json!({"kid": kid, "alg": alg.as_str()}))
+}
+
+/// Audit entries, newest first: filters `event` (a name, or a prefix ending in `.`),
+/// `who` (actor or target), `since` and `until` (Unix seconds).
+pub async fn audit(state: &AppState, q: &ListQuery) -> Result<Listed<Entry>, AdminError> {
+    q.sort_among(&["at"], "at")?;
+    let time = |k: &str| -> Result<Option<i64>, AdminError> {
+        q.filters
+            .get(k)
+            .map(|v| v.parse().map_err(|_| invalid(k, "Unix seconds")))
+            .transpose()
+    };
+    let filter = db::audit::Filter {
+        event: q.filters.get("event").cloned(),
+        who: q.filters.get("who").cloned(),
+        since: time("since")?,
+        until: time("until")?,
+    };
+    let (limit, offset) = (q.limit, q.offset);
+    let (items, total) = state
+        .db
+        .read(move |c| db::audit::list(c, &filter, limit, offset))
+        .await?;
+    Ok(Listed {
+        items,
+        total,
+        limit,
+        offset,
+    })
+}

@@ -1,0 +1,431 @@
+//! Administering people: list, create, edit, password, disable, unlock, delete,
+//! sessions and second factor.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{invalid, Actor, AdminError, ListQuery, Listed, Problems};
+use crate::crypto::random::random_id;
+use crate::db::{self, sessions::SessionInfo, users::User};
+use crate::domain::{Email, NewPassword, Username};
+use crate::state::AppState;
+
+/// A user as the admin pages and API show it: never the password hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserView {
+    pub id: i64,
+    pub sub: String,
+    pub username: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+    pub is_admin: bool,
+    pub disabled: bool,
+    pub locked_until: Option<i64>,
+    pub failed_logins: i64,
+    pub totp: bool,
+    pub groups: Vec<String>,
+    pub claims: Map<String, Value>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+fn view(conn: &db::Conn, mut u: User) -> Result<UserView, db::DbError> {
+    db::users::load_groups(conn, &mut u)?;
+    let lock = db::users::lock_state(conn, u.id)?;
+    Ok(UserView {
+        id: u.id,
+        totp: db::mfa::enabled(conn, u.id)?,
+        sub: u.sub,
+        username: u.username,
+        email: u.email,
+        email_verified: u.email_verified,
+        name: u.name,
+        is_admin: u.is_admin,
+        disabled: u.disabled,
+        locked_until: lock.locked_until,
+        failed_logins: lock.failed_logins,
+        groups: u.groups,
+        claims: u.claims,
+        created_at: u.created_at,
+        updated_at: u.updated_at,
+    })
+}
+
+fn load(conn: &db::Conn, id: i64) -> Result<Option<UserView>, db::DbError> {
+    db::users::find_by_id(conn, id)?.map(|u| view(conn, u)).transpose()
+}
+
+/// What an administrator sets on a user; absent fields are left as they are.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserInput {
+    pub username: Option<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub password: Option<String>,
+    pub is_admin: Option<bool>,
+    pub email_verified: Option<bool>,
+    pub groups: Option<Vec<String>>,
+    pub claims: Option<Map<String, Value>>,
+}
+
+/// Claims an administrator may not set through `claims`: they come from the record.
+const RESERVED_CLAIMS: &[&str] = &[
+    "sub",
+    "iss",
+    "aud",
+    "exp",
+    "iat",
+    "nonce",
+    "name",
+    "email",
+    "email_verified",
+    "groups",
+    "auth_time",
+    "acr",
+    "amr",
+];
+
+/// Checks the fields present; returns the cleaned email and name.
+fn check(input: &UserInput, problems: &mut Problems) {
+    if let Some(e) = input.email.as_deref().filter(|e| !e.trim().is_empty()) {
+        if let Err(err) = Email::parse(e.trim()) {
+            problems.insert("email".into(), err.0);
+        }
+    }
+    if input.name.as_deref().is_some_and(|n| n.chars().count() > 200) {
+        problems.insert("name".into(), "at most 200 characters".into());
+    }
+    if let Some(p) = &input.password {
+        if let Err(e) = NewPassword::parse(p) {
+            problems.insert("password".into(), e.0);
+        }
+    }
+    if let Some(claims) = &input.claims {
+        if let Some(k) = claims.keys().find(|k| RESERVED_CLAIMS.contains(&k.as_str())) {
+            problems.insert(
+                "claims".into(),
+                format!("`{k}` is set from the user record, not as a claim"),
+            );
+        } else if Value::Object(claims.clone()).to_string().len() > 8192 {
+            problems.insert("claims".into(), "at most 8 KiB of claims".into());
+        }
+    }
+}
+
+fn blank_to_none(v: &Option<String>) -> Option<Option<String>> {
+    v.as_ref().map(|s| {
+        let t = s.trim();
+        (!t.is_empty()).then(|| t.to_string())
+    })
+}
+
+/// Group names → ids, refusing names that are not groups.
+fn group_ids(conn: &db::Conn, names: &[String]) -> Result<Result<Vec<i64>, String>, db::DbError> {
+    let mut ids = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        match db::groups::id_of(conn, n)? {
+            Some(id) => ids.push(id),
+            None => return Ok(Err(format!("there is no group named `{n}`"))),
+        }
+    }
+    Ok(Ok(ids))
+}
+
+pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<UserView>, AdminError> {
+    let sort = q.sort_among(db::users::SORTS, "username")?;
+    let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);
+    let (items, total) = state
+        .db
+        .read(move |c| {
+            let (users, total) = db::users::search(c, search.as_deref(), &sort, desc, limit, offset)?;
+            let views = users.into_iter().map(|u| view(c, u)).collect::<Result<Vec<_>, _>>()?;
+            Ok((views, total))
+        })
+        .await?;
+    Ok(Listed {
+        items,
+        total,
+        limit,
+        offset,
+    })
+}
+
+pub async fn get(state: &AppState, id: i64) -> Result<UserView, AdminError> {
+    state
+        .db
+        .read(move |c| load(c, id))
+        .await?
+        .ok_or(AdminError::NotFound("user"))
+}
+
+pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result<UserView, AdminError> {
+    let mut problems = Problems::new();
+    let username = match Username::parse(input.username.as_deref().unwrap_or("").trim()) {
+        Ok(u) => Some(u),
+        Err(e) => {
+            problems.insert("username".into(), e.0);
+            None
+        }
+    };
+    if input.password.is_none() {
+        problems.insert("password".into(), "a new user needs a password".into());
+    }
+    check(&input, &mut problems);
+    let (Some(username), Some(password), true) = (username, input.password.clone(), problems.is_empty()) else {
+        return Err(AdminError::Invalid(problems));
+    };
+    let hash = state.hasher.hash(&password).await?;
+    let now = state.clock.now();
+    let actor = actor.clone();
+    let result = state
+        .db
+        .write(move |c| {
+            let groups = match group_ids(c, input.groups.as_deref().unwrap_or_default())? {
+                Ok(g) => g,
+                Err(msg) => return Ok(Err(invalid("groups", msg))),
+            };
+            let email = blank_to_none(&input.email).flatten();
+            let name = blank_to_none(&input.name).flatten();
+            let id = match db::users::insert(
+                c,
+                &db::users::NewUser {
+                    sub: &random_id(),
+                    username: username.as_str(),
+                    email: email.as_deref(),
+                    name: name.as_deref(),
+                    password_hash: &hash,
+                    is_admin: input.is_admin.unwrap_or(false),
+                    now,
+                },
+            ) {
+                Ok(id) => id,
+                Err(db::DbError::Conflict) => return Ok(Err(invalid("username", "this username is taken"))),
+                Err(e) => return Err(e),
+            };
+            db::groups::set_user_groups(c, id, &groups)?;
+            if let Some(claims) = &input.claims {
+                db::users::set_claims(c, id, claims, now)?;
+            }
+            let Some(created) = load(c, id)? else {
+                return Err(db::DbError::Corrupt("user vanished".into()));
+            };
+            actor
+                .event("admin.user_created")
+                .target(&created.username)
+                .detail(json!({"after": created}))
+                .write(c, now)?;
+            Ok(Ok(created))
+        })
+        .await?;
+    result
+}
+
+/// Refuses a change that would leave no administrator able to sign in.
+fn keeps_an_admin(conn: &db::Conn, target: &UserView, removing: bool) -> Result<bool, db::DbError> {
+    Ok(!(removing && target.is_admin && !target.disabled && db::users::count_active_admins(conn)? <= 1))
+}
+
+const LAST_ADMIN: &str = "this is the last active administrator; make another one first";
+
+pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) -> Result<UserView, AdminError> {
+    let mut problems = Problems::new();
+    if input.username.is_some() {
+        problems.insert("username".into(), "a username cannot be changed".into());
+    }
+    if input.password.is_some() {
+        problems.insert("password".into(), "set passwords with the password action".into());
+    }
+    check(&input, &mut problems);
+    if !problems.is_empty() {
+        return Err(AdminError::Invalid(problems));
+    }
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(before) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            if input.is_admin == Some(false) && !keeps_an_admin(c, &before, true)? {
+                return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
+            }
+            let groups = match input.groups.as_deref().map(|g| group_ids(c, g)).transpose()? {
+                Some(Err(msg)) => return Ok(Err(invalid("groups", msg))),
+                Some(Ok(g)) => Some(g),
+                None => None,
+            };
+            let email = blank_to_none(&input.email).unwrap_or(before.email.clone());
+            let name = blank_to_none(&input.name).unwrap_or(before.name.clone());
+            db::users::update_profile(c, id, name.as_deref(), email.as_deref(), now)?;
+            if let Some(v) = input.email_verified {
+                c.execute(
+                    "UPDATE users SET email_verified = ?2 WHERE id = ?1",
+                    rusqlite::params![id, v],
+                )?;
+            }
+            if let Some(admin) = input.is_admin {
+                db::users::set_admin(c, id, admin, now)?;
+            }
+            if let Some(g) = groups {
+                db::groups::set_user_groups(c, id, &g)?;
+            }
+            if let Some(claims) = &input.claims {
+                db::users::set_claims(c, id, claims, now)?;
+            }
+            let Some(after) = load(c, id)? else {
+                return Err(db::DbError::Corrupt("user vanished".into()));
+            };
+            actor
+                .event("admin.user_updated")
+                .target(&after.username)
+                .detail(json!({"before": before, "after": after}))
+                .write(c, now)?;
+            Ok(Ok(after))
+        })
+        .await?
+}
+
+pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &str) -> Result<(), AdminError> {
+    let new = NewPassword::parse(password).map_err(|e| invalid("password", e.0))?;
+    let hash = state.hasher.hash(new.expose()).await?;
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(user) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            db::users::set_password_by_id(c, id, &hash, now)?;
+            db::users::clear_failures(c, id)?;
+            actor.event("admin.password_set").target(&user.username).write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await?
+}
+
+/// Disables (ending sessions and revoking grants) or enables an account.
+pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bool) -> Result<UserView, AdminError> {
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(before) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            if disabled && !keeps_an_admin(c, &before, true)? {
+                return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
+            }
+            db::users::set_disabled(c, &before.username, disabled, now)?;
+            let name = if disabled {
+                "admin.user_disabled"
+            } else {
+                "admin.user_enabled"
+            };
+            actor.event(name).target(&before.username).write(c, now)?;
+            Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
+        })
+        .await?
+}
+
+pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(user) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            db::users::clear_failures(c, id)?;
+            actor
+                .event("admin.user_unlocked")
+                .target(&user.username)
+                .write(c, now)?;
+            Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
+        })
+        .await?
+}
+
+pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    if actor.user_id == Some(id) {
+        return Err(AdminError::Conflict("you cannot delete your own account".into()));
+    }
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(before) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            if !keeps_an_admin(c, &before, true)? {
+                return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
+            }
+            db::users::delete(c, id)?;
+            actor
+                .event("admin.user_deleted")
+                .target(&before.username)
+                .detail(json!({"before": before}))
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await?
+}
+
+pub async fn sessions(state: &AppState, id: i64) -> Result<Vec<SessionInfo>, AdminError> {
+    get(state, id).await?;
+    let now = state.clock.now();
+    Ok(state.db.read(move |c| db::sessions::list_for_user(c, id, now)).await?)
+}
+
+/// Ends one session of the user (`sid`) or all of them, with back-channel logout.
+pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<&str>) -> Result<usize, AdminError> {
+    let user = get(state, id).await?;
+    let live = sessions(state, id).await?;
+    let chosen: Vec<_> = live
+        .into_iter()
+        .filter(|s| sid.is_none_or(|want| s.sid == want))
+        .collect();
+    if sid.is_some() && chosen.is_empty() {
+        return Err(AdminError::NotFound("session"));
+    }
+    for s in &chosen {
+        let session = db::sessions::Session {
+            sid: s.sid.clone(),
+            user_id: s.user_id,
+            auth_time: s.auth_time,
+            expires_at: s.expires_at,
+            amr: s.amr.clone(),
+        };
+        crate::oidc::logout::end_session(state, &session).await?;
+    }
+    actor
+        .event("admin.sessions_ended")
+        .target(&user.username)
+        .detail(json!({"count": chosen.len(), "sid": sid}))
+        .log(state)
+        .await;
+    Ok(chosen.len())
+}
+
+/// Removes the user's authenticator and recovery codes (a lost phone).
+pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+    let now = state.clock.now();
+    let actor = actor.clone();
+    state
+        .db
+        .write(move |c| {
+            let Some(user) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            db::mfa::disable(c, id)?;
+            actor.event("admin.mfa_reset").target(&user.username).write(c, now)?;
+            Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
+        })
+        .await?
+}

@@ -1,0 +1,110 @@
+//! Groups of users: named sets that clients may require and the `groups` claim lists.
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+use super::{optional, DbError};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    pub id: i64,
+    pub name: String,
+    pub members: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Member {
+    pub id: i64,
+    pub username: String,
+}
+
+pub fn list(conn: &Connection) -> Result<Vec<Group>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT g.id, g.name, count(ug.user_id) FROM groups g LEFT JOIN user_groups ug ON ug.group_id = g.id
+         GROUP BY g.id ORDER BY g.name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(Group {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            members: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub fn find(conn: &Connection, id: i64) -> Result<Option<Group>, DbError> {
+    optional(
+        conn.prepare_cached(
+            "SELECT g.id, g.name, (SELECT count(*) FROM user_groups WHERE group_id = g.id) FROM groups g WHERE g.id = ?1",
+        )?
+        .query_row([id], |r| {
+            Ok(Group {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                members: r.get(2)?,
+            })
+        }),
+    )
+}
+
+pub fn id_of(conn: &Connection, name: &str) -> Result<Option<i64>, DbError> {
+    optional(
+        conn.prepare_cached("SELECT id FROM groups WHERE name = ?1")?
+            .query_row([name], |r| r.get(0)),
+    )
+}
+
+/// Creates a group; `DbError::Conflict` when the name is taken.
+pub fn create(conn: &Connection, name: &str) -> Result<i64, DbError> {
+    conn.execute("INSERT INTO groups (name) VALUES (?1)", [name])?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<bool, DbError> {
+    Ok(conn.execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])? == 1)
+}
+
+pub fn delete(conn: &Connection, id: i64) -> Result<bool, DbError> {
+    Ok(conn.execute("DELETE FROM groups WHERE id = ?1", [id])? == 1)
+}
+
+pub fn members(conn: &Connection, id: i64) -> Result<Vec<Member>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT u.id, u.username FROM users u JOIN user_groups ug ON ug.user_id = u.id
+         WHERE ug.group_id = ?1 ORDER BY u.username",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(Member {
+            id: r.get(0)?,
+            username: r.get(1)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Adds or removes a member; `false` when nothing changed.
+pub fn set_member(conn: &Connection, group_id: i64, user_id: i64, member: bool) -> Result<bool, DbError> {
+    let n = if member {
+        conn.execute(
+            "INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)",
+            params![user_id, group_id],
+        )?
+    } else {
+        conn.execute(
+            "DELETE FROM user_groups WHERE user_id = ?1 AND group_id = ?2",
+            params![user_id, group_id],
+        )?
+    };
+    Ok(n == 1)
+}
+
+/// Makes a user's groups exactly `group_ids`.
+pub fn set_user_groups(conn: &Connection, user_id: i64, group_ids: &[i64]) -> Result<(), DbError> {
+    conn.execute("DELETE FROM user_groups WHERE user_id = ?1", [user_id])?;
+    let mut insert = conn.prepare_cached("INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)")?;
+    for g in group_ids {
+        insert.execute(params![user_id, g])?;
+    }
+    Ok(())
+}
