@@ -79,18 +79,24 @@ pub struct ListQuery {
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 
-impl ListQuery {
-    /// Reads `q`, `sort` (a leading `-` for descending), `limit`, `offset` and any
-    /// other parameters as filters.
-    pub fn parse(query: &str) -> Result<Self, AdminError> {
-        let mut out = ListQuery {
+impl Default for ListQuery {
+    fn default() -> Self {
+        Self {
             q: None,
             sort: String::new(),
             descending: false,
             limit: DEFAULT_LIMIT,
             offset: 0,
             filters: BTreeMap::new(),
-        };
+        }
+    }
+}
+
+impl ListQuery {
+    /// Reads `q`, `sort` (a leading `-` for descending), `limit`, `offset` and any
+    /// other parameters as filters.
+    pub fn parse(query: &str) -> Result<Self, AdminError> {
+        let mut out = ListQuery::default();
         for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
             let v = v.trim().to_string();
             if v.len() > 256 {

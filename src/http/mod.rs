@@ -3,6 +3,8 @@
 
 pub mod account;
 pub mod admin_api;
+pub mod admin_pages;
+pub mod admin_ui;
 pub mod authorize;
 pub mod cookies;
 pub mod device;
@@ -23,6 +25,7 @@ use actix_web::web;
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     admin_api::routes(cfg);
+    admin_pages::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
         .route("/jwks", web::get().to(meta::jwks))
         .route("/healthz", web::get().to(meta::healthz))

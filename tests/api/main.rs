@@ -4,6 +4,7 @@
 
 mod account;
 mod admin_api;
+mod admin_ui;
 mod authorize;
 mod claims;
 mod cli;

@@ -1,0 +1,524 @@
+//! `/admin/clients` and `/admin/groups`: registering and editing relying parties (the
+//! secret shown once) and managing groups and their members.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::admin_ui::{done, error_page, flash, pager, posted, Form};
+use super::pages;
+use super::portal::{self, Viewer};
+use crate::admin::{self, clients::ClientSpec, groups::GroupView, AdminError, ListQuery, Problems};
+use crate::db::{clients::Client, groups::Group};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "admin_clients.html")]
+struct ClientsPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    q: &'a str,
+    clients: Vec<Client>,
+    total: i64,
+    prev: Option<String>,
+    next: Option<String>,
+}
+
+pub async fn clients(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(resp) = portal::require_admin(&req, &state).await {
+        return resp;
+    }
+    let q = match ListQuery::parse(req.query_string()) {
+        Ok(q) => q,
+        Err(e) => return error_page(&e),
+    };
+    let text = q.q.clone().unwrap_or_default();
+    let (search, limit, offset) = (q.q.clone(), q.limit, q.offset);
+    let found = state
+        .db
+        .read(move |c| crate::db::clients::search(c, search.as_deref(), false, limit, offset))
+        .await;
+    let (clients, total) = match found {
+        Ok(f) => f,
+        Err(e) => return error_page(&AdminError::from(e)),
+    };
+    let (prev, next) = pager("/admin/clients", &[("q", &text)], limit, offset, total);
+    pages::render(
+        StatusCode::OK,
+        &ClientsPage {
+            is_admin: true,
+            flash: flash(&req),
+            q: &text,
+            clients,
+            total,
+            prev,
+            next,
+        },
+    )
+}
+
+const GRANT_LABELS: &[(&str, &str)] = &[
+    ("authorization_code", "Authorization code (sign-in)"),
+    ("refresh_token", "Refresh token"),
+    ("client_credentials", "Client credentials (service)"),
+    (
+        "urn:ietf:params:oauth:grant-type:device_code",
+        "Device code (TVs, CLIs)",
+    ),
+];
+
+#[derive(Template)]
+#[template(path = "admin_client.html")]
+struct ClientPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    editing: bool,
+    spec: ClientSpec,
+    secret: Option<String>,
+    access_ttl: String,
+    refresh_ttl: String,
+    groups: Vec<Group>,
+    grant_types: Vec<(&'static str, &'static str, bool)>,
+    algs: &'static [&'static str],
+    problems: Problems,
+}
+
+struct ClientView<'a> {
+    editing: bool,
+    spec: ClientSpec,
+    secret: Option<String>,
+    problems: Problems,
+    flash: Option<&'a str>,
+}
+
+async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: ClientView<'_>) -> HttpResponse {
+    let groups = match admin::groups::list(state).await {
+        Ok(g) => g,
+        Err(e) => return error_page(&e),
+    };
+    let ttl = |t: Option<i64>| t.map(|n| n.to_string()).unwrap_or_default();
+    pages::render(
+        status,
+        &ClientPage {
+            is_admin: true,
+            flash: view.flash,
+            csrf: &v.csrf,
+            editing: view.editing,
+            access_ttl: ttl(view.spec.access_token_ttl),
+            grant_types: GRANT_LABELS
+                .iter()
+                .map(|(v, l)| (*v, *l, view.spec.grant_types.iter().any(|g| g == v)))
+                .collect(),
+            refresh_ttl: ttl(view.spec.refresh_token_ttl),
+            spec: view.spec,
+            secret: view.secret,
+            groups,
+            algs: admin::clients::ALGS,
+            problems: view.problems,
+        },
+    )
+}
+
+pub async fn client_new(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let v = match portal::require_admin(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let spec = ClientSpec {
+        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        ..ClientSpec::default()
+    };
+    let view = ClientView {
+        editing: false,
+        spec,
+        secret: None,
+        problems: Problems::new(),
+        flash: None,
+    };
+    client_page(&state, &v, StatusCode::OK, view).await
+}
+
+fn lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The form as a specification; number fields that are not numbers are problems.
+fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
+    let mut problems = Problems::new();
+    let mut number = |field: &str| -> Option<i64> {
+        let text = form.get(field).trim();
+        if text.is_empty() {
+            return None;
+        }
+        text.parse()
+            .map_err(|_| problems.insert(field.into(), "a whole number of seconds".into()))
+            .ok()
+    };
+    let access = number("access_token_ttl");
+    let refresh = number("refresh_token_ttl");
+    let spec = ClientSpec {
+        name: Some(form.get("name").to_string()),
+        redirect_uris: lines(form.get("redirect_uris")),
+        post_logout_redirect_uris: lines(form.get("post_logout_redirect_uris")),
+        grant_types: form.all("grant_types"),
+        consent_required: form.checked("consent_required"),
+        allowed_groups: form.all("allowed_groups"),
+        access_token_ttl: access,
+        refresh_token_ttl: refresh,
+        id_token_signed_response_alg: Some(form.get("id_token_signed_response_alg").to_string()),
+        refresh_tokens: Some(form.get("refresh_tokens").to_string()),
+        backchannel_logout_uri: Some(form.get("backchannel_logout_uri").trim().to_string()).filter(|u| !u.is_empty()),
+        admin: form.checked("admin"),
+        ..base
+    };
+    (spec, problems)
+}
+
+/// The form's own problems together with the specification's, so every field that
+/// is wrong is marked at once.
+fn all_problems(spec: &ClientSpec, mut problems: Problems) -> AdminError {
+    if let Err(more) = admin::clients::build(spec, 0) {
+        for (k, v) in more {
+            problems.entry(k).or_insert(v);
+        }
+    }
+    AdminError::Invalid(problems)
+}
+
+pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let base = ClientSpec {
+        client_id: form.get("client_id").trim().to_string(),
+        public: form.get("kind") == "public",
+        ..ClientSpec::default()
+    };
+    let (spec, problems) = spec_from(&form, base);
+    let result = if problems.is_empty() {
+        admin::clients::create(&state, &actor, &spec).await
+    } else {
+        Err(all_problems(&spec, problems))
+    };
+    let (client, secret) = match result {
+        Ok(r) => r,
+        Err(AdminError::Invalid(problems)) => {
+            let view = ClientView {
+                editing: false,
+                spec,
+                secret: None,
+                problems,
+                flash: None,
+            };
+            return client_page(&state, &v, StatusCode::BAD_REQUEST, view).await;
+        }
+        Err(e) => return error_page(&e),
+    };
+    // The secret exists only in this response.
+    let view = ClientView {
+        editing: true,
+        spec: admin::clients::spec_of(&client),
+        secret: secret.map(|s| s.expose().to_string()),
+        problems: Problems::new(),
+        flash: Some("The client was registered."),
+    };
+    client_page(&state, &v, StatusCode::CREATED, view).await
+}
+
+pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
+    let v = match portal::require_admin(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match admin::clients::get(&state, &id).await {
+        Ok(c) => {
+            let view = ClientView {
+                editing: true,
+                spec: admin::clients::spec_of(&c),
+                secret: None,
+                problems: Problems::new(),
+                flash: flash(&req),
+            };
+            client_page(&state, &v, StatusCode::OK, view).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn client_update(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: Bytes,
+) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let existing = match admin::clients::get(&state, &id).await {
+        Ok(c) => c,
+        Err(e) => return error_page(&e),
+    };
+    let (spec, problems) = spec_from(&form, admin::clients::spec_of(&existing));
+    let result = if problems.is_empty() {
+        admin::clients::update(&state, &actor, &id, &spec).await
+    } else {
+        Err(all_problems(&spec, problems))
+    };
+    match result {
+        Ok(_) => done(&format!("/admin/clients/{}", existing.client_id), "saved"),
+        Err(AdminError::Invalid(problems)) => {
+            let view = ClientView {
+                editing: true,
+                spec,
+                secret: None,
+                problems,
+                flash: None,
+            };
+            client_page(&state, &v, StatusCode::BAD_REQUEST, view).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn client_action(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let (id, action) = path.into_inner();
+    match action.as_str() {
+        "secret" => match admin::clients::rotate_secret(&state, &actor, &id).await {
+            Ok(secret) => match admin::clients::get(&state, &id).await {
+                Ok(c) => {
+                    let view = ClientView {
+                        editing: true,
+                        spec: admin::clients::spec_of(&c),
+                        secret: Some(secret.expose().to_string()),
+                        problems: Problems::new(),
+                        flash: Some("A new secret was issued; the old one no longer works."),
+                    };
+                    client_page(&state, &v, StatusCode::OK, view).await
+                }
+                Err(e) => error_page(&e),
+            },
+            Err(e) => error_page(&e),
+        },
+        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", "tick the box to confirm")),
+        "delete" => match admin::clients::delete(&state, &actor, &id).await {
+            Ok(()) => done("/admin/clients", "deleted"),
+            Err(e) => error_page(&e),
+        },
+        _ => error_page(&AdminError::NotFound("action")),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_groups.html")]
+struct GroupsPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    groups: Vec<Group>,
+    name: &'a str,
+    problems: Problems,
+}
+
+async fn groups_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    status: StatusCode,
+    name: &str,
+    problems: Problems,
+) -> HttpResponse {
+    match admin::groups::list(state).await {
+        Ok(groups) => pages::render(
+            status,
+            &GroupsPage {
+                is_admin: true,
+                flash: flash(req),
+                csrf: &v.csrf,
+                groups,
+                name,
+                problems,
+            },
+        ),
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match portal::require_admin(&req, &state).await {
+        Ok(v) => groups_page(&req, &state, &v, StatusCode::OK, "", Problems::new()).await,
+        Err(resp) => resp,
+    }
+}
+
+pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    match admin::groups::create(&state, &actor, form.get("name")).await {
+        Ok(g) => done(&format!("/admin/groups/{}", g.group.id), "created"),
+        Err(AdminError::Invalid(p)) => {
+            groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_group.html")]
+struct GroupPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    group: GroupView,
+    problems: Problems,
+}
+
+fn group_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("group"))
+}
+
+async fn group_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    id: i64,
+    status: StatusCode,
+    problems: Problems,
+) -> HttpResponse {
+    match admin::groups::get(state, id).await {
+        Ok(group) => pages::render(
+            status,
+            &GroupPage {
+                is_admin: true,
+                flash: flash(req),
+                csrf: &v.csrf,
+                group,
+                problems,
+            },
+        ),
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn group(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
+    let v = match portal::require_admin(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match group_id(&id) {
+        Ok(id) => group_page(&req, &state, &v, id, StatusCode::OK, Problems::new()).await,
+        Err(e) => error_page(&e),
+    }
+}
+
+/// Rename (the group's own path), `members/add`, `members/remove` and `delete`.
+pub async fn group_action(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let (raw, action) = path.into_inner();
+    let id = match group_id(&raw) {
+        Ok(id) => id,
+        Err(e) => return error_page(&e),
+    };
+    let here = format!("/admin/groups/{id}");
+    let result = match action.as_str() {
+        "rename" => admin::groups::rename(&state, &actor, id, form.get("name"))
+            .await
+            .map(|_| "saved"),
+        "add" => admin::groups::set_member(&state, &actor, id, form.get("username"), true)
+            .await
+            .map(|_| "saved"),
+        "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
+            .await
+            .map(|_| "saved"),
+        "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", "tick the box to confirm")),
+        "delete" => {
+            return match admin::groups::delete(&state, &actor, id).await {
+                Ok(()) => done("/admin/groups", "deleted"),
+                Err(e) => error_page(&e),
+            }
+        }
+        _ => Err(AdminError::NotFound("action")),
+    };
+    match result {
+        Ok(code) => done(&here, code),
+        Err(AdminError::Invalid(p)) => group_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn group_rename(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: Bytes,
+) -> HttpResponse {
+    group_action(
+        req,
+        state,
+        web::Path::from((id.into_inner(), "rename".to_string())),
+        body,
+    )
+    .await
+}
+
+pub async fn group_member(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> HttpResponse {
+    group_action(req, state, path, body).await
+}
+
+/// Registers the admin pages.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    use super::admin_ui as ui;
+    cfg.route("/admin", web::get().to(ui::dashboard))
+        .route("/admin/users", web::get().to(ui::users))
+        .route("/admin/users", web::post().to(ui::user_create))
+        .route("/admin/users/{id}", web::get().to(ui::user))
+        .route("/admin/users/{id}", web::post().to(ui::user_update))
+        .route("/admin/users/{id}/sessions/end", web::post().to(ui::user_sessions_end))
+        .route("/admin/users/{id}/{action}", web::post().to(ui::user_action))
+        .route("/admin/keys", web::get().to(ui::keys))
+        .route("/admin/keys/rotate", web::post().to(ui::keys_rotate))
+        .route("/admin/audit", web::get().to(ui::audit))
+        .route("/admin/clients", web::get().to(clients))
+        .route("/admin/clients", web::post().to(client_create))
+        .route("/admin/clients/new", web::get().to(client_new))
+        .route("/admin/clients/{id}", web::get().to(client))
+        .route("/admin/clients/{id}", web::post().to(client_update))
+        .route("/admin/clients/{id}/{action}", web::post().to(client_action))
+        .route("/admin/groups", web::get().to(groups))
+        .route("/admin/groups", web::post().to(group_create))
+        .route("/admin/groups/{id}", web::get().to(group))
+        .route("/admin/groups/{id}", web::post().to(group_rename))
+        .route("/admin/groups/{id}/members/{action}", web::post().to(group_member))
+        .route("/admin/groups/{id}/{action}", web::post().to(group_action));
+}
