@@ -26,6 +26,7 @@ lint: ## Format check, clippy with warnings as errors, k6 scripts parse
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
+	node --check tests/browser/journey.mjs
 	for f in stress/*.js; do node --check "$$f"; done
 
 ci: lint test ## What CI runs: the lints, then the README's test command
@@ -33,6 +34,7 @@ ci: lint test ## What CI runs: the lints, then the README's test command
 interop-deps: ## Install the relying-party libraries the interoperability tests use
 	python3 -m pip install --quiet -r tests/interop/requirements.txt
 	npm ci --prefix tests/interop --no-audit --no-fund
+	npm ci --prefix tests/browser --no-audit --no-fund
 
 # Stress runs: k6 when installed, the Rust driver (stress/) otherwise. See stress/README.md.
 .PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench

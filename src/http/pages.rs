@@ -97,7 +97,7 @@ pub fn html(status: StatusCode) -> actix_web::HttpResponseBuilder {
         .insert_header((header::CONTENT_SECURITY_POLICY, CSP))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"));
+        .insert_header((header::REFERRER_POLICY, "same-origin"));
     b
 }
 

@@ -6,6 +6,7 @@ mod account;
 mod admin_api;
 mod admin_ui;
 mod authorize;
+mod browser;
 mod claims;
 mod cli;
 mod client_auth;

@@ -1,0 +1,236 @@
+// Drives Debian's Chromium through Tessera the way an operator and a user would:
+// setup link → first admin → admin signs in → registers a client and a user → signs
+// out → the user signs in through the client's authorization flow → enrols TOTP →
+// signs out → signs in with password and a TOTP code. Every page is screenshotted
+// (desktop, and the key pages at 360 px) into $SHOTS.
+//
+// Environment: BASE (Tessera's issuer URL), SETUP_URL (the printed link), SHOTS
+// (directory for PNGs), CHROMIUM (browser path, default /usr/bin/chromium).
+
+import { chromium } from "playwright-core";
+import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import { mkdirSync } from "node:fs";
+
+const BASE = process.env.BASE;
+const SETUP_URL = process.env.SETUP_URL;
+const SHOTS = process.env.SHOTS;
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+if (!BASE || !SETUP_URL || !SHOTS) throw new Error("BASE, SETUP_URL and SHOTS are required");
+mkdirSync(SHOTS, { recursive: true });
+
+const ADMIN = { username: "operator", email: "operator@example.com", password: "a long admin passphrase 7" };
+const USER = { username: "alice", email: "alice@example.com", password: "alice's own password" };
+
+function check(cond, message) {
+  if (!cond) throw new Error(`check failed: ${message}`);
+}
+
+// RFC 6238 TOTP (SHA-1, 6 digits, 30 s) for the enrolled secret.
+function base32(text) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const out = [];
+  for (const c of text.replace(/[\s=]/g, "").toUpperCase()) {
+    value = (value << 5) | alphabet.indexOf(c);
+    bits += 5;
+    if (bits >= 8) { bits -= 8; out.push((value >>> bits) & 0xff); }
+  }
+  return Buffer.from(out);
+}
+function totp(secret, unix) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(unix / 30)));
+  const mac = createHmac("sha1", base32(secret)).update(counter).digest();
+  const off = mac[19] & 0x0f;
+  const n = (mac.readUInt32BE(off) & 0x7fffffff) % 1_000_000;
+  return String(n).padStart(6, "0");
+}
+
+// A minimal relying party: /start sends the browser to Tessera with PKCE, /cb
+// exchanges the code and shows who signed in and how (amr).
+const rp = { secret: null, pending: new Map() };
+const b64url = (buf) => buf.toString("base64url");
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url, `http://${req.headers.host}`);
+  if (url.pathname === "/start") {
+    const verifier = b64url(randomBytes(32));
+    const state = b64url(randomBytes(16));
+    rp.pending.set(state, verifier);
+    const q = new URLSearchParams({
+      response_type: "code", client_id: "demo", redirect_uri: rp.callback, scope: "openid profile email",
+      state, nonce: b64url(randomBytes(16)),
+      code_challenge: b64url(createHash("sha256").update(verifier).digest()), code_challenge_method: "S256",
+    });
+    res.writeHead(302, { location: `${BASE}/authorize?${q}` }).end();
+    return;
+  }
+  if (url.pathname === "/cb") {
+    const verifier = rp.pending.get(url.searchParams.get("state"));
+    const code = url.searchParams.get("code");
+    if (!verifier || !code) { res.writeHead(400).end(`no code: ${url.search}`); return; }
+    const token = await fetch(`${BASE}/token`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: "Basic " + Buffer.from(`demo:${rp.secret}`).toString("base64"),
+      },
+      body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: rp.callback, code_verifier: verifier }),
+    }).then((r) => r.json());
+    const claims = JSON.parse(Buffer.from(token.id_token.split(".")[1], "base64url").toString());
+    res.writeHead(200, { "content-type": "text/html" }).end(
+      `<!doctype html><meta name=viewport content="width=device-width"><title>Demo app</title>` +
+      `<h1>Demo app</h1><p>Signed in as <b id="who">${claims.preferred_username}</b></p>` +
+      `<p>amr: <b id="amr">${claims.amr.join(" ")}</b> · acr: <b id="acr">${claims.acr}</b></p>`);
+    return;
+  }
+  res.writeHead(404).end();
+});
+await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+rp.base = `http://127.0.0.1:${server.address().port}`;
+rp.callback = `${rp.base}/cb`;
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"],
+});
+let shot = 0;
+async function snap(page, name) {
+  shot += 1;
+  const file = `${SHOTS}/${String(shot).padStart(2, "0")}-${name}.png`;
+  await page.screenshot({ path: file, fullPage: true });
+  console.log(`screenshot ${file}`);
+}
+async function noSideways(page, name) {
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(width <= 360, `${name} fits 360 px (scrollWidth ${width})`);
+}
+// Clicks and waits for the page the click leads to.
+async function submit(page, selector) {
+  await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click(selector)]);
+}
+async function signIn(page, who) {
+  await page.fill("#username", who.username);
+  await page.fill("#password", who.password);
+  await Promise.all([page.waitForLoadState(), page.click("button[type=submit]")]);
+}
+async function signOut(page) {
+  await page.goto(`${BASE}/logout`);
+  await snap(page, "sign-out");
+  await submit(page, "button:has-text('Sign out')");
+  check((await page.content()).includes("signed out"), "signed out page");
+}
+
+try {
+  const desktop = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await desktop.newPage();
+
+  // 1. The setup link creates the first administrator.
+  await page.goto(SETUP_URL);
+  await snap(page, "setup");
+  await page.fill("#password", "short");
+  await page.fill("#confirm", "short");
+  await page.fill("#username", ADMIN.username);
+  await page.fill("#email", ADMIN.email);
+  await Promise.all([page.waitForLoadState(), page.click("button[type=submit]")]);
+  check(await page.isVisible("#password-error"), "a weak password is refused next to its field");
+  await snap(page, "setup-error");
+  await page.fill("#password", ADMIN.password);
+  await page.fill("#confirm", ADMIN.password);
+  await Promise.all([page.waitForLoadState(), page.click("button[type=submit]")]);
+  check((await page.textContent("h1")).includes("Administrator created"), "administrator created");
+  await snap(page, "setup-done");
+
+  // 2. The administrator signs in to the admin pages.
+  await page.goto(`${BASE}/admin`);
+  await snap(page, "admin-login");
+  await signIn(page, ADMIN);
+  check(page.url().endsWith("/admin"), `back on /admin after sign-in (${page.url()})`);
+  await snap(page, "admin-dashboard");
+
+  // 3. Registers the client; the secret is shown once.
+  await page.goto(`${BASE}/admin/clients/new`);
+  await page.fill("#client_id", "demo");
+  await page.fill("#name", "Demo app");
+  await page.fill("#redirect_uris", rp.callback);
+  await snap(page, "admin-client-new");
+  await submit(page, "button:has-text('Register')");
+  rp.secret = (await page.textContent("#client-secret")).trim();
+  check(rp.secret.length > 20, "client secret shown");
+  await snap(page, "admin-client-created");
+
+  // 4. Creates the user.
+  await page.goto(`${BASE}/admin/users`);
+  await page.fill("#new-username", USER.username);
+  await page.fill("#new-email", USER.email);
+  await page.fill("#new-name", "Alice Example");
+  await page.fill("#new-password", USER.password);
+  await submit(page, "button:has-text('Create user')");
+  check((await page.textContent("h1")).includes(USER.username), "user page");
+  await snap(page, "admin-user-created");
+  await page.goto(`${BASE}/admin/audit`);
+  await snap(page, "admin-audit");
+
+  // 5. Signs out.
+  await signOut(page);
+
+  // 6. The user signs in through the client's authorization flow.
+  await page.goto(`${rp.base}/start`);
+  check((await page.content()).includes("Demo app"), "the login page names the client");
+  await snap(page, "login-for-client");
+  await signIn(page, USER);
+  check((await page.textContent("#who")) === USER.username, "the client received alice");
+  check((await page.textContent("#amr")) === "pwd", "password only");
+  await snap(page, "client-signed-in");
+
+  // 7. Enrols an authenticator on the account page.
+  await page.goto(`${BASE}/account`);
+  await snap(page, "account");
+  await submit(page, "#totp-setup");
+  check(await page.isVisible(".qr svg"), "QR code drawn");
+  const secret = (await page.textContent("#totp-secret")).trim();
+  await snap(page, "totp-enrol");
+  await page.fill("#code", totp(secret, Date.now() / 1000));
+  await submit(page, "button:has-text('Turn on')");
+  const codes = await page.$$eval("#recovery-codes code", (els) => els.map((e) => e.textContent));
+  check(codes.length === 10, "ten recovery codes");
+  await snap(page, "totp-recovery-codes");
+
+  // 8. Signs out, 9. signs in again with password and a code.
+  await signOut(page);
+  await page.goto(`${rp.base}/start`);
+  await signIn(page, USER);
+  check(await page.isVisible("input#code"), "asked for a code after the password");
+  await snap(page, "mfa-prompt");
+  await page.fill("#code", "000000");
+  await submit(page, "button:has-text('Verify')");
+  check(await page.isVisible("#code-error"), "a wrong code is refused next to the field");
+  await snap(page, "mfa-error");
+  // The enrolment spent the current step; the next one is inside the ±1 window.
+  await page.fill("#code", totp(secret, Date.now() / 1000 + 30));
+  await submit(page, "button:has-text('Verify')");
+  check((await page.textContent("#who")) === USER.username, "signed in with two factors");
+  check((await page.textContent("#amr")) === "pwd otp mfa", "amr says password and one-time code");
+  await snap(page, "client-signed-in-mfa");
+
+  // 10. The same pages on a 360 px phone.
+  const phone = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
+  const small = await phone.newPage();
+  await small.goto(`${BASE}/account`);
+  await noSideways(small, "login page");
+  await snap(small, "phone-login");
+  await signIn(small, ADMIN);
+  await noSideways(small, "account page");
+  await snap(small, "phone-account");
+  for (const path of ["/admin", "/admin/users", "/admin/clients/new", "/admin/audit"]) {
+    await small.goto(`${BASE}${path}`);
+    await noSideways(small, path);
+    await snap(small, `phone-${path.slice(1).replaceAll("/", "-")}`);
+  }
+  console.log("journey complete");
+} finally {
+  await browser.close();
+  server.close();
+}
