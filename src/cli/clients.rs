@@ -153,7 +153,15 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
     match cmd {
         ClientCommand::Add(add) => {
             let (client, secret) = build(&spec(&add)?, now).map_err(|p| problems_text(&p))?;
-            match db::clients::insert(&open(settings)?, &client) {
+            let conn = open(settings)?;
+            for g in &client.allowed_groups {
+                crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
+                if db::groups::id_of(&conn, g).map_err(db_err)?.is_none() {
+                    db::groups::create(&conn, g).map_err(db_err)?;
+                    eprintln!("group {g} created (empty); add members with the admin pages or `user add --group`");
+                }
+            }
+            match db::clients::insert(&conn, &client) {
                 Ok(()) => print_secret(&client.client_id, secret.as_ref(), add.json),
                 Err(DbError::Conflict) => return Err(format!("a client with id {} already exists", client.client_id)),
                 Err(e) => return Err(db_err(e)),

@@ -22,6 +22,9 @@ pub enum UserCommand {
         /// Give the user the administrator role
         #[arg(long)]
         admin: bool,
+        /// Add the user to a group (created if new); repeat for several
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
         /// Read the password from standard input (required: passwords never go in argv)
         #[arg(long, required = true)]
         password_stdin: bool,
@@ -50,6 +53,8 @@ pub enum UserCommand {
     },
     /// Clear a user's failed-password count and lift a lockout
     Unlock { username: String },
+    /// Remove a user's authenticator app and recovery codes (a lost phone)
+    ResetMfa { username: String },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
 }
@@ -62,8 +67,12 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             email,
             name,
             admin,
+            groups,
             ..
         } => {
+            for g in &groups {
+                crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
+            }
             let username = Username::parse(&username).map_err(|e| e.to_string())?;
             let email = email.map(|e| Email::parse(&e)).transpose().map_err(|e| e.to_string())?;
             let password = read_password()?;
@@ -79,11 +88,16 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
                 now,
             };
             match db::users::insert(&conn, &new) {
-                Ok(_) => println!(
-                    "user {} created{}",
-                    username.as_str(),
-                    if admin { " (admin)" } else { "" }
-                ),
+                Ok(id) => {
+                    for g in &groups {
+                        db::users::add_to_group(&conn, id, g.trim()).map_err(db_err)?;
+                    }
+                    println!(
+                        "user {} created{}",
+                        username.as_str(),
+                        if admin { " (admin)" } else { "" }
+                    )
+                }
                 Err(DbError::Conflict) => return Err(format!("a user named {} already exists", username.as_str())),
                 Err(e) => return Err(db_err(e)),
             }
@@ -159,6 +173,22 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
                 .ok_or_else(|| format!("no user named {username}"))?;
             db::users::clear_failures(&conn, user.id).map_err(db_err)?;
             println!("user {username} unlocked");
+        }
+        UserCommand::ResetMfa { username } => {
+            let conn = open(settings)?;
+            let user = db::users::find_by_username(&conn, &username)
+                .map_err(db_err)?
+                .ok_or_else(|| format!("no user named {username}"))?;
+            let had = db::mfa::disable(&conn, user.id).map_err(db_err)?;
+            let event = crate::audit::Event::new("admin.mfa_reset")
+                .actor("cli")
+                .target(&user.username);
+            event.write(&conn, now).map_err(db_err)?;
+            if had {
+                println!("the authenticator of {username} was removed; they sign in with a password alone");
+            } else {
+                println!("{username} had no authenticator");
+            }
         }
         UserCommand::RevokeConsent { username, client_id } => {
             let conn = open(settings)?;

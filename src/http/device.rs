@@ -79,8 +79,13 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     let Some((request, client)) = found else {
         return entry_page(&typed, Some("This code is unknown, expired or already used."));
     };
-    if session.is_none() {
+    let Some(session) = session else {
         return login_page(&req, &state, Pending::DeviceLogin(code), &client.name, "").await;
+    };
+    match group_allowed(&state, &client.client_id, session.user_id).await {
+        Ok(true) => {}
+        Ok(false) => return not_admitted(&client.name),
+        Err(e) => return errors::server_page(&e),
     }
     let (browser, new_cookie) = browser_cookie(&req, &state);
     let parked = match login::park(&state, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
@@ -131,6 +136,18 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     if let Err(e) = login::consume(&state, get("request_id")).await {
         return resume_error(e);
     }
+    if approve {
+        let client = match device::pending(&state, &code).await {
+            Ok(Some((_, client))) => client,
+            Ok(None) => return entry_page("", Some("This code is unknown, expired or already used.")),
+            Err(e) => return errors::server_page(&e),
+        };
+        match group_allowed(&state, &client.client_id, session.user_id).await {
+            Ok(true) => {}
+            Ok(false) => return not_admitted(&client.name),
+            Err(e) => return errors::server_page(&e),
+        }
+    }
     match device::decide(&state, &code, &session, approve).await {
         Ok(true) if approve => pages::error_page(
             StatusCode::OK,
@@ -147,6 +164,26 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         Ok(false) => entry_page("", Some("This code is unknown, expired or already used.")),
         Err(e) => errors::server_page(&e),
     }
+}
+
+async fn group_allowed(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, crate::oidc::OAuthError> {
+    let cid = client_id.to_string();
+    Ok(state
+        .db
+        .read(move |c| crate::db::clients::group_allowed(c, &cid, user_id))
+        .await?)
+}
+
+/// A client with allowed groups refuses a user outside them (403).
+fn not_admitted(client_name: &str) -> HttpResponse {
+    pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Access not allowed",
+        &format!(
+            "Your account is not allowed to use {client_name}: it is not a member of a group this application admits."
+        ),
+        "Ask your administrator to add you to one of its groups.",
+    )
 }
 
 /// After signing in on the way to a device approval, back to the approval page.

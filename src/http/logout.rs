@@ -102,6 +102,19 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if let Err(e) = logout::end_session(state, &session).await {
         return errors::server_page(&e);
     }
+    let uid = session.user_id;
+    let who = state
+        .db
+        .read(move |c| db::users::find_by_id(c, uid))
+        .await
+        .ok()
+        .flatten();
+    crate::audit::Event::new("logout")
+        .actor(who.map(|u| u.username).unwrap_or_default())
+        .target(format!("session:{}", session.sid))
+        .ip(Some(super::login::ip_text(req, state)))
+        .log(state)
+        .await;
     finished(state, &request)
 }
 

@@ -294,3 +294,40 @@ async fn wrong_codes_count_toward_lockout_and_disabling_needs_the_password() {
     let html = b.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
     assert!(html.contains("id=\"totp-setup\""));
 }
+
+#[tokio::test]
+async fn every_account_form_needs_the_session_csrf_token() {
+    let app = spawn_app().await;
+    app.add_user("ada").await;
+    let b = browser();
+    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+    let other = browser();
+    app.add_user("bob").await;
+    let bobs = app.portal_login(&other, "bob", PASSWORD).await;
+    assert_ne!(csrf, bobs, "each session has its own token");
+    for path in [
+        "/account/profile",
+        "/account/password",
+        "/account/sessions/end",
+        "/account/sessions/end-others",
+        "/account/totp",
+        "/account/totp/disable",
+    ] {
+        let missing = b.post(app.url(path)).form(&[("name", "x")]).send().await.unwrap();
+        assert_eq!(missing.status(), 403, "{path} without a token");
+        let foreign = b
+            .post(app.url(path))
+            .form(&[("csrf", bobs.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(foreign.status(), 403, "{path} with another session's token");
+        let signed_out = browser()
+            .post(app.url(path))
+            .form(&[("csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_out.status(), 401, "{path} without a session");
+    }
+}

@@ -130,3 +130,96 @@ fn invalid_settings_fail_at_start_with_one_line_naming_the_setting() {
         assert!(err.contains(&format!("`{setting}`")), "{err}");
     }
 }
+
+#[test]
+fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.db");
+    let out = tessera(
+        &db,
+        &[
+            "client",
+            "add",
+            "ops",
+            "--grant-type",
+            "client_credentials",
+            "--admin",
+            "--access-token-ttl",
+            "120",
+            "--json",
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = stdout(&tessera(&db, &["client", "show", "ops", "--json"], None));
+    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        (v["admin"].as_bool(), v["access_token_ttl"].as_i64()),
+        (Some(true), Some(120))
+    );
+
+    let public_admin = tessera(
+        &db,
+        &[
+            "client",
+            "add",
+            "spa",
+            "--public",
+            "--redirect-uri",
+            "https://spa.example/cb",
+            "--admin",
+        ],
+        None,
+    );
+    assert!(!public_admin.status.success());
+    assert!(String::from_utf8_lossy(&public_admin.stderr).contains("admin"));
+    let short_ttl = tessera(
+        &db,
+        &[
+            "client",
+            "add",
+            "web",
+            "--redirect-uri",
+            "https://web.example/cb",
+            "--access-token-ttl",
+            "5",
+        ],
+        None,
+    );
+    assert!(String::from_utf8_lossy(&short_ttl.stderr).contains("access_token_ttl"));
+    let grouped = tessera(
+        &db,
+        &[
+            "client",
+            "add",
+            "wiki",
+            "--redirect-uri",
+            "https://wiki.example/cb",
+            "--allowed-group",
+            "staff",
+            "--json",
+        ],
+        None,
+    );
+    assert!(grouped.status.success());
+    assert!(String::from_utf8_lossy(&grouped.stderr).contains("group staff created"));
+    let member = tessera(
+        &db,
+        &["user", "add", "bob", "--group", "staff", "--password-stdin"],
+        Some("correct horse battery\n"),
+    );
+    assert!(member.status.success());
+    let users = stdout(&tessera(&db, &["user", "list", "--json"], None));
+    assert!(users.contains("bob"));
+
+    let add = tessera(
+        &db,
+        &["user", "add", "alice", "--password-stdin"],
+        Some("correct horse battery\n"),
+    );
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let none = tessera(&db, &["user", "reset-mfa", "alice"], None);
+    assert!(stdout(&none).contains("had no authenticator"));
+    let unknown = tessera(&db, &["user", "reset-mfa", "nobody"], None);
+    assert!(!unknown.status.success());
+}

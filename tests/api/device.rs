@@ -122,3 +122,33 @@ async fn wrong_codes_and_clients_are_refused() {
     let (_, body) = poll(&app, "made-up").await;
     assert_eq!(body["error"], "invalid_grant");
 }
+
+#[tokio::test]
+async fn a_device_client_with_allowed_groups_refuses_others() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.state
+        .db
+        .write(|c| {
+            tessera::db::groups::create(c, "family")?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.add_client_with("tv", true, |c| {
+        c.grant_types = vec![DEVICE.into()];
+        c.allowed_groups = vec!["family".into()];
+    })
+    .await;
+    let codes = start(&app).await;
+    let b = browser();
+    let fields = app
+        .open_login(&b, codes["verification_uri_complete"].as_str().unwrap())
+        .await;
+    let resp = app.submit_login(&b, fields, "alice", PASSWORD).await;
+    let page = b.get(app.url(&location(&resp))).send().await.unwrap();
+    assert_eq!(page.status(), 403);
+    assert!(page.text().await.unwrap().contains("not allowed to use"));
+    let (status, body) = poll(&app, codes["device_code"].as_str().unwrap()).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("authorization_pending")));
+}

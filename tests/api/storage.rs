@@ -186,3 +186,36 @@ async fn expired_rows_are_purged_and_live_ones_kept() {
         "live grants survive"
     );
 }
+
+#[tokio::test]
+async fn audit_entries_older_than_the_retention_are_purged() {
+    // The server's own purger keeps everything here; the test drives each retention.
+    let app = spawn_with(|s| s.audit_retention_days = 0).await;
+    let now = app.clock.now();
+    let db = &app.state.db;
+    db.write(move |c| {
+        for (i, age) in [(0, 100), (1, 40 * 86_400), (2, 91 * 86_400), (3, 400 * 86_400)] {
+            let event = tessera::audit::Event::new("login.ok").actor(format!("user{i}"));
+            event.write(c, now - age)?;
+        }
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let total = || async {
+        db.read(|c| db::audit::list(c, &db::audit::Filter::default(), 100, 0))
+            .await
+            .unwrap()
+            .1
+    };
+    db.write(move |c| db::purge::purge_expired(c, now, 0)).await.unwrap();
+    assert_eq!(total().await, 4, "retention 0 keeps everything");
+    db.write(move |c| db::purge::purge_expired(c, now, 90 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(total().await, 2, "entries older than 90 days go");
+    db.write(move |c| db::purge::purge_expired(c, now, 30 * 86_400))
+        .await
+        .unwrap();
+    assert_eq!(total().await, 1);
+}
