@@ -133,6 +133,23 @@ fn group_ids(conn: &db::Conn, names: &[String]) -> Result<Result<Vec<i64>, Strin
     Ok(Ok(ids))
 }
 
+/// Sets the groups and claims given, then reads the user back as it now is.
+fn finish_edit(
+    c: &db::Conn,
+    id: i64,
+    groups: Option<&[i64]>,
+    claims: Option<&Map<String, Value>>,
+    now: i64,
+) -> Result<UserView, db::DbError> {
+    if let Some(g) = groups {
+        db::groups::set_user_groups(c, id, g)?;
+    }
+    if let Some(claims) = claims {
+        db::users::set_claims(c, id, claims, now)?;
+    }
+    load(c, id)?.ok_or_else(|| db::DbError::Corrupt("user vanished".into()))
+}
+
 pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<UserView>, AdminError> {
     let sort = q.sort_among(db::users::SORTS, "username")?;
     let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);
@@ -204,13 +221,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
                 Err(db::DbError::Conflict) => return Ok(Err(invalid("username", "this username is taken"))),
                 Err(e) => return Err(e),
             };
-            db::groups::set_user_groups(c, id, &groups)?;
-            if let Some(claims) = &input.claims {
-                db::users::set_claims(c, id, claims, now)?;
-            }
-            let Some(created) = load(c, id)? else {
-                return Err(db::DbError::Corrupt("user vanished".into()));
-            };
+            let created = finish_edit(c, id, Some(&groups), input.claims.as_ref(), now)?;
             actor
                 .event("admin.user_created")
                 .target(&created.username)
@@ -269,15 +280,7 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
             if let Some(admin) = input.is_admin {
                 db::users::set_admin(c, id, admin, now)?;
             }
-            if let Some(g) = groups {
-                db::groups::set_user_groups(c, id, &g)?;
-            }
-            if let Some(claims) = &input.claims {
-                db::users::set_claims(c, id, claims, now)?;
-            }
-            let Some(after) = load(c, id)? else {
-                return Err(db::DbError::Corrupt("user vanished".into()));
-            };
+            let after = finish_edit(c, id, groups.as_deref(), input.claims.as_ref(), now)?;
             actor
                 .event("admin.user_updated")
                 .target(&after.username)

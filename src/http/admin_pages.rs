@@ -6,7 +6,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::admin_ui::{done, error_page, flash, pager, posted, Form};
+use super::admin_ui::{done, error_page, flash, pager, posted, posted_to, Form};
 use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, clients::ClientSpec, groups::GroupView, AdminError, ListQuery, Problems};
@@ -436,14 +436,10 @@ pub async fn group_action(
     path: web::Path<(String, String)>,
     body: Bytes,
 ) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
+    let (raw, action) = path.into_inner();
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "group").await {
         Ok(p) => p,
         Err(resp) => return resp,
-    };
-    let (raw, action) = path.into_inner();
-    let id = match group_id(&raw) {
-        Ok(id) => id,
-        Err(e) => return error_page(&e),
     };
     let here = format!("/admin/groups/{id}");
     let result = match action.as_str() {

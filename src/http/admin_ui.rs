@@ -87,6 +87,19 @@ pub fn error_page(e: &AdminError) -> HttpResponse {
     }
 }
 
+/// `posted`, plus the numeric id of the record the path names (`what` for the 404).
+pub async fn posted_to(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &Bytes,
+    raw_id: &str,
+    what: &'static str,
+) -> Result<(Viewer, Form, Actor, i64), HttpResponse> {
+    let (v, form, actor) = posted(req, state, body).await?;
+    let id = raw_id.parse().map_err(|_| error_page(&AdminError::NotFound(what)))?;
+    Ok((v, form, actor, id))
+}
+
 pub fn done(path: &str, code: &str) -> HttpResponse {
     errors::redirect(&format!("{path}?done={code}"))
 }
@@ -361,13 +374,9 @@ pub async fn user_update(
     id: web::Path<String>,
     body: Bytes,
 ) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &id, "user").await {
         Ok(p) => p,
         Err(resp) => return resp,
-    };
-    let id = match path_id(&id) {
-        Ok(id) => id,
-        Err(e) => return error_page(&e),
     };
     let claims = match form.get("claims").trim() {
         "" => Some(serde_json::Map::new()),
@@ -409,14 +418,10 @@ pub async fn user_action(
     path: web::Path<(String, String)>,
     body: Bytes,
 ) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
+    let (raw, action) = path.into_inner();
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "user").await {
         Ok(p) => p,
         Err(resp) => return resp,
-    };
-    let (raw, action) = path.into_inner();
-    let id = match path_id(&raw) {
-        Ok(id) => id,
-        Err(e) => return error_page(&e),
     };
     let here = format!("/admin/users/{id}");
     let result = match action.as_str() {
