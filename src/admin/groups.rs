@@ -102,6 +102,14 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
             let Some(before) = db::groups::find(c, id)? else {
                 return Ok(Err(AdminError::NotFound("group")));
             };
+            // Dropping the name from a client's list would open it to everyone.
+            let requiring = db::groups::clients_requiring(c, &before.name)?;
+            if !requiring.is_empty() {
+                return Ok(Err(AdminError::Conflict(format!(
+                    "clients {} admit only this group; change them first",
+                    requiring.join(", ")
+                ))));
+            }
             let members = db::groups::members(c, id)?;
             db::groups::delete(c, id)?;
             actor

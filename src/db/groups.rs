@@ -61,8 +61,29 @@ pub fn create(conn: &Connection, name: &str) -> Result<i64, DbError> {
     Ok(conn.last_insert_rowid())
 }
 
+/// Renames a group, and the clients that admit it follow the new name.
 pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<bool, DbError> {
-    Ok(conn.execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])? == 1)
+    let Some(old) = find(conn, id)?.map(|g| g.name) else {
+        return Ok(false);
+    };
+    conn.execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])?;
+    conn.execute(
+        "UPDATE clients SET allowed_groups = (
+             SELECT json_group_array(CASE WHEN value = ?1 THEN ?2 ELSE value END) FROM json_each(clients.allowed_groups))
+         WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)",
+        params![old, name],
+    )?;
+    Ok(true)
+}
+
+/// The clients that admit only groups including `name`.
+pub fn clients_requiring(conn: &Connection, name: &str) -> Result<Vec<String>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT client_id FROM clients WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)
+         ORDER BY client_id",
+    )?;
+    let rows = stmt.query_map([name], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub fn delete(conn: &Connection, id: i64) -> Result<bool, DbError> {

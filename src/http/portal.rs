@@ -82,6 +82,10 @@ pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, Http
         return Ok(v);
     }
     if req.method() == actix_web::http::Method::GET {
+        // Showing the form parks a login request (a write): limited like /authorize.
+        if let Some(limited) = super::guard::limit_page(req, state, crate::auth::limits::Bucket::Authorize) {
+            return Err(limited);
+        }
         let pending = Pending::Portal(return_path(req));
         return Err(login_page(req, state, pending, "your Tessera account", "").await);
     }

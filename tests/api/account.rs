@@ -331,3 +331,31 @@ async fn every_account_form_needs_the_session_csrf_token() {
         assert_eq!(signed_out.status(), 401, "{path} without a session");
     }
 }
+
+#[tokio::test]
+async fn signed_in_pages_carry_the_page_security_headers() {
+    let app = spawn_app().await;
+    let ada = app.add_user("ada").await;
+    app.make_admin(ada.id).await;
+    let b = browser();
+    app.portal_login(&b, "ada", PASSWORD).await;
+    for path in ["/account", "/account/totp", "/admin", "/admin/users", "/admin/audit"] {
+        let resp = b.get(app.url(path)).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let h = resp.headers();
+        assert!(
+            h["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("frame-ancestors 'none'"),
+            "{path}"
+        );
+        assert!(
+            !h["content-security-policy"].to_str().unwrap().contains("script-src"),
+            "{path} runs no script"
+        );
+        assert_eq!(h["cache-control"], "no-store", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
+    }
+}

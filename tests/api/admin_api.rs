@@ -466,6 +466,11 @@ async fn a_client_with_allowed_groups_refuses_others_and_says_why() {
     let gid = g[0]["id"].as_i64().unwrap();
     api.call(reqwest::Method::PUT, &format!("/groups/{gid}/members/ada"), None)
         .await;
+    // Renaming the group keeps the client's rule; deleting it while required is refused.
+    api.patch(&format!("/groups/{gid}"), json!({"name": "employees"})).await;
+    assert_eq!(api.get("/clients/rp").await.1["allowed_groups"], json!(["employees"]));
+    let (s, body) = api.delete(&format!("/groups/{gid}")).await;
+    assert_eq!((s, body["error"].as_str()), (409, Some("conflict")));
     let ok = b.get(app.authorize_url("rp", &[])).send().await.unwrap();
     assert_eq!(ok.status(), 302);
     let code = redirect_params(&ok)["code"].clone();
