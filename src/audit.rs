@@ -81,9 +81,11 @@ impl Event {
     }
 }
 
-/// A token event of a client's grant (issued, revoked, reuse detected).
-pub fn token(name: &'static str, client_id: &str, grant_type: &str, grant_id: &str) -> Event {
+/// A token event of a client's grant (issued, revoked, reuse detected), from the
+/// client's address.
+pub fn token(name: &'static str, client_id: &str, grant_type: &str, grant_id: &str, ip: &str) -> Event {
     Event::new(name)
         .actor(format!("client:{client_id}"))
+        .ip(Some(ip))
         .detail(serde_json::json!({"grant_type": grant_type, "grant": grant_id}))
 }

@@ -146,7 +146,8 @@ enum Polled {
 }
 
 /// RFC 8628 §3.4–3.5: pending, slow down, expired, denied, or tokens — once.
-pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+    let ip = ip.to_string();
     let code = form
         .get("device_code")
         .filter(|v| !v.is_empty())
@@ -205,7 +206,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form) -> Result<Toke
                         amr: d.amr.clone(),
                     };
                     let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
-                    crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id)
+                    crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id, &ip)
                         .target(&user.username)
                         .write(c, now)?;
                     Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))

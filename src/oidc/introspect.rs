@@ -127,7 +127,14 @@ pub async fn introspect(state: &AppState, token: &str) -> Result<Value, OAuthErr
 
 /// RFC 7009 §2.1: revokes a token the client holds. Unknown tokens are not an error
 /// (§2.2); a token issued to another client is refused.
-pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option<&str>) -> Result<(), OAuthError> {
+pub async fn revoke(
+    state: &AppState,
+    client: &Client,
+    token: &str,
+    hint: Option<&str>,
+    ip: &str,
+) -> Result<(), OAuthError> {
+    let ip = ip.to_string();
     match hint {
         None | Some("access_token") | Some("refresh_token") => {}
         Some(_) => {
@@ -161,7 +168,7 @@ pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option
             .to_string();
         let exp = signed.claims.get("exp").and_then(Value::as_i64).unwrap_or(now);
         if !jti.is_empty() && exp > now {
-            let event = crate::audit::token("token.revoked", &client.client_id, "access_token", &jti);
+            let event = crate::audit::token("token.revoked", &client.client_id, "access_token", &jti, &ip);
             state
                 .db
                 .write(move |c| {
@@ -181,7 +188,7 @@ pub async fn revoke(state: &AppState, client: &Client, token: &str, hint: Option
             Some(r) if r.grant.client_id == client_id => {
                 // Revoking a refresh token revokes its whole grant (§2.1 SHOULD).
                 db::grants::revoke_grant(c, &r.grant.id, now)?;
-                crate::audit::token("token.revoked", &client_id, "refresh_token", &r.grant.id).write(c, now)?;
+                crate::audit::token("token.revoked", &client_id, "refresh_token", &r.grant.id, &ip).write(c, now)?;
                 Ok(true)
             }
             Some(_) => Ok(false),

@@ -91,7 +91,8 @@ pub const REFRESH_RETRY_GRACE: i64 = 10;
 
 pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
-pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+/// Answers a token request; `ip` is the client's address, for the audit log.
+pub async fn grant(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let grant_type = required(form, "grant_type")?;
     if !matches!(
         grant_type,
@@ -109,10 +110,10 @@ pub async fn grant(state: &AppState, client: &Client, form: &Form) -> Result<Tok
         ));
     }
     match grant_type {
-        "authorization_code" => exchange_code(state, client, form).await,
-        "refresh_token" => refresh(state, client, form).await,
-        "client_credentials" => client_credentials(state, client, form).await,
-        _ => super::device::poll(state, client, form).await,
+        "authorization_code" => exchange_code(state, client, form, ip).await,
+        "refresh_token" => refresh(state, client, form, ip).await,
+        "client_credentials" => client_credentials(state, client, form, ip).await,
+        _ => super::device::poll(state, client, form, ip).await,
     }
 }
 
@@ -134,7 +135,13 @@ pub fn refresh_ttl(state: &AppState, client: &Client) -> i64 {
 /// clients obtain it, and only with their own credentials.
 pub const ADMIN_SCOPE: &str = "tessera:admin";
 
-async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+async fn client_credentials(
+    state: &AppState,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+) -> Result<TokenResponse, OAuthError> {
+    let ip = ip.to_string();
     if client.is_public() {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
@@ -169,7 +176,7 @@ async fn client_credentials(state: &AppState, client: &Client, form: &Form) -> R
         .db
         .write(move |c| {
             db::grants::insert_grant(c, &stored, now)?;
-            audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id).write(c, now)
+            audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id, &ip).write(c, now)
         })
         .await?;
     super::issue::mint_for_client(state, &grant, &scope, client_alg(client), access_ttl(state, client))
@@ -188,7 +195,8 @@ enum Outcome {
     Refused(OAuthError),
 }
 
-async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+    let ip = ip.to_string();
     let code = TokenHash::of(required(form, "code")?);
     let redirect_uri = required(form, "redirect_uri")?.to_string();
     let verifier = param(form, "code_verifier").map(str::to_string);
@@ -205,7 +213,8 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 Consumed::Replayed { grant_id } => {
                     // RFC 6749 §4.1.2: a code used twice revokes what it issued.
                     db::grants::revoke_grant(c, &grant_id, now)?;
-                    audit::token("token.reuse_detected", &client_id, "authorization_code", &grant_id).write(c, now)?;
+                    audit::token("token.reuse_detected", &client_id, "authorization_code", &grant_id, &ip)
+                        .write(c, now)?;
                     return Ok(Outcome::Refused(OAuthError::invalid_grant("the code was already used")));
                 }
                 Consumed::Unknown => return Ok(Outcome::Refused(OAuthError::invalid_grant("the code is not valid"))),
@@ -244,7 +253,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
                 amr: Some(code.amr.clone()),
             };
             let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
-            audit::token("token.issued", &grant.client_id, "authorization_code", &grant.id)
+            audit::token("token.issued", &grant.client_id, "authorization_code", &grant.id, &ip)
                 .target(&user.username)
                 .write(c, now)?;
             Ok(Outcome::Issued {
@@ -280,7 +289,8 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form) -> Result
     }
 }
 
-async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<TokenResponse, OAuthError> {
+async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+    let ip = ip.to_string();
     let presented = TokenHash::of(required(form, "refresh_token")?);
     let requested = match param(form, "scope") {
         Some(s) => Some(Scope::parse(s).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?),
@@ -310,7 +320,8 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
                 Some(_) => {
                     // RFC 9700 §4.14.2: reuse of a rotated token revokes the family.
                     db::grants::revoke_grant(c, &r.grant.id, now)?;
-                    audit::token("token.reuse_detected", &client_id, "refresh_token", &r.grant.id).write(c, now)?;
+                    audit::token("token.reuse_detected", &client_id, "refresh_token", &r.grant.id, &ip)
+                        .write(c, now)?;
                     return refuse("the refresh token was already used");
                 }
             }
@@ -337,7 +348,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form) -> Result<Token
             };
             // The new token keeps the grant's scope; only this response is narrowed.
             db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
-            audit::token("token.issued", &client_id, "refresh_token", &r.grant.id)
+            audit::token("token.issued", &client_id, "refresh_token", &r.grant.id, &ip)
                 .target(&user.username)
                 .write(c, now)?;
             Ok((

@@ -417,6 +417,12 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     assert_eq!(audit["items"].as_array().unwrap().len(), 3);
     assert!(audit["total"].as_i64().unwrap() >= 10);
     assert_eq!(audit["items"][0]["event"], "admin.client_deleted", "newest first");
+    let (_, issued) = api.get("/audit?event=token.issued&who=client:web").await;
+    assert_eq!(
+        issued["items"][0]["ip"], "127.0.0.1",
+        "token events carry the client's address"
+    );
+    assert_eq!(issued["items"][0]["detail"]["grant_type"], "client_credentials");
     let (_, by_who) = api.get("/audit?who=client:web").await;
     assert!(by_who["items"]
         .as_array()
