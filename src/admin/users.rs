@@ -312,9 +312,14 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
 
 /// Disables (ending sessions and revoking grants) or enables an account.
 pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bool) -> Result<UserView, AdminError> {
+    let live = if disabled {
+        sessions(state, id).await?
+    } else {
+        Vec::new()
+    };
     let now = state.clock.now();
     let actor = actor.clone();
-    state
+    let after = state
         .db
         .write(move |c| {
             let Some(before) = load(c, id)? else {
@@ -332,7 +337,10 @@ pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bo
             actor.event(name).target(&before.username).write(c, now)?;
             Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
         })
-        .await?
+        .await??;
+    // The sessions ended with the account; their clients hear of it (back-channel).
+    crate::oidc::logout::end_listed(state, &live).await?;
+    Ok(after)
 }
 
 pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
@@ -358,6 +366,13 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
     if actor.user_id == Some(id) {
         return Err(AdminError::Conflict("you cannot delete your own account".into()));
     }
+    let target = get(state, id).await?;
+    if !state.db.read(move |c| keeps_an_admin(c, &target, true)).await? {
+        return Err(AdminError::Conflict(LAST_ADMIN.into()));
+    }
+    // Logged out (back-channel) while the grants that name the clients still exist.
+    let live = sessions(state, id).await?;
+    crate::oidc::logout::end_listed(state, &live).await?;
     let now = state.clock.now();
     let actor = actor.clone();
     state
@@ -397,16 +412,7 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
     if sid.is_some() && chosen.is_empty() {
         return Err(AdminError::NotFound("session"));
     }
-    for s in &chosen {
-        let session = db::sessions::Session {
-            sid: s.sid.clone(),
-            user_id: s.user_id,
-            auth_time: s.auth_time,
-            expires_at: s.expires_at,
-            amr: s.amr.clone(),
-        };
-        crate::oidc::logout::end_session(state, &session).await?;
-    }
+    crate::oidc::logout::end_listed(state, &chosen).await?;
     actor
         .event("admin.sessions_ended")
         .target(&user.username)

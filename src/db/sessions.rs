@@ -155,6 +155,18 @@ pub struct SessionInfo {
     pub ip: Option<String>,
 }
 
+impl SessionInfo {
+    pub fn as_session(&self) -> Session {
+        Session {
+            sid: self.sid.clone(),
+            user_id: self.user_id,
+            auth_time: self.auth_time,
+            expires_at: self.expires_at,
+            amr: self.amr.clone(),
+        }
+    }
+}
+
 /// A user's live sessions, newest first.
 pub fn list_for_user(conn: &Connection, user_id: i64, now: i64) -> Result<Vec<SessionInfo>, DbError> {
     let mut stmt = conn.prepare_cached(

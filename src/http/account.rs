@@ -291,21 +291,11 @@ async fn end_sessions(
         .read(move |c| db::sessions::list_for_user(c, uid, now))
         .await
         .map_err(|e| errors::server_page(&e.into()))?;
-    let mut ended = 0;
-    for s in sessions.iter().filter(|s| pick(s)) {
-        let session = db::sessions::Session {
-            sid: s.sid.clone(),
-            user_id: s.user_id,
-            auth_time: s.auth_time,
-            expires_at: s.expires_at,
-            amr: s.amr.clone(),
-        };
-        logout::end_session(state, &session)
-            .await
-            .map_err(|e| errors::server_page(&e))?;
-        ended += 1;
-    }
-    Ok(ended)
+    let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
+    logout::end_listed(state, &chosen)
+        .await
+        .map_err(|e| errors::server_page(&e))?;
+    Ok(chosen.len())
 }
 
 pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {

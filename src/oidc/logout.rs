@@ -151,6 +151,14 @@ pub async fn end_session(state: &AppState, session: &Session) -> Result<(), OAut
     Ok(())
 }
 
+/// Ends each listed session as `end_session` does, back-channel logout included.
+pub async fn end_listed(state: &AppState, sessions: &[db::sessions::SessionInfo]) -> Result<(), OAuthError> {
+    for s in sessions {
+        end_session(state, &s.as_session()).await?;
+    }
+    Ok(())
+}
+
 /// How long undelivered logout tokens are retried.
 const DELIVERY_WINDOW: i64 = 24 * 3600;
 pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";

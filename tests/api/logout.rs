@@ -218,3 +218,85 @@ async fn a_failing_back_channel_is_retried_without_blocking_the_user() {
     assert_eq!(pending.0, 1, "the failure is counted and kept for a retry");
     assert!(pending.1 > app.clock.now() - 1);
 }
+
+#[tokio::test]
+async fn disabling_or_deleting_a_user_in_the_admin_api_logs_them_out_of_clients() {
+    let (uri, mut bodies) = receiver(200).await;
+    let (app, secret) = setup(Some(uri), false).await;
+    let ops = app
+        .add_client_with("ops", false, |c| {
+            c.admin = true;
+            c.grant_types = vec!["client_credentials".into()];
+        })
+        .await
+        .unwrap();
+    let token: serde_json::Value = app
+        .token(
+            Some(("ops", &ops)),
+            &[("grant_type", "client_credentials"), ("scope", "tessera:admin")],
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let bearer = token["access_token"].as_str().unwrap().to_string();
+    let (b, tokens) = signed_in(&app, &secret).await;
+    let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    let users: serde_json::Value = plain_client()
+        .get(app.url("/admin/api/users?q=alice"))
+        .bearer_auth(&bearer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let uid = users["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["username"] == "alice")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let resp = plain_client()
+        .post(app.url(&format!("/admin/api/users/{uid}/disable")))
+        .bearer_auth(&bearer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(body.starts_with("logout_token="));
+    let token: String = url::form_urlencoded::parse(body.as_bytes())
+        .next()
+        .unwrap()
+        .1
+        .into_owned();
+    assert_eq!(jwt_parts(&token).1["sub"], id["sub"]);
+    assert!(!still_signed_in(&app, &b).await);
+
+    // Deleting: enabled again and signed in again, then deleted — the client hears of it.
+    plain_client()
+        .post(app.url(&format!("/admin/api/users/{uid}/enable")))
+        .bearer_auth(&bearer)
+        .send()
+        .await
+        .unwrap();
+    signed_in(&app, &secret).await;
+    let resp = plain_client()
+        .delete(app.url(&format!("/admin/api/users/{uid}")))
+        .bearer_auth(&bearer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(body.starts_with("logout_token="));
+}
