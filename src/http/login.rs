@@ -86,12 +86,15 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         state.clock.now(),
     )
     .await;
+    // A correct password counts as a sign-in only once any second factor is passed.
     let (counter, event) = match outcome {
-        Outcome::Ok => (&state.metrics.logins_ok, "login.password_ok"),
-        Outcome::Failed => (&state.metrics.logins_failed, "login.failed"),
-        Outcome::Locked => (&state.metrics.logins_locked, "login.locked"),
+        Outcome::Ok => (None, "login.password_ok"),
+        Outcome::Failed => (Some(&state.metrics.logins_failed), "login.failed"),
+        Outcome::Locked => (Some(&state.metrics.logins_locked), "login.locked"),
     };
-    counter.fetch_add(1, Ordering::Relaxed);
+    if let Some(c) = counter {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
     let ip = ip_text(&req, &state);
     let attempted: String = username.trim().chars().take(64).collect();
     let user = match result {
@@ -124,6 +127,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Ok(false) => {}
         Err(e) => return errors::server_page(&e.into()),
     }
+    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
     Event::new("login.ok")
         .actor(&user.username)
         .ip(Some(ip.clone()))
@@ -231,6 +235,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         .detail(serde_json::json!({"method": method}))
         .log(&state)
         .await;
+    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
     Event::new("login.ok")
         .actor(&user.username)
         .ip(Some(ip.clone()))

@@ -253,6 +253,16 @@ async fn totp_sign_in_asks_for_a_code_refuses_replays_and_reports_amr() {
     let fields = to_mfa_page(&app, &third).await;
     assert_eq!(submit_code(&app, &third, fields, &recovery[0]).await.status(), 401);
 
+    // Four sign-ins completed; the three stopped at the code page do not count.
+    let metrics = plain_client()
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("tessera_logins_total{outcome=\"ok\"} 4"), "{metrics}");
     let events: Vec<_> = app.audit().await.into_iter().map(|e| e.0).collect();
     for e in ["mfa.enrolled", "mfa.failed", "mfa.ok", "token.issued"] {
         assert!(events.contains(&e.to_string()), "{e} is audited");
