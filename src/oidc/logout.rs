@@ -38,12 +38,7 @@ impl From<db::DbError> for LogoutError {
 }
 
 fn one<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, LogoutError> {
-    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let first = values.next().filter(|v| !v.is_empty());
-    if values.next().is_some() {
-        return Err(LogoutError::Invalid("a parameter is repeated"));
-    }
-    Ok(first)
+    super::unique_param(params, name).map_err(|_| LogoutError::Invalid("a parameter is repeated"))
 }
 
 /// RP-Initiated Logout §2–3: the hint and client_id identify the client, whose

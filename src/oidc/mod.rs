@@ -16,3 +16,18 @@ pub mod pkce;
 pub mod token;
 
 pub use error::{ErrorCode, OAuthError};
+
+/// A parameter sent more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeated;
+
+/// A request parameter that may appear at most once (RFC 6749 §3.1: "parameters MUST
+/// NOT be included more than once"): `Ok(None)` when absent or empty.
+pub fn unique_param<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, Repeated> {
+    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let first = values.next().filter(|v| !v.is_empty());
+    if values.next().is_some() {
+        return Err(Repeated);
+    }
+    Ok(first)
+}

@@ -61,15 +61,10 @@ const MAX_PARAM: usize = 4096;
 
 /// Looks up a single-valued parameter; a repeated one is an error (RFC 6749 §3.1).
 fn single<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, String> {
-    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(format!("the `{name}` parameter is repeated"));
-    }
-    match first {
-        Some(v) if v.len() > MAX_PARAM => Err(format!("the `{name}` parameter is too long")),
-        Some("") => Ok(None),
-        other => Ok(other),
+    match crate::oidc::unique_param(params, name) {
+        Err(crate::oidc::Repeated) => Err(format!("the `{name}` parameter is repeated")),
+        Ok(Some(v)) if v.len() > MAX_PARAM => Err(format!("the `{name}` parameter is too long")),
+        Ok(v) => Ok(v),
     }
 }
 
