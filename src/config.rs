@@ -44,6 +44,7 @@ pub struct RawSettings {
     pub lockout: Option<String>,
     pub audit_retention_days: Option<String>,
     pub trusted_proxies: Option<String>,
+    pub metrics_token: Option<String>,
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
     pub master_key_file: Option<String>,
@@ -66,6 +67,7 @@ struct FileSettings {
     lockout: Option<toml::Value>,
     audit_retention_days: Option<toml::Value>,
     trusted_proxies: Option<toml::Value>,
+    metrics_token: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
 }
 
@@ -134,6 +136,8 @@ pub struct Settings {
     pub lockout: bool,
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers are believed.
     pub trusted_proxies: Vec<Cidr>,
+    /// When set, `/metrics` answers only `Authorization: Bearer <token>`.
+    pub metrics_token: Option<String>,
     /// Encrypts signing private keys and TOTP secrets at rest when set.
     pub master_key: Option<MasterKey>,
     /// Audit entries older than this are deleted; 0 keeps them forever.
@@ -164,6 +168,7 @@ impl Default for Settings {
             rate_limit: true,
             lockout: true,
             trusted_proxies: Vec::new(),
+            metrics_token: None,
             master_key: None,
             audit_retention_days: 90,
         }
@@ -240,6 +245,12 @@ impl Settings {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| invalid("master_key_file", format!("cannot read {path}: {e}")))?;
             s.master_key = Some(MasterKey::parse(&text).map_err(|e| invalid("master_key_file", e))?);
+        }
+        if let Some(v) = pick(&raw.metrics_token, &file.metrics_token) {
+            if v.len() < 16 || v.len() > 256 || !v.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(invalid("metrics_token", "16 to 256 visible ASCII characters"));
+            }
+            s.metrics_token = Some(v);
         }
         if let Some(v) = pick(&raw.trusted_proxies, &file.trusted_proxies) {
             s.trusted_proxies = v

@@ -94,6 +94,9 @@ struct ServeArgs {
     /// Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_name = "CIDR,…")]
     trusted_proxies: Option<String>,
+    /// Require `Authorization: Bearer TOKEN` on /metrics [default: open, restrict at the proxy]
+    #[arg(long, env = "TESSERA_METRICS_TOKEN", value_name = "TOKEN")]
+    metrics_token: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -129,6 +132,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         lockout: s.lockout.clone(),
         audit_retention_days: s.audit_retention_days.clone(),
         trusted_proxies: s.trusted_proxies.clone(),
+        metrics_token: s.metrics_token.clone(),
         ..Default::default()
     });
     let raw = RawSettings {

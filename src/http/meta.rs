@@ -3,7 +3,9 @@
 use std::sync::atomic::Ordering;
 
 use actix_web::http::{header, StatusCode};
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::errors;
 
 use crate::oidc::discovery;
 use crate::state::AppState;
@@ -50,7 +52,15 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         .json(body)
 }
 
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Some(expected) = &state.settings.metrics_token {
+        let presented = super::userinfo::header_token(&req).ok().flatten().unwrap_or_default();
+        let same = presented.len() == expected.len()
+            && bool::from(subtle::ConstantTimeEq::ct_eq(presented.as_bytes(), expected.as_bytes()));
+        if !same {
+            return errors::bearer(None);
+        }
+    }
     let writer = state.db.writer_stats();
     let hash = state.hasher.stats();
     let path = &state.settings.db_path;

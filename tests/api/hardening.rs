@@ -267,3 +267,27 @@ async fn readiness_and_metrics_report_what_happened() {
         assert!(text.contains(expected), "missing {expected} in\n{text}");
     }
 }
+
+#[tokio::test]
+async fn a_metrics_token_closes_the_metrics_endpoint_to_others() {
+    let app = spawn_with(|s| s.metrics_token = Some("scrape-me-please-1234".into())).await;
+    let url = app.url("/metrics");
+    let anonymous = plain_client().get(&url).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert!(anonymous.headers().contains_key("www-authenticate"));
+    let wrong = plain_client()
+        .get(&url)
+        .bearer_auth("scrape-me-please-1235")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = plain_client()
+        .get(&url)
+        .bearer_auth("scrape-me-please-1234")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    assert!(right.text().await.unwrap().contains("tessera_writer_batches_total"));
+}
