@@ -8,6 +8,8 @@
 // (directory for PNGs), CHROMIUM (browser path, default /usr/bin/chromium).
 
 import { chromium } from "playwright-core";
+import jsQR from "jsqr";
+import { PNG } from "pngjs";
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { mkdirSync } from "node:fs";
@@ -192,6 +194,11 @@ try {
   check(await page.isVisible(".qr svg"), "QR code drawn");
   const secret = (await page.textContent("#totp-secret")).trim();
   await snap(page, "totp-enrol");
+  // What a phone's camera would read: the QR code decodes to the otpauth URI of this key.
+  const png = PNG.sync.read(await page.locator(".qr").screenshot());
+  const qr = jsQR(new Uint8ClampedArray(png.data), png.width, png.height);
+  check(qr && qr.data.startsWith("otpauth://totp/") && qr.data.includes(`secret=${secret}&`), `QR decodes (${qr && qr.data})`);
+  console.log(`qr ${qr.data.replace(secret, "<secret>")}`);
   await page.fill("#code", totp(secret, Date.now() / 1000));
   await submit(page, "button:has-text('Turn on')");
   const codes = await page.$$eval("#recovery-codes code", (els) => els.map((e) => e.textContent));
