@@ -123,7 +123,10 @@ fn invalid_settings_fail_at_start_with_one_line_naming_the_setting() {
         (vec!["serve", "--issuer", "ftp://x"], "issuer"),
         (vec!["serve", "--sqlite-wal", "maybe"], "sqlite_wal"),
         (vec!["serve", "--metrics-token", "short"], "metrics_token"),
-        (vec!["serve", "--audit-retention-days", "forever"], "audit_retention_days"),
+        (
+            vec!["serve", "--audit-retention-days", "forever"],
+            "audit_retention_days",
+        ),
     ] {
         let out = tessera(&db, &args, None);
         assert!(!out.status.success());
