@@ -4,6 +4,7 @@ pub mod client_ip;
 pub mod limits;
 pub mod login;
 pub mod mfa;
+pub mod passkeys;
 pub mod password;
 pub mod setup;
 pub mod totp;

@@ -37,7 +37,7 @@ fn header_of(token: &str) -> Result<(String, Option<String>), JwtError> {
     Ok((alg, kid))
 }
 
-fn verifier_for(alg: &str, jwk: &Jwk) -> Option<Box<dyn JwsVerifier>> {
+pub(crate) fn verifier_for(alg: &str, jwk: &Jwk) -> Option<Box<dyn JwsVerifier>> {
     let v: Box<dyn JwsVerifier> = match alg {
         "RS256" => Box::new(RS256.verifier_from_jwk(jwk).ok()?),
         "RS384" => Box::new(RS384.verifier_from_jwk(jwk).ok()?),

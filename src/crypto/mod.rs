@@ -6,6 +6,8 @@ pub mod jwt;
 pub mod keys;
 pub mod random;
 pub mod sealed;
+pub mod webauthn;
+pub mod webauthn_testing;
 
 pub use jwt::{JwtError, Signed};
 pub use keys::{KeyError, KeyStore, SigningKeyRecord};

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_lockout.sql"),
     include_str!("migrations/0004_setup.sql"),
     include_str!("migrations/0005_people.sql"),
+    include_str!("migrations/0006_passkeys.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -13,6 +13,7 @@ pub mod logout;
 pub mod maintenance;
 pub mod mfa;
 pub mod migrations;
+pub mod passkeys;
 pub mod purge;
 pub mod sessions;
 pub mod setup;

@@ -24,6 +24,7 @@ const TARGETS: &[(&str, &str)] = &[
     ("client_assertions", "expires_at < ?1"),
     ("device_codes", "expires_at < ?1"),
     ("setup_tokens", "expires_at < ?1"),
+    ("webauthn_challenges", "expires_at < ?1"),
 ];
 
 /// Deletes up to `BATCH` expired rows from each table, and audit entries older than

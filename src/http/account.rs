@@ -64,6 +64,14 @@ struct AccountPage<'a> {
     totp_on: bool,
     recovery_left: i64,
     sessions: Vec<SessionRow>,
+    passkeys: Vec<PasskeyRow>,
+}
+
+struct PasskeyRow {
+    id: i64,
+    name: String,
+    added: String,
+    used: String,
 }
 
 #[derive(Template)]
@@ -84,12 +92,14 @@ fn flash_text(code: &str) -> Option<&'static str> {
         "session" => "That session was signed out.",
         "others" => "All other sessions were signed out.",
         "totp-off" => "Two-step verification was turned off.",
+        "passkey" => "The passkey was added. You can sign in with it now.",
+        "passkey-removed" => "The passkey was removed.",
         _ => return None,
     })
 }
 
 /// Form fields, the viewer and a verified CSRF token, or the response that refuses.
-async fn posted(
+pub async fn posted(
     req: &HttpRequest,
     state: &AppState,
     body: &Bytes,
@@ -127,10 +137,11 @@ async fn render(
                 db::sessions::list_for_user(c, uid, now)?,
                 db::mfa::enabled(c, uid)?,
                 db::mfa::recovery_left(c, uid)?,
+                db::passkeys::list_for_user(c, uid)?,
             ))
         })
         .await;
-    let (sessions, totp_on, recovery_left) = match loaded {
+    let (sessions, totp_on, recovery_left, passkeys) = match loaded {
         Ok(l) => l,
         Err(e) => return errors::server_page(&e.into()),
     };
@@ -149,6 +160,15 @@ async fn render(
         totp_on,
         recovery_left,
         sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
+        passkeys: passkeys
+            .into_iter()
+            .map(|p| PasskeyRow {
+                id: p.id,
+                name: p.name,
+                added: portal::when(p.created_at),
+                used: p.last_used_at.map(portal::when).unwrap_or_else(|| "never".into()),
+            })
+            .collect(),
     };
     pages::render(status, &page)
 }

@@ -43,7 +43,7 @@ pub fn ip_text(req: &HttpRequest, state: &AppState) -> String {
     guard::client_ip(req, state).to_string()
 }
 
-fn user_agent(req: &HttpRequest) -> Option<String> {
+pub fn user_agent(req: &HttpRequest) -> Option<String> {
     let ua = req.headers().get(header::USER_AGENT)?.to_str().ok()?;
     Some(ua.chars().take(200).collect())
 }
@@ -127,20 +127,33 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Ok(false) => {}
         Err(e) => return errors::server_page(&e.into()),
     }
-    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.ok")
-        .actor(&user.username)
-        .ip(Some(ip.clone()))
-        .detail(serde_json::json!({"amr": AMR_PASSWORD}))
-        .log(&state)
-        .await;
     let who = SignIn {
         user_id: user.id,
         amr: AMR_PASSWORD,
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete(&req, &state, request_id, pending, &who, &browser).await
+    complete_sign_in(&req, &state, request_id, pending, &who, &browser, &user.username).await
+}
+
+/// Counts and audits a completed sign-in, then continues with what it was for.
+pub async fn complete_sign_in(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    pending: Pending,
+    who: &SignIn,
+    browser: &TokenHash,
+    username: &str,
+) -> HttpResponse {
+    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
+    Event::new("login.ok")
+        .actor(username)
+        .ip(who.ip.clone())
+        .detail(serde_json::json!({"amr": who.amr}))
+        .log(state)
+        .await;
+    complete(req, state, request_id, pending, who, browser).await
 }
 
 fn mfa_page(status: StatusCode, request_id: &str, csrf: &str, error: Option<&str>) -> HttpResponse {
@@ -235,20 +248,13 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         .detail(serde_json::json!({"method": method}))
         .log(&state)
         .await;
-    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.ok")
-        .actor(&user.username)
-        .ip(Some(ip.clone()))
-        .detail(serde_json::json!({"amr": AMR_PASSWORD_OTP}))
-        .log(&state)
-        .await;
     let who = SignIn {
         user_id,
         amr: AMR_PASSWORD_OTP,
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete(&req, &state, request_id, then, &who, &browser).await
+    complete_sign_in(&req, &state, request_id, then, &who, &browser, &user.username).await
 }
 
 async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {

@@ -15,6 +15,7 @@ pub mod logout;
 pub mod meta;
 pub mod pages;
 pub mod params;
+pub mod passkeys;
 pub mod portal;
 pub mod setup;
 pub mod token;
@@ -36,6 +37,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
         .route("/login/mfa", web::post().to(login::mfa))
+        .route("/login/passkey", web::post().to(passkeys::login))
+        .route("/login/passkey/options", web::post().to(passkeys::login_options))
+        .route("/account/passkeys", web::post().to(passkeys::register))
+        .route(
+            "/account/passkeys/options",
+            web::post().to(passkeys::registration_options),
+        )
+        .route("/account/passkeys/delete", web::post().to(passkeys::remove))
+        .route("/static/passkey.js", web::get().to(passkeys::script))
         .route("/consent", web::post().to(login::consent))
         .route("/logout", web::get().to(logout::logout_get))
         .route("/logout", web::post().to(logout::logout_post))

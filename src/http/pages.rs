@@ -87,7 +87,11 @@ pub struct ErrorPage<'a> {
 }
 
 /// No scripts, no framing, no referrer: the login page is the front door.
-const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'";
+/// The one script is /static/passkey.js (progressive enhancement for passkeys). No
+/// `form-action`: browsers apply it to the redirect after a form, and a sign-in ends
+/// in a redirect to the client.
+const CSP: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; \
+    base-uri 'none'; frame-ancestors 'none'";
 
 /// A response builder for an HTML page with the security headers set.
 pub fn html(status: StatusCode) -> actix_web::HttpResponseBuilder {

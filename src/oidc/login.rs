@@ -43,6 +43,9 @@ pub struct SignIn {
 /// `amr` for a password alone and for a password with a one-time code.
 pub const AMR_PASSWORD: &str = "pwd";
 pub const AMR_PASSWORD_OTP: &str = "pwd otp mfa";
+/// A passkey with user verification: a key the device holds plus the PIN or biometric
+/// that unlocked it (RFC 8176 `swk`, `user`; two factors).
+pub const AMR_PASSKEY: &str = "swk user mfa";
 
 /// What a form carries: names of a server-side record, not the request itself.
 pub struct Parked {

@@ -20,6 +20,7 @@ mod helpers;
 mod interop;
 mod keys;
 mod logout;
+mod passkeys;
 mod process;
 mod setup;
 mod storage;

@@ -1,0 +1,144 @@
+//! Passkeys: stored WebAuthn credentials and the one-time challenges of their
+//! ceremonies.
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+use super::{optional, DbError};
+use crate::crypto::TokenHash;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Passkey {
+    pub id: i64,
+    pub user_id: i64,
+    #[serde(skip)]
+    pub public_jwk: String,
+    pub alg: String,
+    #[serde(skip)]
+    pub sign_count: u32,
+    pub name: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+}
+
+const COLUMNS: &str = "id, user_id, public_jwk, alg, sign_count, name, created_at, last_used_at";
+
+fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Passkey> {
+    Ok(Passkey {
+        id: r.get(0)?,
+        user_id: r.get(1)?,
+        public_jwk: r.get(2)?,
+        alg: r.get(3)?,
+        sign_count: r.get(4)?,
+        name: r.get(5)?,
+        created_at: r.get(6)?,
+        last_used_at: r.get(7)?,
+    })
+}
+
+pub struct NewPasskey<'a> {
+    pub user_id: i64,
+    pub credential_id: &'a [u8],
+    pub public_jwk: &'a str,
+    pub alg: &'a str,
+    pub sign_count: u32,
+    pub name: &'a str,
+    pub now: i64,
+}
+
+/// Stores a credential; `DbError::Conflict` when its id is already registered.
+pub fn insert(conn: &Connection, p: &NewPasskey<'_>) -> Result<i64, DbError> {
+    conn.execute(
+        "INSERT INTO passkeys (user_id, credential_id, public_jwk, alg, sign_count, name, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            p.user_id,
+            p.credential_id,
+            p.public_jwk,
+            p.alg,
+            p.sign_count,
+            p.name,
+            p.now
+        ],
+    )?;
+    Ok(conn.last_insert_rowid())
+}
+
+pub fn find_by_credential(conn: &Connection, credential_id: &[u8]) -> Result<Option<Passkey>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE credential_id = ?1");
+    optional(conn.prepare_cached(&sql)?.query_row([credential_id], from_row))
+}
+
+pub fn list_for_user(conn: &Connection, user_id: i64) -> Result<Vec<Passkey>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE user_id = ?1 ORDER BY created_at");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([user_id], from_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The credential ids a user already has (excluded when registering another).
+pub fn credential_ids(conn: &Connection, user_id: i64) -> Result<Vec<Vec<u8>>, DbError> {
+    let mut stmt = conn.prepare_cached("SELECT credential_id FROM passkeys WHERE user_id = ?1")?;
+    let rows = stmt.query_map([user_id], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Records a use; `false` when the counter did not grow past the stored one (two
+/// assertions raced, or the authenticator was cloned).
+pub fn record_use(conn: &Connection, id: i64, old_count: u32, new_count: u32, now: i64) -> Result<bool, DbError> {
+    let n = conn.execute(
+        "UPDATE passkeys SET sign_count = ?3, last_used_at = ?4 WHERE id = ?1 AND sign_count = ?2",
+        params![id, old_count, new_count, now],
+    )?;
+    Ok(n == 1)
+}
+
+pub fn delete(conn: &Connection, user_id: i64, id: i64) -> Result<Option<String>, DbError> {
+    let name: Option<String> = optional(
+        conn.prepare_cached("DELETE FROM passkeys WHERE id = ?1 AND user_id = ?2 RETURNING name")?
+            .query_row(params![id, user_id], |r| r.get(0)),
+    )?;
+    Ok(name)
+}
+
+/// A challenge's binding: the user registering, or the login request signing in.
+pub enum Binding {
+    Register(i64),
+    Login(TokenHash),
+}
+
+pub fn create_challenge(
+    conn: &Connection,
+    hash: &TokenHash,
+    binding: &Binding,
+    expires_at: i64,
+) -> Result<(), DbError> {
+    let (purpose, user, request) = match binding {
+        Binding::Register(uid) => ("register", Some(*uid), None),
+        Binding::Login(r) => ("login", None, Some(r.as_bytes().to_vec())),
+    };
+    conn.execute(
+        "INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, request_hash, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![hash.as_bytes(), purpose, user, request, expires_at],
+    )?;
+    Ok(())
+}
+
+/// Spends a challenge issued for this binding; `false` when unknown, used, expired or
+/// issued for something else.
+pub fn consume_challenge(conn: &Connection, hash: &TokenHash, binding: &Binding, now: i64) -> Result<bool, DbError> {
+    let n = match binding {
+        Binding::Register(uid) => conn.execute(
+            "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'register'
+             AND user_id = ?2 AND used_at IS NULL AND expires_at > ?3",
+            params![hash.as_bytes(), uid, now],
+        )?,
+        Binding::Login(r) => conn.execute(
+            "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'login'
+             AND request_hash = ?2 AND used_at IS NULL AND expires_at > ?3",
+            params![hash.as_bytes(), r.as_bytes(), now],
+        )?,
+    };
+    Ok(n == 1)
+}

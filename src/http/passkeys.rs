@@ -1,0 +1,218 @@
+//! Passkey endpoints: the account page's registration (JSON, CSRF in `X-CSRF-Token`)
+//! and removal, and signing in with a passkey from the login page.
+
+use actix_web::http::{header, StatusCode};
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::login::{complete_sign_in, ip_text, resume_error, user_agent};
+use super::portal::{self, Viewer};
+use super::{cookies, errors, guard, pages, params};
+use crate::audit::Event;
+use crate::auth::limits::Bucket;
+use crate::auth::passkeys::{self, Assertion, PasskeyError};
+use crate::crypto::TokenHash;
+use crate::db;
+use crate::oidc::login::{self, Pending, SignIn, AMR_PASSKEY};
+use crate::state::AppState;
+
+pub async fn script() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/javascript; charset=utf-8")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .body(include_str!("../../static/passkey.js"))
+}
+
+fn json_error(status: StatusCode, description: &str) -> HttpResponse {
+    let mut b = HttpResponse::build(status);
+    errors::no_store(&mut b);
+    b.json(json!({"error": "invalid_request", "error_description": description}))
+}
+
+fn passkey_error(e: PasskeyError) -> HttpResponse {
+    match e {
+        PasskeyError::Refused(why) => json_error(StatusCode::BAD_REQUEST, why),
+        PasskeyError::Db(e) => errors::oauth_json(&e.into()),
+    }
+}
+
+/// The signed-in viewer of a JSON call with the session's CSRF token in the header.
+async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
+    if let Some(refused) = guard::cross_origin(req, state) {
+        return Err(refused);
+    }
+    let Some(v) = portal::viewer(req, state).await? else {
+        return Err(json_error(
+            StatusCode::UNAUTHORIZED,
+            "your session has ended; sign in again",
+        ));
+    };
+    let token = req
+        .headers()
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if !portal::csrf_ok(&v, token) {
+        return Err(json_error(
+            StatusCode::FORBIDDEN,
+            "the request could not be verified; reload the page",
+        ));
+    }
+    Ok(v)
+}
+
+pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let v = match json_viewer(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match passkeys::registration_options(&state, &v.user).await {
+        Ok(options) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.json(options)
+        }
+        Err(e) => passkey_error(e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Registration {
+    #[serde(default)]
+    name: String,
+    client_data: String,
+    attestation_object: String,
+}
+
+pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let v = match json_viewer(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let Ok(r) = serde_json::from_slice::<Registration>(&body) else {
+        return json_error(StatusCode::BAD_REQUEST, "the passkey was not sent correctly");
+    };
+    match passkeys::register(&state, &v.user, &r.name, &r.client_data, &r.attestation_object).await {
+        Ok(()) => {
+            let mut b = HttpResponse::Created();
+            errors::no_store(&mut b);
+            b.json(json!({"ok": true}))
+        }
+        Err(e) => passkey_error(e),
+    }
+}
+
+pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match super::account::posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let id = form.get("id").and_then(|i| i.parse().ok()).unwrap_or(-1);
+    match passkeys::remove(&state, &v.user, id).await {
+        Ok(Some(_)) => errors::redirect("/account?done=passkey-removed"),
+        Ok(None) => pages::error_page(
+            StatusCode::NOT_FOUND,
+            "Passkey not found",
+            "That passkey was already removed, or is not yours.",
+            "Return to your account page.",
+        ),
+        Err(e) => errors::server_page(&e.into()),
+    }
+}
+
+fn form_of(req: &HttpRequest, body: &Bytes) -> Option<std::collections::HashMap<String, String>> {
+    params::require_form(req).and_then(|_| params::unique_form(body)).ok()
+}
+
+/// Options for signing in with a passkey, bound to the login form's parked request.
+pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_json(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = form_of(&req, &body) else {
+        return json_error(StatusCode::BAD_REQUEST, "the sign-in form was not sent correctly");
+    };
+    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    match login::resume(&state, get("request_id"), get("csrf"), browser.as_ref()).await {
+        Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
+        _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
+    }
+    match passkeys::login_options(&state, get("request_id")).await {
+        Ok(options) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.json(options)
+        }
+        Err(e) => passkey_error(e),
+    }
+}
+
+/// The passkey form's target: a verified assertion signs the user in (a passkey with
+/// user verification is two factors), then continues like a password sign-in.
+pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = form_of(&req, &body) else {
+        return super::authorize::bad_request_page("The passkey sign-in was not submitted correctly.");
+    };
+    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let request_id = get("request_id");
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let pending = match login::resume(&state, request_id, get("csrf"), browser.as_ref()).await {
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
+        Ok(_) => return resume_error(login::ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let Some(browser) = browser else {
+        return resume_error(login::ResumeError::Forged);
+    };
+    let assertion = Assertion {
+        credential_id: get("credential_id"),
+        client_data: get("client_data"),
+        authenticator_data: get("authenticator_data"),
+        signature: get("signature"),
+    };
+    let ip = ip_text(&req, &state);
+    let user_id = match passkeys::authenticate(&state, request_id, &assertion).await {
+        Ok(uid) => uid,
+        Err(PasskeyError::Refused(why)) => {
+            Event::new("login.failed")
+                .ip(Some(ip))
+                .detail(json!({"method": "passkey", "reason": why}))
+                .log(&state)
+                .await;
+            return pages::error_page(
+                StatusCode::UNAUTHORIZED,
+                "Passkey not accepted",
+                &format!("The passkey could not sign you in: {why}."),
+                "Go back and try again, or sign in with your password.",
+            );
+        }
+        Err(PasskeyError::Db(e)) => return errors::server_page(&e.into()),
+    };
+    let user = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
+        Ok(Some(u)) if !u.disabled => u,
+        Ok(_) => {
+            return pages::error_page(
+                StatusCode::UNAUTHORIZED,
+                "Passkey not accepted",
+                "This account cannot sign in.",
+                "Ask your administrator.",
+            )
+        }
+        Err(e) => return errors::server_page(&e.into()),
+    };
+    let who = SignIn {
+        user_id,
+        amr: AMR_PASSKEY,
+        user_agent: user_agent(&req),
+        ip: Some(ip.clone()),
+    };
+    complete_sign_in(&req, &state, request_id, pending, &who, &browser, &user.username).await
+}

@@ -1,0 +1,67 @@
+// Passkeys on the login and account pages: progressive enhancement. Without
+// JavaScript or WebAuthn the buttons stay hidden and password sign-in works as before.
+"use strict";
+(function () {
+  if (!window.PublicKeyCredential || !navigator.credentials) return;
+  const enc = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const dec = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  const fail = (message) => {
+    const box = document.getElementById("passkey-error");
+    if (box) { box.textContent = message; box.hidden = false; }
+  };
+  const problem = async (resp) => {
+    try { return (await resp.json()).error_description || "The passkey could not be used."; }
+    catch (_) { return "The passkey could not be used."; }
+  };
+
+  const login = document.getElementById("passkey-login");
+  if (login) {
+    login.hidden = false;
+    login.addEventListener("click", async () => {
+      const form = document.getElementById("passkey-form");
+      const body = new URLSearchParams({ request_id: form.request_id.value, csrf: form.csrf.value });
+      const resp = await fetch("/login/passkey/options", { method: "POST", body });
+      if (!resp.ok) return fail(await problem(resp));
+      const o = await resp.json();
+      let cred;
+      try {
+        cred = await navigator.credentials.get({ publicKey: {
+          challenge: dec(o.challenge), rpId: o.rpId, timeout: o.timeout,
+          userVerification: o.userVerification, allowCredentials: [] } });
+      } catch (_) { return fail("No passkey was used. Try again, or sign in with your password."); }
+      form.credential_id.value = enc(cred.rawId);
+      form.client_data.value = enc(cred.response.clientDataJSON);
+      form.authenticator_data.value = enc(cred.response.authenticatorData);
+      form.signature.value = enc(cred.response.signature);
+      form.submit();
+    });
+  }
+
+  const add = document.getElementById("passkey-add");
+  if (add) {
+    add.hidden = false;
+    add.addEventListener("click", async () => {
+      const csrf = add.dataset.csrf;
+      const name = document.getElementById("passkey-name").value;
+      const resp = await fetch("/account/passkeys/options", { method: "POST", headers: { "X-CSRF-Token": csrf } });
+      if (!resp.ok) return fail(await problem(resp));
+      const o = await resp.json();
+      o.challenge = dec(o.challenge);
+      o.user.id = dec(o.user.id);
+      o.excludeCredentials = o.excludeCredentials.map((c) => ({ type: c.type, id: dec(c.id) }));
+      let cred;
+      try { cred = await navigator.credentials.create({ publicKey: o }); }
+      catch (_) { return fail("No passkey was created."); }
+      const saved = await fetch("/account/passkeys", {
+        method: "POST",
+        headers: { "X-CSRF-Token": csrf, "Content-Type": "application/json" },
+        body: JSON.stringify({
+          name, client_data: enc(cred.response.clientDataJSON),
+          attestation_object: enc(cred.response.attestationObject) }),
+      });
+      if (!saved.ok) return fail(await problem(saved));
+      location.assign("/account?done=passkey");
+    });
+  }
+})();

@@ -1,0 +1,159 @@
+//! Passkeys: registering one from the account page and signing in with it through an
+//! authorization, driven by a software authenticator that sends what a browser would.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Value};
+use tessera::crypto::webauthn::RelyingParty;
+use tessera::crypto::webauthn_testing::Authenticator;
+
+use crate::helpers::*;
+
+fn b64(b: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(b)
+}
+
+async fn register(
+    app: &TestApp,
+    b: &reqwest::Client,
+    csrf: &str,
+    a: &mut Authenticator,
+    name: &str,
+) -> reqwest::Response {
+    let options: Value = b
+        .post(app.url("/account/passkeys/options"))
+        .header("X-CSRF-Token", csrf)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(options["authenticatorSelection"]["userVerification"], "required");
+    let (cdj, att) = a.create(options["challenge"].as_str().unwrap());
+    b.post(app.url("/account/passkeys"))
+        .header("X-CSRF-Token", csrf)
+        .json(&json!({"name": name, "client_data": b64(&cdj), "attestation_object": b64(&att)}))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Opens the login page of an authorization and signs in with the passkey.
+async fn passkey_sign_in(app: &TestApp, a: &mut Authenticator) -> (reqwest::Response, Vec<(String, String)>) {
+    let b = browser();
+    let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
+    let base = [
+        ("request_id", fields["request_id"].clone()),
+        ("csrf", fields["csrf"].clone()),
+    ];
+    let options: Value = b
+        .post(app.url("/login/passkey/options"))
+        .form(&base)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (cdj, ad, sig) = a.get(options["challenge"].as_str().unwrap());
+    let mut form: Vec<(String, String)> = base.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    form.extend([
+        ("credential_id".to_string(), b64(&a.credential_id)),
+        ("client_data".to_string(), b64(&cdj)),
+        ("authenticator_data".to_string(), b64(&ad)),
+        ("signature".to_string(), b64(&sig)),
+    ]);
+    let resp = b.post(app.url("/login/passkey")).form(&form).send().await.unwrap();
+    (resp, form)
+}
+
+#[tokio::test]
+async fn a_registered_passkey_signs_in_through_an_authorization_as_two_factors() {
+    let app = spawn_app().await;
+    app.add_user("ada").await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    let b = browser();
+    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+    let rp = RelyingParty::of_issuer(&app.address).unwrap();
+    let mut a = Authenticator::new(&rp).unwrap();
+
+    let refused = b.post(app.url("/account/passkeys/options")).send().await.unwrap();
+    assert_eq!(refused.status(), 403, "the CSRF header is required");
+    let added = register(&app, &b, &csrf, &mut a, "Laptop").await;
+    assert_eq!(added.status(), 201, "{}", added.text().await.unwrap());
+    let html = b.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
+    assert!(html.contains("<td>Laptop</td>"));
+    let again = register(&app, &b, &csrf, &mut a, "Laptop").await;
+    assert_eq!(again.status(), 400, "one credential is registered once");
+
+    let (resp, form) = passkey_sign_in(&app, &mut a).await;
+    assert_eq!(resp.status(), 303);
+    let code = redirect_params(&resp)["code"].clone();
+    let tokens = app.exchange("rp", &secret, &code).await;
+    let (_, claims) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(claims["amr"], json!(["swk", "user", "mfa"]));
+    assert_eq!(claims["acr"], "urn:tessera:acr:mfa");
+
+    // The same assertion again (its challenge is spent): refused.
+    let replay = browser()
+        .post(app.url("/login/passkey"))
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(replay.status(), 303);
+    // A key that was never registered, or one for another site: refused.
+    let mut stranger = Authenticator::new(&rp).unwrap();
+    assert_eq!(passkey_sign_in(&app, &mut stranger).await.0.status(), 401);
+    let mut elsewhere = Authenticator::new(&RelyingParty::of_issuer("https://evil.example").unwrap()).unwrap();
+    elsewhere.credential_id = a.credential_id.clone();
+    assert_eq!(passkey_sign_in(&app, &mut elsewhere).await.0.status(), 401);
+
+    let events: Vec<_> = app.audit().await.into_iter().map(|e| e.0).collect();
+    assert!(events.contains(&"passkey.added".to_string()));
+}
+
+#[tokio::test]
+async fn passkeys_are_removed_only_by_their_owner() {
+    let app = spawn_app().await;
+    app.add_user("ada").await;
+    app.add_user("bob").await;
+    app.add_client("rp", false).await;
+    let (ada, bob) = (browser(), browser());
+    let ada_csrf = app.portal_login(&ada, "ada", PASSWORD).await;
+    let bob_csrf = app.portal_login(&bob, "bob", PASSWORD).await;
+    let mut a = Authenticator::new(&RelyingParty::of_issuer(&app.address).unwrap()).unwrap();
+    assert_eq!(register(&app, &ada, &ada_csrf, &mut a, "Phone").await.status(), 201);
+    let html = ada.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
+    let doc = scraper::Html::parse_document(&html);
+    let sel = scraper::Selector::parse("#passkeys input[name=id]").unwrap();
+    let id = doc
+        .select(&sel)
+        .next()
+        .unwrap()
+        .value()
+        .attr("value")
+        .unwrap()
+        .to_string();
+
+    let stolen = bob
+        .post(app.url("/account/passkeys/delete"))
+        .form(&[("csrf", bob_csrf.as_str()), ("id", id.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stolen.status(), 404);
+    let gone = ada
+        .post(app.url("/account/passkeys/delete"))
+        .form(&[("csrf", ada_csrf.as_str()), ("id", id.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 302);
+    assert_eq!(
+        passkey_sign_in(&app, &mut a).await.0.status(),
+        401,
+        "a removed passkey no longer signs in"
+    );
+}
