@@ -27,6 +27,7 @@ lint: ## Format check, clippy with warnings as errors, k6 scripts parse
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
 	node --check tests/browser/journey.mjs
+	node --check static/passkey.js
 	for f in stress/*.js; do node --check "$$f"; done
 
 ci: lint test ## What CI runs: the lints, then the README's test command

@@ -70,7 +70,11 @@ async fn the_account_page_asks_for_sign_in_and_comes_back() {
     app.portal_login(&b, "ada", PASSWORD).await;
     let page = b.get(app.url("/account")).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.unwrap().contains("Signed in as <strong>ada</strong>"));
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Signed in as <strong>ada</strong>"));
+    assert!(html.contains("<title>Your account – Tessera</title>"));
+    assert!(html.contains("<main class=\"card wide\">"));
+    assert_eq!(html.matches("<script").count(), 1, "one script, the passkey file");
     let events: Vec<_> = app.audit().await.into_iter().map(|e| e.0).collect();
     assert!(events.contains(&"login.ok".to_string()));
 }

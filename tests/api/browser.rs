@@ -42,7 +42,9 @@ fn setup_admin_client_user_totp_journey_in_chromium() {
     let mut server = Command::new(BIN)
         .arg("--db")
         .arg(dir.path().join("tessera.db"))
+        // A host name, not an address: WebAuthn refuses IP addresses as relying parties.
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--issuer", &format!("http://localhost:{port}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -71,7 +71,8 @@ const server = createServer(async (req, res) => {
     const verifier = rp.pending.get(url.searchParams.get("state"));
     const code = url.searchParams.get("code");
     if (!verifier || !code) { res.writeHead(400).end(`no code: ${url.search}`); return; }
-    const token = await fetch(`${BASE}/token`, {
+    // The back channel goes to the address itself (Node may try ::1 for localhost).
+    const token = await fetch(`${BASE.replace("//localhost:", "//127.0.0.1:")}/token`, {
       method: "POST",
       headers: {
         "content-type": "application/x-www-form-urlencoded",
@@ -222,7 +223,28 @@ try {
   check((await page.textContent("#amr")) === "pwd otp mfa", "amr says password and one-time code");
   await snap(page, "client-signed-in-mfa");
 
-  // 10. The same pages on a 360 px phone.
+  // 10. Adds a passkey (Chromium's virtual authenticator stands in for the phone),
+  // signs out, and signs in with the passkey alone.
+  const cdp = await desktop.newCDPSession(page);
+  await cdp.send("WebAuthn.enable");
+  await cdp.send("WebAuthn.addVirtualAuthenticator", { options: {
+    protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true,
+    isUserVerified: true, automaticPresenceSimulation: true } });
+  await page.goto(`${BASE}/account`);
+  check(await page.isVisible("#passkey-add"), "the passkey button shows where WebAuthn exists");
+  await page.fill("#passkey-name", "Test laptop");
+  await Promise.all([page.waitForURL(/done=passkey/), page.click("#passkey-add")]);
+  check((await page.textContent("#passkeys")).includes("Test laptop"), "the passkey is listed");
+  await snap(page, "account-passkey-added");
+  await signOut(page);
+  await page.goto(`${rp.base}/start`);
+  check(await page.isVisible("#passkey-login"), "the login page offers the passkey");
+  await Promise.all([page.waitForURL(`${rp.base}/cb**`), page.click("#passkey-login")]);
+  check((await page.textContent("#who")) === USER.username, "signed in with the passkey");
+  check((await page.textContent("#amr")) === "swk user mfa", "amr says key and user verification");
+  await snap(page, "client-signed-in-passkey");
+
+  // 11. The same pages on a 360 px phone.
   const phone = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
   const small = await phone.newPage();
   await small.goto(`${BASE}/account`);
