@@ -24,6 +24,7 @@ pub struct UserView {
     pub locked_until: Option<i64>,
     pub failed_logins: i64,
     pub totp: bool,
+    pub passkeys: i64,
     pub groups: Vec<String>,
     pub claims: Map<String, Value>,
     pub created_at: i64,
@@ -36,6 +37,7 @@ fn view(conn: &db::Conn, mut u: User) -> Result<UserView, db::DbError> {
     Ok(UserView {
         id: u.id,
         totp: db::mfa::enabled(conn, u.id)?,
+        passkeys: db::passkeys::count_for_user(conn, u.id)?,
         sub: u.sub,
         username: u.username,
         email: u.email,
@@ -422,7 +424,7 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
     Ok(chosen.len())
 }
 
-/// Removes the user's authenticator and recovery codes (a lost phone).
+/// Removes the user's authenticator app, recovery codes and passkeys (a lost phone).
 pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
     let now = state.clock.now();
     let actor = actor.clone();
@@ -433,6 +435,7 @@ pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserV
                 return Ok(Err(AdminError::NotFound("user")));
             };
             db::mfa::disable(c, id)?;
+            db::passkeys::delete_all(c, id)?;
             actor.event("admin.mfa_reset").target(&user.username).write(c, now)?;
             Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
         })

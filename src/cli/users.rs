@@ -53,7 +53,7 @@ pub enum UserCommand {
     },
     /// Clear a user's failed-password count and lift a lockout
     Unlock { username: String },
-    /// Remove a user's authenticator app and recovery codes (a lost phone)
+    /// Remove a user's authenticator app, recovery codes and passkeys (a lost phone)
     ResetMfa { username: String },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
@@ -179,13 +179,16 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             let user = db::users::find_by_username(&conn, &username)
                 .map_err(db_err)?
                 .ok_or_else(|| format!("no user named {username}"))?;
-            let had = db::mfa::disable(&conn, user.id).map_err(db_err)?;
+            let had = db::mfa::disable(&conn, user.id).map_err(db_err)?
+                | (db::passkeys::delete_all(&conn, user.id).map_err(db_err)? > 0);
             let event = crate::audit::Event::new("admin.mfa_reset")
                 .actor("cli")
                 .target(&user.username);
             event.write(&conn, now).map_err(db_err)?;
             if had {
-                println!("the authenticator of {username} was removed; they sign in with a password alone");
+                println!(
+                    "the authenticator and passkeys of {username} were removed; they sign in with a password alone"
+                );
             } else {
                 println!("{username} had no authenticator");
             }

@@ -142,3 +142,14 @@ pub fn consume_challenge(conn: &Connection, hash: &TokenHash, binding: &Binding,
     };
     Ok(n == 1)
 }
+
+/// Removes every passkey of a user (a lost device, an administrator's reset).
+pub fn delete_all(conn: &Connection, user_id: i64) -> Result<usize, DbError> {
+    Ok(conn.execute("DELETE FROM passkeys WHERE user_id = ?1", [user_id])?)
+}
+
+pub fn count_for_user(conn: &Connection, user_id: i64) -> Result<i64, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM passkeys WHERE user_id = ?1")?
+        .query_row([user_id], |r| r.get(0))?)
+}

@@ -157,3 +157,36 @@ async fn passkeys_are_removed_only_by_their_owner() {
         "a removed passkey no longer signs in"
     );
 }
+
+#[tokio::test]
+async fn an_administrator_can_remove_a_users_passkeys() {
+    let app = spawn_app().await;
+    let ada = app.add_user("ada").await;
+    let root = app.add_user("root").await;
+    app.make_admin(root.id).await;
+    app.add_client("rp", false).await;
+    let b = browser();
+    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+    let mut a = Authenticator::new(&RelyingParty::of_issuer(&app.address).unwrap()).unwrap();
+    assert_eq!(register(&app, &b, &csrf, &mut a, "Phone").await.status(), 201);
+    let admin = browser();
+    let admin_csrf = app.portal_login(&admin, "root", PASSWORD).await;
+    let user: Value = admin
+        .get(app.url(&format!("/admin/api/users/{}", ada.id)))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(user["passkeys"], 1);
+    let reset = admin
+        .post(app.url(&format!("/admin/api/users/{}/mfa/reset", ada.id)))
+        .header("X-CSRF-Token", &admin_csrf)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 200);
+    assert_eq!(reset.json::<Value>().await.unwrap()["passkeys"], 0);
+    assert_eq!(passkey_sign_in(&app, &mut a).await.0.status(), 401);
+}
