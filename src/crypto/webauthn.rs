@@ -355,6 +355,35 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever a browser (or an attacker) posts, the parsers answer, never panic.
+        #[test]
+        fn arbitrary_input_is_refused_without_panicking(
+            cdj in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            blob in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            sig in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+        ) {
+            let rp = rp();
+            let _ = register(&rp, &cdj, &blob);
+            let _ = verify_assertion(&rp, &cdj, &blob, &sig, r#"{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}"#, "ES256", 0);
+            let _ = der_to_raw(&sig);
+            let _ = parse_auth_data(&blob);
+            let _ = cose_to_jwk(&blob);
+        }
+
+        /// A real registration with one byte of its authenticator data changed fails.
+        #[test]
+        fn any_changed_byte_of_authenticator_data_is_caught(at in 0usize..37, bit in 0u8..8) {
+            let rp = rp();
+            let mut a = Authenticator::new(&rp).unwrap();
+            let (cdj, att) = a.create("c");
+            let (_, cred) = register(&rp, &cdj, &att).unwrap();
+            let (cdj, mut ad, sig) = a.get("c2");
+            ad[at] ^= 1 << bit;
+            proptest::prop_assert!(verify_assertion(&rp, &cdj, &ad, &sig, &cred.public_jwk, cred.alg, 0).is_err());
+        }
+    }
+
     #[test]
     fn der_signatures_become_fixed_size() {
         let der = [0x30, 0x08, 0x02, 0x02, 0x00, 0x80, 0x02, 0x02, 0x01, 0x02];
