@@ -374,3 +374,30 @@ async fn signed_in_pages_carry_the_page_security_headers() {
         assert_eq!(h["referrer-policy"], "same-origin", "{path}");
     }
 }
+
+#[tokio::test]
+async fn the_second_factor_also_guards_tessera_s_own_pages() {
+    let app = spawn_app().await;
+    app.add_user("ada").await;
+    let b = browser();
+    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+    let (key, _) = enrol(&app, &b, &csrf).await;
+
+    // The account page: password, then the code, then back to /account.
+    let other = browser();
+    let fields = app.open_login(&other, &app.url("/account")).await;
+    let resp = app.submit_login(&other, fields, "ada", PASSWORD).await;
+    assert_eq!(resp.status(), 200);
+    let html = resp.text().await.unwrap();
+    assert!(html.contains("action=\"/login/mfa\""));
+    let mut fields = form_fields(&html);
+    fields.insert(
+        "code".into(),
+        totp::code_at(&key, app.clock.now() + totp::STEP).unwrap(),
+    );
+    let done = other.post(app.url("/login/mfa")).form(&fields).send().await.unwrap();
+    assert_eq!((done.status().as_u16(), location(&done)), (302, "/account".to_string()));
+    assert_eq!(other.get(app.url("/account")).send().await.unwrap().status(), 200);
+    let sessions = app.audit().await.into_iter().filter(|e| e.0 == "login.ok").count();
+    assert_eq!(sessions, 2);
+}
