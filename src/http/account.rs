@@ -38,6 +38,16 @@ pub struct SessionRow {
     pub current: bool,
 }
 
+/// How a session was signed in, in words.
+fn method_label(amr: &str) -> &str {
+    match amr {
+        crate::oidc::login::AMR_PASSWORD => "password",
+        crate::oidc::login::AMR_PASSWORD_OTP => "password and code",
+        crate::oidc::login::AMR_PASSKEY => "passkey",
+        other => other,
+    }
+}
+
 impl SessionRow {
     pub fn of(s: &SessionInfo, current_sid: &str) -> Self {
         Self {
@@ -45,7 +55,7 @@ impl SessionRow {
             device: s.user_agent.clone().unwrap_or_else(|| "unknown".into()),
             ip: s.ip.clone().unwrap_or_default(),
             when: portal::when(s.created_at),
-            amr: s.amr.clone(),
+            amr: method_label(&s.amr).to_string(),
             current: s.sid == current_sid,
         }
     }

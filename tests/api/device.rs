@@ -152,3 +152,49 @@ async fn a_device_client_with_allowed_groups_refuses_others() {
     let (status, body) = poll(&app, codes["device_code"].as_str().unwrap()).await;
     assert_eq!((status, body["error"].as_str()), (400, Some("authorization_pending")));
 }
+
+#[tokio::test]
+async fn a_device_approval_asks_an_enrolled_user_for_the_code() {
+    let app = device_app().await;
+    let b = browser();
+    let csrf = app.portal_login(&b, "alice", PASSWORD).await;
+    let html = b
+        .get(app.url("/account/totp"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = text_of(&html, "totp-secret").unwrap();
+    let code = tessera::auth::totp::code_at(&key, app.clock.now()).unwrap();
+    let done = b
+        .post(app.url("/account/totp"))
+        .form(&[("csrf", csrf.as_str()), ("code", code.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200);
+
+    let codes = start(&app).await;
+    let phone = browser();
+    let fields = app
+        .open_login(&phone, codes["verification_uri_complete"].as_str().unwrap())
+        .await;
+    let resp = app.submit_login(&phone, fields, "alice", PASSWORD).await;
+    let mut fields = form_fields(&resp.text().await.unwrap());
+    assert!(fields.contains_key("request_id"), "the code page");
+    let next = tessera::auth::totp::code_at(&key, app.clock.now() + 30).unwrap();
+    fields.insert("code".into(), next);
+    let resp = phone.post(app.url("/login/mfa")).form(&fields).send().await.unwrap();
+    assert_eq!(resp.status(), 303, "on to the approval page");
+    let page = phone
+        .get(app.url(&location(&resp)))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(codes["user_code"].as_str().unwrap()));
+}
