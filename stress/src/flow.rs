@@ -167,15 +167,7 @@ impl Target {
             .await
             .map_err(kind)?;
         jar.absorb(&resp);
-        if resp.status() != 303 {
-            return Err(format!("login: status {}", resp.status().as_u16()));
-        }
-        let location = resp
-            .headers()
-            .get(LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        query_value(location, "code").ok_or_else(|| "login: no code in the redirect".into())
+        code_in_redirect(&resp, 303, "login")
     }
 
     /// GET /authorize with an SSO session: a code without the password.
@@ -188,16 +180,7 @@ impl Target {
             .send()
             .await
             .map_err(kind)?;
-        if resp.status() != 302 {
-            return Err(format!("authorize: status {}", resp.status().as_u16()));
-        }
-        let location = resp
-            .headers()
-            .get(LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let code = query_value(location, "code").ok_or("authorize: no code")?;
-        Ok((code, verifier))
+        Ok((code_in_redirect(&resp, 302, "authorize")?, verifier))
     }
 
     async fn token_request(&self, form: &[(&str, &str)], step: &str) -> Result<Tokens, String> {
@@ -270,6 +253,19 @@ fn kind(e: reqwest::Error) -> String {
     } else {
         "transport: other".into()
     }
+}
+
+/// The code in a redirect to the client, which must have the expected status.
+fn code_in_redirect(resp: &reqwest::Response, status: u16, step: &str) -> Result<String, String> {
+    if resp.status() != status {
+        return Err(format!("{step}: status {}", resp.status().as_u16()));
+    }
+    let location = resp
+        .headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    query_value(location, "code").ok_or_else(|| format!("{step}: no code in the redirect"))
 }
 
 #[cfg(test)]
