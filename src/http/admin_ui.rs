@@ -540,6 +540,8 @@ struct AuditPage<'a> {
     flash: Option<&'a str>,
     event: &'a str,
     who: &'a str,
+    from: &'a str,
+    to: &'a str,
     error: Option<String>,
     retention: String,
     total: i64,
@@ -552,7 +554,16 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     if let Err(resp) = portal::require_admin(&req, &state).await {
         return resp;
     }
-    let q = ListQuery::parse(req.query_string());
+    // Date inputs become the API's `since`/`until` (Unix seconds; `to` is inclusive).
+    let q = ListQuery::parse(req.query_string()).and_then(|mut q| {
+        for (field, key, extra) in [("from", "since", 0), ("to", "until", 86_400)] {
+            if let Some(text) = q.filters.get(field).cloned() {
+                let at = portal::parse_date(&text).ok_or_else(|| admin::invalid(field, "a date like 2026-11-29"))?;
+                q.filters.insert(key.to_string(), (at + extra).to_string());
+            }
+        }
+        Ok(q)
+    });
     let (listed, error) = match &q {
         Ok(q) => match admin::overview::audit(&state, q).await {
             Ok(l) => (Some(l), None),
@@ -565,20 +576,26 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     let q = q.unwrap_or_default();
     let event = q.filters.get("event").cloned().unwrap_or_default();
     let who = q.filters.get("who").cloned().unwrap_or_default();
-    let (entries, total) = listed.map(|l| (l.items, l.total)).unwrap_or_default();
-    let (prev, next) = pager(
-        "/admin/audit",
-        &[("event", &event), ("who", &who)],
-        q.limit,
-        q.offset,
-        total,
+    let (from, to) = (
+        q.filters.get("from").cloned().unwrap_or_default(),
+        q.filters.get("to").cloned().unwrap_or_default(),
     );
+    let (entries, total) = listed.map(|l| (l.items, l.total)).unwrap_or_default();
+    let keep = [
+        ("event", event.as_str()),
+        ("who", who.as_str()),
+        ("from", from.as_str()),
+        ("to", to.as_str()),
+    ];
+    let (prev, next) = pager("/admin/audit", &keep, q.limit, q.offset, total);
     let days = state.settings.audit_retention_days;
     let page = AuditPage {
         is_admin: true,
         flash: None,
         event: &event,
         who: &who,
+        from: &from,
+        to: &to,
         error,
         retention: if days == 0 {
             "forever".into()

@@ -143,9 +143,41 @@ pub fn when(unix: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
 }
 
+/// Unix seconds at 00:00 UTC of a `YYYY-MM-DD` date (a date input's value).
+pub fn parse_date(text: &str) -> Option<i64> {
+    let mut parts = text.trim().splitn(3, '-');
+    let y: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next()?.parse().ok()?;
+    let d: i64 = parts.next()?.parse().ok()?;
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Howard Hinnant's days-from-civil, the inverse of `when`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let unix = days * 86_400;
+    // Refuse dates that do not exist (31 February): they do not come back unchanged.
+    when(unix).starts_with(text.trim()).then_some(unix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_dates_back_to_unix_midnight() {
+        assert_eq!(parse_date("1970-01-01"), Some(0));
+        assert_eq!(parse_date("2000-02-29"), Some(951_782_400));
+        assert_eq!(parse_date("2027-01-15"), Some(1_800_000_000 - 8 * 3600));
+        assert_eq!(parse_date("2023-02-31"), None);
+        assert_eq!(parse_date("yesterday"), None);
+        assert_eq!(parse_date("2023-13-01"), None);
+    }
 
     #[test]
     fn formats_dates_in_utc() {

@@ -243,6 +243,34 @@ async fn administrators_manage_users_through_the_pages() {
         assert!(audit.contains(e), "{e} on the audit page");
     }
     assert!(!audit.contains("login.ok"), "filtered to admin events");
+    let today = &tessera::http::portal::when(app.clock.now())[..10];
+    let dated = b
+        .get(app.url(&format!("/admin/audit?event=admin.&from={today}&to={today}")))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        dated.text().await.unwrap().contains("admin.user_created"),
+        "today's events"
+    );
+    let old = b
+        .get(app.url("/admin/audit?from=2001-01-01&to=2001-12-31"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(old.contains("0 event(s)"), "nothing in 2001");
+    let bad = b
+        .get(app.url("/admin/audit?from=someday"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(bad.contains("a date like"), "a bad date is explained");
 }
 
 #[tokio::test]
