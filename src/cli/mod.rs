@@ -69,6 +69,8 @@ pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbErro
     let _ = writeln!(out, "Tessera is running.");
     let _ = writeln!(out, "  issuer:    {}", state.issuer);
     let _ = writeln!(out, "  discovery: {}/.well-known/openid-configuration", state.issuer);
+    let _ = writeln!(out, "  admin:     {}/admin", state.issuer);
+    let _ = writeln!(out, "  account:   {}/account", state.issuer);
     let _ = writeln!(out, "  database:  {}", db_path.display());
     if let Some(token) = setup {
         let db = db_path.display();
