@@ -1,15 +1,15 @@
-//! `/admin/clients` and `/admin/groups`: registering and editing relying parties (the
-//! secret shown once) and managing groups and their members.
+//! `/admin/clients`: registering and editing relying parties (the secret shown once),
+//! and the route table of every admin page.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::admin_ui::{done, error_page, flash, pager, posted, posted_to, Form};
+use super::admin_ui::{done, error_page, flash, pager, posted, Form};
 use super::pages;
 use super::portal::{self, Viewer};
-use crate::admin::{self, clients::ClientSpec, groups::GroupView, AdminError, ListQuery, Problems};
+use crate::admin::{self, clients::ClientSpec, AdminError, ListQuery, Problems};
 use crate::db::{clients::Client, groups::Group};
 use crate::state::AppState;
 
@@ -325,183 +325,19 @@ pub async fn client_action(
     }
 }
 
-#[derive(Template)]
-#[template(path = "admin_groups.html")]
-struct GroupsPage<'a> {
-    is_admin: bool,
-    flash: Option<&'a str>,
-    csrf: &'a str,
-    groups: Vec<Group>,
-    name: &'a str,
-    problems: Problems,
-}
-
-async fn groups_page(
-    req: &HttpRequest,
-    state: &AppState,
-    v: &Viewer,
-    status: StatusCode,
-    name: &str,
-    problems: Problems,
-) -> HttpResponse {
-    match admin::groups::list(state).await {
-        Ok(groups) => pages::render(
-            status,
-            &GroupsPage {
-                is_admin: true,
-                flash: flash(req),
-                csrf: &v.csrf,
-                groups,
-                name,
-                problems,
-            },
-        ),
-        Err(e) => error_page(&e),
-    }
-}
-
-pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    match portal::require_admin(&req, &state).await {
-        Ok(v) => groups_page(&req, &state, &v, StatusCode::OK, "", Problems::new()).await,
-        Err(resp) => resp,
-    }
-}
-
-pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match admin::groups::create(&state, &actor, form.get("name")).await {
-        Ok(g) => done(&format!("/admin/groups/{}", g.group.id), "created"),
-        Err(AdminError::Invalid(p)) => {
-            groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p).await
-        }
-        Err(e) => error_page(&e),
-    }
-}
-
-#[derive(Template)]
-#[template(path = "admin_group.html")]
-struct GroupPage<'a> {
-    is_admin: bool,
-    flash: Option<&'a str>,
-    csrf: &'a str,
-    group: GroupView,
-    problems: Problems,
-}
-
-fn group_id(raw: &str) -> Result<i64, AdminError> {
-    raw.parse().map_err(|_| AdminError::NotFound("group"))
-}
-
-async fn group_page(
-    req: &HttpRequest,
-    state: &AppState,
-    v: &Viewer,
-    id: i64,
-    status: StatusCode,
-    problems: Problems,
-) -> HttpResponse {
-    match admin::groups::get(state, id).await {
-        Ok(group) => pages::render(
-            status,
-            &GroupPage {
-                is_admin: true,
-                flash: flash(req),
-                csrf: &v.csrf,
-                group,
-                problems,
-            },
-        ),
-        Err(e) => error_page(&e),
-    }
-}
-
-pub async fn group(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
-    let v = match portal::require_admin(&req, &state).await {
-        Ok(v) => v,
-        Err(resp) => return resp,
-    };
-    match group_id(&id) {
-        Ok(id) => group_page(&req, &state, &v, id, StatusCode::OK, Problems::new()).await,
-        Err(e) => error_page(&e),
-    }
-}
-
-/// Rename (the group's own path), `members/add`, `members/remove` and `delete`.
-pub async fn group_action(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> HttpResponse {
-    let (raw, action) = path.into_inner();
-    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "group").await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    let here = format!("/admin/groups/{id}");
-    let result = match action.as_str() {
-        "rename" => admin::groups::rename(&state, &actor, id, form.get("name"))
-            .await
-            .map(|_| "saved"),
-        "add" => admin::groups::set_member(&state, &actor, id, form.get("username"), true)
-            .await
-            .map(|_| "saved"),
-        "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
-            .await
-            .map(|_| "saved"),
-        "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", "tick the box to confirm")),
-        "delete" => {
-            return match admin::groups::delete(&state, &actor, id).await {
-                Ok(()) => done("/admin/groups", "deleted"),
-                Err(e) => error_page(&e),
-            }
-        }
-        _ => Err(AdminError::NotFound("action")),
-    };
-    match result {
-        Ok(code) => done(&here, code),
-        Err(AdminError::Invalid(p)) => group_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
-        Err(e) => error_page(&e),
-    }
-}
-
-pub async fn group_rename(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    body: Bytes,
-) -> HttpResponse {
-    group_action(
-        req,
-        state,
-        web::Path::from((id.into_inner(), "rename".to_string())),
-        body,
-    )
-    .await
-}
-
-pub async fn group_member(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> HttpResponse {
-    group_action(req, state, path, body).await
-}
-
 /// Registers the admin pages.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    use super::admin_ui as ui;
+    use super::{admin_groups as groups, admin_ui as ui, admin_users as users};
     cfg.route("/admin", web::get().to(ui::dashboard))
-        .route("/admin/users", web::get().to(ui::users))
-        .route("/admin/users", web::post().to(ui::user_create))
-        .route("/admin/users/{id}", web::get().to(ui::user))
-        .route("/admin/users/{id}", web::post().to(ui::user_update))
-        .route("/admin/users/{id}/sessions/end", web::post().to(ui::user_sessions_end))
-        .route("/admin/users/{id}/{action}", web::post().to(ui::user_action))
+        .route("/admin/users", web::get().to(users::users))
+        .route("/admin/users", web::post().to(users::user_create))
+        .route("/admin/users/{id}", web::get().to(users::user))
+        .route("/admin/users/{id}", web::post().to(users::user_update))
+        .route(
+            "/admin/users/{id}/sessions/end",
+            web::post().to(users::user_sessions_end),
+        )
+        .route("/admin/users/{id}/{action}", web::post().to(users::user_action))
         .route("/admin/keys", web::get().to(ui::keys))
         .route("/admin/keys/rotate", web::post().to(ui::keys_rotate))
         .route("/admin/audit", web::get().to(ui::audit))
@@ -511,10 +347,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/clients/{id}", web::get().to(client))
         .route("/admin/clients/{id}", web::post().to(client_update))
         .route("/admin/clients/{id}/{action}", web::post().to(client_action))
-        .route("/admin/groups", web::get().to(groups))
-        .route("/admin/groups", web::post().to(group_create))
-        .route("/admin/groups/{id}", web::get().to(group))
-        .route("/admin/groups/{id}", web::post().to(group_rename))
-        .route("/admin/groups/{id}/members/{action}", web::post().to(group_member))
-        .route("/admin/groups/{id}/{action}", web::post().to(group_action));
+        .route("/admin/groups", web::get().to(groups::groups))
+        .route("/admin/groups", web::post().to(groups::group_create))
+        .route("/admin/groups/{id}", web::get().to(groups::group))
+        .route("/admin/groups/{id}", web::post().to(groups::group_rename))
+        .route(
+            "/admin/groups/{id}/members/{action}",
+            web::post().to(groups::group_member),
+        )
+        .route("/admin/groups/{id}/{action}", web::post().to(groups::group_action));
 }

@@ -3,8 +3,10 @@
 
 pub mod account;
 pub mod admin_api;
+pub mod admin_groups;
 pub mod admin_pages;
 pub mod admin_ui;
+pub mod admin_users;
 pub mod authorize;
 pub mod cookies;
 pub mod device;

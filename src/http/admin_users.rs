@@ -1,0 +1,322 @@
+//! `/admin/users`: the user list (search, sort, pages), creating a user, and one
+//! user's page with every action on the account.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::account::SessionRow;
+use super::admin_ui::{done, error_page, flash, pager, posted, posted_to};
+use super::pages;
+use super::portal::{self, Viewer};
+use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};
+use crate::db::groups::Group;
+use crate::state::AppState;
+
+#[derive(Default)]
+struct NewUserForm {
+    username: String,
+    email: String,
+    name: String,
+    is_admin: bool,
+}
+
+#[derive(Template)]
+#[template(path = "admin_users.html")]
+struct UsersPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    q: &'a str,
+    sort: &'a str,
+    sorts: &'static [(&'static str, &'static str)],
+    users: Vec<UserView>,
+    total: i64,
+    prev: Option<String>,
+    next: Option<String>,
+    form: NewUserForm,
+    problems: Problems,
+}
+
+const USER_SORTS: &[(&str, &str)] = &[
+    ("username", "Username"),
+    ("name", "Name"),
+    ("email", "Email"),
+    ("-created_at", "Newest"),
+    ("created_at", "Oldest"),
+];
+
+async fn users_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    status: StatusCode,
+    form: NewUserForm,
+    problems: Problems,
+) -> HttpResponse {
+    let q = match ListQuery::parse(if req.method() == actix_web::http::Method::GET {
+        req.query_string()
+    } else {
+        ""
+    }) {
+        Ok(q) => q,
+        Err(e) => return error_page(&e),
+    };
+    let listed = match admin::users::list(state, &q).await {
+        Ok(l) => l,
+        Err(e) => return error_page(&e),
+    };
+    let sort = if q.sort.is_empty() {
+        "username".to_string()
+    } else if q.descending {
+        format!("-{}", q.sort)
+    } else {
+        q.sort.clone()
+    };
+    let text = q.q.clone().unwrap_or_default();
+    let (prev, next) = pager(
+        "/admin/users",
+        &[("q", &text), ("sort", &sort)],
+        q.limit,
+        q.offset,
+        listed.total,
+    );
+    pages::render(
+        status,
+        &UsersPage {
+            is_admin: true,
+            flash: flash(req),
+            csrf: &v.csrf,
+            q: &text,
+            sort: &sort,
+            sorts: USER_SORTS,
+            users: listed.items,
+            total: listed.total,
+            prev,
+            next,
+            form,
+            problems,
+        },
+    )
+}
+
+pub async fn users(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match portal::require_admin(&req, &state).await {
+        Ok(v) => {
+            users_page(
+                &req,
+                &state,
+                &v,
+                StatusCode::OK,
+                NewUserForm::default(),
+                Problems::new(),
+            )
+            .await
+        }
+        Err(resp) => resp,
+    }
+}
+
+pub async fn user_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let input = UserInput {
+        username: Some(form.get("username").to_string()),
+        email: Some(form.get("email").to_string()),
+        name: Some(form.get("name").to_string()),
+        password: Some(form.get("password").to_string()).filter(|p| !p.is_empty()),
+        is_admin: Some(form.checked("is_admin")),
+        ..UserInput::default()
+    };
+    match admin::users::create(&state, &actor, input).await {
+        Ok(u) => done(&format!("/admin/users/{}", u.id), "created"),
+        Err(AdminError::Invalid(problems)) => {
+            let again = NewUserForm {
+                username: form.get("username").into(),
+                email: form.get("email").into(),
+                name: form.get("name").into(),
+                is_admin: form.checked("is_admin"),
+            };
+            users_page(&req, &state, &v, StatusCode::BAD_REQUEST, again, problems).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_user.html")]
+struct UserPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    user: UserView,
+    locked: Option<String>,
+    claims: String,
+    groups: Vec<Group>,
+    sessions: Vec<SessionRow>,
+    problems: Problems,
+}
+
+async fn user_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    id: i64,
+    status: StatusCode,
+    problems: Problems,
+) -> HttpResponse {
+    let loaded = async {
+        let user = admin::users::get(state, id).await?;
+        let sessions = admin::users::sessions(state, id).await?;
+        let groups = admin::groups::list(state).await?;
+        Ok::<_, AdminError>((user, sessions, groups))
+    };
+    let (user, sessions, groups) = match loaded.await {
+        Ok(l) => l,
+        Err(e) => return error_page(&e),
+    };
+    let now = state.clock.now();
+    let page = UserPage {
+        is_admin: true,
+        flash: flash(req),
+        csrf: &v.csrf,
+        locked: user.locked_until.filter(|t| *t > now).map(portal::when),
+        claims: if user.claims.is_empty() {
+            String::new()
+        } else {
+            serde_json::Value::Object(user.claims.clone()).to_string()
+        },
+        user,
+        groups,
+        sessions: sessions.iter().map(|s| SessionRow::of(s, "")).collect(),
+        problems,
+    };
+    pages::render(status, &page)
+}
+
+fn path_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("user"))
+}
+
+pub async fn user(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
+    let v = match portal::require_admin(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match path_id(&id) {
+        Ok(id) => user_page(&req, &state, &v, id, StatusCode::OK, Problems::new()).await,
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn user_update(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: Bytes,
+) -> HttpResponse {
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &id, "user").await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let claims = match form.get("claims").trim() {
+        "" => Some(serde_json::Map::new()),
+        text => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            _ => {
+                let p = Problems::from([(
+                    "claims".to_string(),
+                    "a JSON object, like {\"given_name\": \"Ada\"}".to_string(),
+                )]);
+                return user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await;
+            }
+        },
+    };
+    let input = UserInput {
+        email: Some(form.get("email").to_string()),
+        name: Some(form.get("name").to_string()),
+        is_admin: Some(form.checked("is_admin")),
+        email_verified: Some(form.checked("email_verified")),
+        groups: Some(form.all("groups")),
+        claims,
+        ..UserInput::default()
+    };
+    match admin::users::update(&state, &actor, id, input).await {
+        Ok(_) => done(&format!("/admin/users/{id}"), "saved"),
+        Err(AdminError::Invalid(p)) => user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
+        Err(AdminError::Conflict(msg)) => {
+            let p = Problems::from([("action".to_string(), msg)]);
+            user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+/// One-button actions on a user: the path's last segment names it.
+pub async fn user_action(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> HttpResponse {
+    let (raw, action) = path.into_inner();
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "user").await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let here = format!("/admin/users/{id}");
+    let result = match action.as_str() {
+        "password" => admin::users::set_password(&state, &actor, id, form.get("password"))
+            .await
+            .map(|_| "password"),
+        "disable" => admin::users::set_disabled(&state, &actor, id, true)
+            .await
+            .map(|_| "disabled"),
+        "enable" => admin::users::set_disabled(&state, &actor, id, false)
+            .await
+            .map(|_| "enabled"),
+        "unlock" => admin::users::unlock(&state, &actor, id).await.map(|_| "unlocked"),
+        "mfa-reset" => admin::users::reset_mfa(&state, &actor, id).await.map(|_| "mfa"),
+        "delete" if !form.checked("confirm") => Err(admin::invalid("action", "tick the box to confirm the deletion")),
+        "delete" => {
+            return match admin::users::delete(&state, &actor, id).await {
+                Ok(()) => done("/admin/users", "deleted"),
+                Err(AdminError::Conflict(msg)) => {
+                    let p = Problems::from([("action".to_string(), msg)]);
+                    user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
+                }
+                Err(e) => error_page(&e),
+            }
+        }
+        "sessions" => {
+            let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
+            admin::users::end_sessions(&state, &actor, id, sid)
+                .await
+                .map(|_| "sessions")
+        }
+        _ => Err(AdminError::NotFound("action")),
+    };
+    match result {
+        Ok(code) => done(&here, code),
+        Err(AdminError::Invalid(p)) => user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
+        Err(AdminError::Conflict(msg)) => {
+            let p = Problems::from([("action".to_string(), msg)]);
+            user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+/// `/admin/users/{id}/sessions/end` posts to the `sessions` action.
+pub async fn user_sessions_end(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: Bytes,
+) -> HttpResponse {
+    let path = web::Path::from((id.into_inner(), "sessions".to_string()));
+    user_action(req, state, path, body).await
+}
