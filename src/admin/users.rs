@@ -345,7 +345,15 @@ pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bo
     Ok(after)
 }
 
-pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+/// An action on one user that needs no input: applied, audited, and the user read
+/// back, in one transaction.
+async fn act_on(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    event: &'static str,
+    act: impl FnOnce(&db::Conn, i64) -> Result<(), db::DbError> + Send + 'static,
+) -> Result<UserView, AdminError> {
     let now = state.clock.now();
     let actor = actor.clone();
     state
@@ -354,14 +362,15 @@ pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView
             let Some(user) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
             };
-            db::users::clear_failures(c, id)?;
-            actor
-                .event("admin.user_unlocked")
-                .target(&user.username)
-                .write(c, now)?;
+            act(c, id)?;
+            actor.event(event).target(&user.username).write(c, now)?;
             Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
         })
         .await?
+}
+
+pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+    act_on(state, actor, id, "admin.user_unlocked", db::users::clear_failures).await
 }
 
 pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
@@ -426,18 +435,10 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
 
 /// Removes the user's authenticator app, recovery codes and passkeys (a lost phone).
 pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
-    let now = state.clock.now();
-    let actor = actor.clone();
-    state
-        .db
-        .write(move |c| {
-            let Some(user) = load(c, id)? else {
-                return Ok(Err(AdminError::NotFound("user")));
-            };
-            db::mfa::disable(c, id)?;
-            db::passkeys::delete_all(c, id)?;
-            actor.event("admin.mfa_reset").target(&user.username).write(c, now)?;
-            Ok(load(c, id)?.ok_or(AdminError::NotFound("user")))
-        })
-        .await?
+    act_on(state, actor, id, "admin.mfa_reset", |c, id| {
+        db::mfa::disable(c, id)?;
+        db::passkeys::delete_all(c, id)?;
+        Ok(())
+    })
+    .await
 }
