@@ -56,3 +56,29 @@ pub fn list_for_user(conn: &Connection, user_id: i64) -> Result<Vec<(String, Str
     let rows = stmt.query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+/// A consent as the account page lists it.
+#[derive(Debug, Clone)]
+pub struct Granted {
+    pub client_id: String,
+    pub client_name: String,
+    pub scope: String,
+    pub granted_at: i64,
+}
+
+/// The user's consents with the names of their clients, most recent first.
+pub fn list_named(conn: &Connection, user_id: i64) -> Result<Vec<Granted>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT k.client_id, c.name, k.scope, k.granted_at FROM consents k JOIN clients c ON c.client_id = k.client_id
+         WHERE k.user_id = ?1 ORDER BY k.granted_at DESC",
+    )?;
+    let rows = stmt.query_map([user_id], |r| {
+        Ok(Granted {
+            client_id: r.get(0)?,
+            client_name: r.get(1)?,
+            scope: r.get(2)?,
+            granted_at: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -75,6 +75,15 @@ struct AccountPage<'a> {
     recovery_left: i64,
     sessions: Vec<SessionRow>,
     passkeys: Vec<PasskeyRow>,
+    apps: Vec<AppRow>,
+}
+
+/// An application the user allowed: its name, what it may see, and since when.
+struct AppRow {
+    client_id: String,
+    name: String,
+    scopes: String,
+    since: String,
 }
 
 struct PasskeyRow {
@@ -104,6 +113,7 @@ fn flash_text(code: &str) -> Option<&'static str> {
         "totp-off" => "Two-step verification was turned off.",
         "passkey" => "The passkey was added. You can sign in with it now.",
         "passkey-removed" => "The passkey was removed.",
+        "app-removed" => "The application's access was removed; it must ask again.",
         _ => return None,
     })
 }
@@ -148,10 +158,11 @@ async fn render(
                 db::mfa::enabled(c, uid)?,
                 db::mfa::recovery_left(c, uid)?,
                 db::passkeys::list_for_user(c, uid)?,
+                db::consents::list_named(c, uid)?,
             ))
         })
         .await;
-    let (sessions, totp_on, recovery_left, passkeys) = match loaded {
+    let (sessions, totp_on, recovery_left, passkeys, apps) = match loaded {
         Ok(l) => l,
         Err(e) => return errors::server_page(&e.into()),
     };
@@ -177,6 +188,20 @@ async fn render(
                 name: p.name,
                 added: portal::when(p.created_at),
                 used: p.last_used_at.map(portal::when).unwrap_or_else(|| "never".into()),
+            })
+            .collect(),
+        apps: apps
+            .into_iter()
+            .map(|g| AppRow {
+                scopes: g
+                    .scope
+                    .split(' ')
+                    .filter_map(pages::describe_scope)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                since: portal::when(g.granted_at),
+                client_id: g.client_id,
+                name: g.client_name,
             })
             .collect(),
     };
@@ -476,4 +501,39 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
         .log(&state)
         .await;
     back("totp-off")
+}
+
+/// Withdraws consent for an application: its grants for this user end at once and
+/// it must ask again next time.
+pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let client_id = get(&form, "client_id").to_string();
+    let (uid, now) = (v.user.id, state.clock.now());
+    let event = Event::new("consent.revoked")
+        .actor(&v.user.username)
+        .target(format!("client:{client_id}"))
+        .ip(Some(super::login::ip_text(&req, &state)));
+    let revoked = state
+        .db
+        .write(move |c| {
+            let had = db::consents::revoke(c, uid, &client_id, now)?;
+            if had {
+                event.write(c, now)?;
+            }
+            Ok(had)
+        })
+        .await;
+    match revoked {
+        Ok(true) => back("app-removed"),
+        Ok(false) => pages::error_page(
+            StatusCode::NOT_FOUND,
+            "Application not found",
+            "You had not allowed that application, or its access was already removed.",
+            "Return to your account page.",
+        ),
+        Err(e) => errors::server_page(&e.into()),
+    }
 }

@@ -65,6 +65,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/account/totp", web::get().to(account::totp_get))
         .route("/account/totp", web::post().to(account::totp_confirm))
         .route("/account/totp/disable", web::post().to(account::totp_disable))
+        .route("/account/apps/revoke", web::post().to(account::revoke_consent))
         .route("/setup", web::get().to(setup::page))
         .route("/setup", web::post().to(setup::submit))
         .route("/revoke", web::post().to(token::revoke))

@@ -206,3 +206,71 @@ async fn form_post_delivers_codes_and_errors_in_a_self_submitting_form() {
         .unwrap();
     assert_eq!(redirect_params(&resp)["error"], "invalid_request");
 }
+
+#[tokio::test]
+async fn the_account_page_lists_allowed_applications_and_removes_their_access() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_user("bob").await;
+    let secret = app
+        .add_client_with("third", false, |c| {
+            c.consent_required = true;
+            c.name = "Third Party".into();
+        })
+        .await
+        .unwrap();
+    let b = browser();
+    let fields = consent_fields(&app, &b, &app.authorize_url("third", &[])).await;
+    let code = redirect_params(&decide(&app, &b, fields, "allow").await)["code"].clone();
+    let tokens = app.exchange("third", &secret, &code).await;
+
+    let html = b.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        html.contains("<td>Third Party</td>"),
+        "the application is listed by name"
+    );
+    assert!(
+        html.contains("See your email address"),
+        "with what it may see, in words"
+    );
+    let csrf = input_value(&html, "csrf").unwrap();
+    // Another user cannot remove alice's consent (they have none to remove).
+    let bob = browser();
+    let bob_csrf = app.portal_login(&bob, "bob", PASSWORD).await;
+    let other = bob
+        .post(app.url("/account/apps/revoke"))
+        .form(&[("csrf", bob_csrf.as_str()), ("client_id", "third")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    assert_eq!(
+        app.introspect(("third", &secret), tokens["access_token"].as_str().unwrap())
+            .await["active"],
+        true
+    );
+
+    let removed = b
+        .post(app.url("/account/apps/revoke"))
+        .form(&[("csrf", csrf.as_str()), ("client_id", "third")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 302);
+    assert_eq!(
+        app.introspect(("third", &secret), tokens["access_token"].as_str().unwrap())
+            .await["active"],
+        false
+    );
+    let again = b
+        .get(app.authorize_url("third", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        redirect_params(&again)["error"],
+        "consent_required",
+        "it must ask again"
+    );
+    assert!(app.audit().await.iter().any(|e| e.0 == "consent.revoked"));
+}
