@@ -1,5 +1,6 @@
-//! `/account`: the signed-in user's own profile, password, sessions and authenticator
-//! app. Every form carries the session's CSRF token.
+//! `/account`: the signed-in user's own profile, password, sessions, passkeys and the
+//! applications they allowed (the authenticator app is in `account_totp`). Every form
+//! carries the session's CSRF token.
 
 use std::collections::HashMap;
 
@@ -12,7 +13,6 @@ use super::portal::{self, Viewer};
 use super::{errors, guard, pages, params};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::auth::{mfa, totp};
 use crate::db::{self, sessions::SessionInfo};
 use crate::domain::{Email, NewPassword};
 use crate::oidc::logout;
@@ -93,16 +93,6 @@ struct PasskeyRow {
     used: String,
 }
 
-#[derive(Template)]
-#[template(path = "totp.html")]
-struct TotpPage<'a> {
-    csrf: &'a str,
-    qr_svg: &'a str,
-    secret: &'a str,
-    error: Option<&'a str>,
-    recovery_codes: Option<Vec<String>>,
-}
-
 /// Messages after a successful change, named in the redirect so a reload repeats nothing.
 fn flash_text(code: &str) -> Option<&'static str> {
     Some(match code {
@@ -137,11 +127,11 @@ pub async fn posted(
     Ok((viewer, form))
 }
 
-fn get<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+pub(super) fn get<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
     form.get(name).map(String::as_str).unwrap_or_default()
 }
 
-async fn render(
+pub(super) async fn render(
     state: &AppState,
     v: &Viewer,
     status: StatusCode,
@@ -208,7 +198,7 @@ async fn render(
     pages::render(status, &page)
 }
 
-fn back(flash: &str) -> HttpResponse {
+pub(super) fn back(flash: &str) -> HttpResponse {
     errors::redirect(&format!("/account?done={flash}"))
 }
 
@@ -267,7 +257,7 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
 }
 
 /// Checks the account's current password (the same bcrypt cost as a sign-in).
-async fn password_ok(state: &AppState, v: &Viewer, password: &str) -> Result<bool, HttpResponse> {
+pub(super) async fn password_ok(state: &AppState, v: &Viewer, password: &str) -> Result<bool, HttpResponse> {
     if password.is_empty() || password.len() > 1024 {
         return Ok(false);
     }
@@ -398,109 +388,6 @@ pub async fn end_others(req: HttpRequest, state: web::Data<AppState>, body: Byte
         }
         Err(resp) => resp,
     }
-}
-
-async fn totp_page(state: &AppState, v: &Viewer, status: StatusCode, error: Option<&str>) -> HttpResponse {
-    let secret = match mfa::begin(state, v.user.id).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return errors::redirect("/account"),
-        Err(mfa::MfaError::Db(e)) => return errors::server_page(&e.into()),
-        Err(e) => {
-            tracing::error!(error = %e, "authenticator enrolment failed");
-            return errors::server_page(&crate::oidc::OAuthError::server_error());
-        }
-    };
-    let label = url::Url::parse(&state.issuer)
-        .ok()
-        .and_then(|u| u.host_str().map(|h| format!("Tessera {h}")))
-        .unwrap_or_else(|| "Tessera".into());
-    let uri = totp::otpauth_uri(&label, &v.user.username, &secret);
-    let svg = totp::qr_svg(&uri).unwrap_or_default();
-    pages::render(
-        status,
-        &TotpPage {
-            csrf: &v.csrf,
-            qr_svg: &svg,
-            secret: &secret,
-            error,
-            recovery_codes: None,
-        },
-    )
-}
-
-pub async fn totp_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    match portal::require(&req, &state).await {
-        Ok(v) => totp_page(&state, &v, StatusCode::OK, None).await,
-        Err(resp) => resp,
-    }
-}
-
-pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match mfa::confirm(&state, v.user.id, get(&form, "code")).await {
-        Ok(codes) => {
-            Event::new("mfa.enrolled")
-                .actor(&v.user.username)
-                .target(&v.user.username)
-                .ip(Some(super::login::ip_text(&req, &state)))
-                .log(&state)
-                .await;
-            pages::render(
-                StatusCode::OK,
-                &TotpPage {
-                    csrf: &v.csrf,
-                    qr_svg: "",
-                    secret: "",
-                    error: None,
-                    recovery_codes: Some(codes),
-                },
-            )
-        }
-        Err(mfa::MfaError::InvalidCode) => {
-            let msg = "That code is not valid. Check the time on your phone and try the newest code.";
-            totp_page(&state, &v, StatusCode::BAD_REQUEST, Some(msg)).await
-        }
-        Err(mfa::MfaError::NotStarted) => errors::redirect("/account/totp"),
-        Err(mfa::MfaError::Db(e)) => errors::server_page(&e.into()),
-        Err(e) => {
-            tracing::error!(error = %e, "authenticator confirmation failed");
-            errors::server_page(&crate::oidc::OAuthError::server_error())
-        }
-    }
-}
-
-pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
-        return limited;
-    }
-    let (v, form) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match password_ok(&state, &v, get(&form, "password")).await {
-        Ok(true) => {}
-        Ok(false) => {
-            let problems = Problems {
-                disable: Some("this is not your current password".into()),
-                ..Problems::default()
-            };
-            return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
-        }
-        Err(resp) => return resp,
-    }
-    if let Err(e) = mfa::disable(&state, v.user.id).await {
-        return errors::server_page(&e.into());
-    }
-    Event::new("mfa.disabled")
-        .actor(&v.user.username)
-        .target(&v.user.username)
-        .ip(Some(super::login::ip_text(&req, &state)))
-        .log(&state)
-        .await;
-    back("totp-off")
 }
 
 /// Withdraws consent for an application: its grants for this user end at once and

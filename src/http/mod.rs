@@ -2,6 +2,7 @@
 //! errors to responses. The only module besides `startup` that uses actix-web.
 
 pub mod account;
+pub mod account_totp;
 pub mod admin_api;
 pub mod admin_groups;
 pub mod admin_pages;
@@ -62,9 +63,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/account/password", web::post().to(account::password))
         .route("/account/sessions/end", web::post().to(account::end_one))
         .route("/account/sessions/end-others", web::post().to(account::end_others))
-        .route("/account/totp", web::get().to(account::totp_get))
-        .route("/account/totp", web::post().to(account::totp_confirm))
-        .route("/account/totp/disable", web::post().to(account::totp_disable))
+        .route("/account/totp", web::get().to(account_totp::totp_get))
+        .route("/account/totp", web::post().to(account_totp::totp_confirm))
+        .route("/account/totp/disable", web::post().to(account_totp::totp_disable))
         .route("/account/apps/revoke", web::post().to(account::revoke_consent))
         .route("/setup", web::get().to(setup::page))
         .route("/setup", web::post().to(setup::submit))
