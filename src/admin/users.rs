@@ -236,8 +236,8 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
 }
 
 /// Refuses a change that would leave no administrator able to sign in.
-fn keeps_an_admin(conn: &db::Conn, target: &UserView, removing: bool) -> Result<bool, db::DbError> {
-    Ok(!(removing && target.is_admin && !target.disabled && db::users::count_active_admins(conn)? <= 1))
+fn keeps_an_admin(conn: &db::Conn, target: &UserView) -> Result<bool, db::DbError> {
+    Ok(!(target.is_admin && !target.disabled && db::users::count_active_admins(conn)? <= 1))
 }
 
 const LAST_ADMIN: &str = "this is the last active administrator; make another one first";
@@ -262,7 +262,7 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
             let Some(before) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
             };
-            if input.is_admin == Some(false) && !keeps_an_admin(c, &before, true)? {
+            if input.is_admin == Some(false) && !keeps_an_admin(c, &before)? {
                 return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
             }
             let groups = match input.groups.as_deref().map(|g| group_ids(c, g)).transpose()? {
@@ -274,10 +274,7 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
             let name = blank_to_none(&input.name).unwrap_or(before.name.clone());
             db::users::update_profile(c, id, name.as_deref(), email.as_deref(), now)?;
             if let Some(v) = input.email_verified {
-                c.execute(
-                    "UPDATE users SET email_verified = ?2 WHERE id = ?1",
-                    rusqlite::params![id, v],
-                )?;
+                db::users::set_email_verified(c, id, v)?;
             }
             if let Some(admin) = input.is_admin {
                 db::users::set_admin(c, id, admin, now)?;
@@ -297,19 +294,12 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
     let new = NewPassword::parse(password).map_err(|e| invalid("password", e.0))?;
     let hash = state.hasher.hash(new.expose()).await?;
     let now = state.clock.now();
-    let actor = actor.clone();
-    state
-        .db
-        .write(move |c| {
-            let Some(user) = load(c, id)? else {
-                return Ok(Err(AdminError::NotFound("user")));
-            };
-            db::users::set_password_by_id(c, id, &hash, now)?;
-            db::users::clear_failures(c, id)?;
-            actor.event("admin.password_set").target(&user.username).write(c, now)?;
-            Ok(Ok(()))
-        })
-        .await?
+    act_on(state, actor, id, "admin.password_set", move |c, id| {
+        db::users::set_password_by_id(c, id, &hash, now)?;
+        db::users::clear_failures(c, id)
+    })
+    .await
+    .map(|_| ())
 }
 
 /// Disables (ending sessions and revoking grants) or enables an account.
@@ -327,7 +317,7 @@ pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bo
             let Some(before) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
             };
-            if disabled && !keeps_an_admin(c, &before, true)? {
+            if disabled && !keeps_an_admin(c, &before)? {
                 return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
             }
             db::users::set_disabled(c, &before.username, disabled, now)?;
@@ -378,7 +368,7 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
         return Err(AdminError::Conflict("you cannot delete your own account".into()));
     }
     let target = get(state, id).await?;
-    if !state.db.read(move |c| keeps_an_admin(c, &target, true)).await? {
+    if !state.db.read(move |c| keeps_an_admin(c, &target)).await? {
         return Err(AdminError::Conflict(LAST_ADMIN.into()));
     }
     // Logged out (back-channel) while the grants that name the clients still exist.
@@ -392,7 +382,7 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
             let Some(before) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
             };
-            if !keeps_an_admin(c, &before, true)? {
+            if !keeps_an_admin(c, &before)? {
                 return Ok(Err(AdminError::Conflict(LAST_ADMIN.into())));
             }
             db::users::delete(c, id)?;

@@ -293,3 +293,11 @@ pub fn count_active_admins(conn: &Connection) -> Result<i64, DbError> {
         |r| r.get(0),
     )?)
 }
+
+pub fn set_email_verified(conn: &Connection, user_id: i64, verified: bool) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE users SET email_verified = ?2 WHERE id = ?1",
+        params![user_id, verified],
+    )?;
+    Ok(())
+}

@@ -90,15 +90,8 @@ async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpRespon
     if !viewer.user.is_admin {
         return Err(forbidden("administrators only"));
     }
-    if req.method() != Method::GET {
-        let presented = req
-            .headers()
-            .get("x-csrf-token")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        if !portal::csrf_ok(&viewer, presented) {
-            return Err(forbidden("a session needs its CSRF token in X-CSRF-Token for changes"));
-        }
+    if req.method() != Method::GET && !portal::csrf_header_ok(req, &viewer) {
+        return Err(forbidden("a session needs its CSRF token in X-CSRF-Token for changes"));
     }
     Ok(Actor {
         name: viewer.user.username.clone(),

@@ -116,7 +116,8 @@ pub async fn group(req: HttpRequest, state: web::Data<AppState>, id: web::Path<S
     }
 }
 
-/// Rename (the group's own path), `members/add`, `members/remove` and `delete`.
+/// Rename (the group's own path), `members/add`, `members/remove` (the path's last
+/// segment) and `delete`.
 pub async fn group_action(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -168,13 +169,4 @@ pub async fn group_rename(
         body,
     )
     .await
-}
-
-pub async fn group_member(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> HttpResponse {
-    group_action(req, state, path, body).await
 }

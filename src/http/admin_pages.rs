@@ -353,7 +353,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/groups/{id}", web::post().to(groups::group_rename))
         .route(
             "/admin/groups/{id}/members/{action}",
-            web::post().to(groups::group_member),
+            web::post().to(groups::group_action),
         )
         .route("/admin/groups/{id}/{action}", web::post().to(groups::group_action));
 }

@@ -8,8 +8,8 @@ use askama::Template;
 
 use super::account::SessionRow;
 use super::admin_ui::{done, error_page, flash, pager, posted, posted_to};
-use super::pages;
 use super::portal::{self, Viewer};
+use super::{errors, pages};
 use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};
 use crate::db::groups::Group;
 use crate::state::AppState;
@@ -227,11 +227,8 @@ pub async fn user_update(
         text => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(m)) => Some(m),
             _ => {
-                let p = Problems::from([(
-                    "claims".to_string(),
-                    "a JSON object, like {\"given_name\": \"Ada\"}".to_string(),
-                )]);
-                return user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await;
+                let bad = admin::invalid("claims", "a JSON object, like {\"given_name\": \"Ada\"}");
+                return outcome(&req, &state, &v, id, Err(bad)).await;
             }
         },
     };
@@ -244,12 +241,32 @@ pub async fn user_update(
         claims,
         ..UserInput::default()
     };
-    match admin::users::update(&state, &actor, id, input).await {
-        Ok(_) => done(&format!("/admin/users/{id}"), "saved"),
-        Err(AdminError::Invalid(p)) => user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
+    let result = admin::users::update(&state, &actor, id, input).await;
+    outcome(
+        &req,
+        &state,
+        &v,
+        id,
+        result.map(|_| format!("/admin/users/{id}?done=saved")),
+    )
+    .await
+}
+
+/// Where a change leads: on to `location`, or back to the user's page with what was
+/// wrong marked (a field, or the whole action).
+async fn outcome(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    id: i64,
+    result: Result<String, AdminError>,
+) -> HttpResponse {
+    match result {
+        Ok(location) => errors::redirect(&location),
+        Err(AdminError::Invalid(p)) => user_page(req, state, v, id, StatusCode::BAD_REQUEST, p).await,
         Err(AdminError::Conflict(msg)) => {
             let p = Problems::from([("action".to_string(), msg)]);
-            user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
+            user_page(req, state, v, id, StatusCode::CONFLICT, p).await
         }
         Err(e) => error_page(&e),
     }
@@ -267,7 +284,6 @@ pub async fn user_action(
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let here = format!("/admin/users/{id}");
     let result = match action.as_str() {
         "password" => admin::users::set_password(&state, &actor, id, form.get("password"))
             .await
@@ -282,14 +298,15 @@ pub async fn user_action(
         "mfa-reset" => admin::users::reset_mfa(&state, &actor, id).await.map(|_| "mfa"),
         "delete" if !form.checked("confirm") => Err(admin::invalid("action", "tick the box to confirm the deletion")),
         "delete" => {
-            return match admin::users::delete(&state, &actor, id).await {
-                Ok(()) => done("/admin/users", "deleted"),
-                Err(AdminError::Conflict(msg)) => {
-                    let p = Problems::from([("action".to_string(), msg)]);
-                    user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
-                }
-                Err(e) => error_page(&e),
-            }
+            let deleted = admin::users::delete(&state, &actor, id).await;
+            return outcome(
+                &req,
+                &state,
+                &v,
+                id,
+                deleted.map(|()| "/admin/users?done=deleted".into()),
+            )
+            .await;
         }
         "sessions" => {
             let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
@@ -299,15 +316,8 @@ pub async fn user_action(
         }
         _ => Err(AdminError::NotFound("action")),
     };
-    match result {
-        Ok(code) => done(&here, code),
-        Err(AdminError::Invalid(p)) => user_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
-        Err(AdminError::Conflict(msg)) => {
-            let p = Problems::from([("action".to_string(), msg)]);
-            user_page(&req, &state, &v, id, StatusCode::CONFLICT, p).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let location = result.map(|code| format!("/admin/users/{id}?done={code}"));
+    outcome(&req, &state, &v, id, location).await
 }
 
 /// `/admin/users/{id}/sessions/end` posts to the `sessions` action.

@@ -49,12 +49,7 @@ async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, Http
             "your session has ended; sign in again",
         ));
     };
-    let token = req
-        .headers()
-        .get("x-csrf-token")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if !portal::csrf_ok(&v, token) {
+    if !portal::csrf_header_ok(req, &v) {
         return Err(json_error(
             StatusCode::FORBIDDEN,
             "the request could not be verified; reload the page",

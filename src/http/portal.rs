@@ -31,6 +31,12 @@ pub fn csrf_ok(viewer: &Viewer, presented: &str) -> bool {
     !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(viewer.csrf.as_bytes()))
 }
 
+/// Whether a script's request carries this viewer's CSRF token in `X-CSRF-Token`.
+pub fn csrf_header_ok(req: &HttpRequest, viewer: &Viewer) -> bool {
+    let presented = req.headers().get("x-csrf-token").and_then(|v| v.to_str().ok());
+    csrf_ok(viewer, presented.unwrap_or_default())
+}
+
 /// The viewer, if the request carries a live session.
 pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer>, HttpResponse> {
     let cookie = params::cookie(req, cookies::session_name(state));
