@@ -112,16 +112,14 @@ where
         Err(resp) => return resp,
     };
     match op(actor).await {
-        Ok(v) if status == StatusCode::NO_CONTENT => {
-            let _ = v;
-            let mut b = HttpResponse::NoContent();
-            errors::no_store(&mut b);
-            b.finish()
-        }
         Ok(v) => {
             let mut b = HttpResponse::build(status);
             errors::no_store(&mut b);
-            b.json(v)
+            if status == StatusCode::NO_CONTENT {
+                b.finish()
+            } else {
+                b.json(v)
+            }
         }
         Err(e) => admin_error(&e),
     }
