@@ -27,6 +27,8 @@ lint: ## Format check, clippy with warnings as errors, k6 scripts parse
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
 	node --check tests/browser/journey.mjs
+	node --check tests/browser/spa.mjs
+	for f in tests/browser/spa/*.js; do node --check "$$f"; done
 	node --check static/passkey.js
 	for f in stress/*.js; do node --check "$$f"; done
 

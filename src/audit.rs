@@ -54,7 +54,8 @@ impl Event {
             target: "audit",
             event = self.name,
             actor = self.actor.as_deref().unwrap_or("-"),
-            target_ = self.target.as_deref().unwrap_or("-"),
+            target = self.target.as_deref().unwrap_or("-"),
+            ip = self.ip.as_deref().unwrap_or("-"),
             "audit"
         );
         db::audit::record(

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::auth::client_ip::Cidr;
+use crate::auth::client_ip::{Cidr, ForwardedHeader};
 use crate::crypto::sealed::MasterKey;
+use crate::crypto::Secret;
 use url::Url;
 
 /// A setting that could not be used, named as the operator wrote it.
@@ -28,7 +29,8 @@ fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
 
 /// Values as given on the command line or in the environment, before parsing.
 /// Every field is text so that a bad value gets our message, not a parser's.
-#[derive(Debug, Default, Clone)]
+/// `Debug` leaves the master key and the metrics token out.
+#[derive(Default, Clone)]
 pub struct RawSettings {
     pub config: Option<PathBuf>,
     pub db: Option<String>,
@@ -44,10 +46,26 @@ pub struct RawSettings {
     pub lockout: Option<String>,
     pub audit_retention_days: Option<String>,
     pub trusted_proxies: Option<String>,
+    pub forwarded_header: Option<String>,
     pub metrics_token: Option<String>,
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
     pub master_key_file: Option<String>,
+}
+
+impl std::fmt::Debug for RawSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |v: &Option<String>| v.as_ref().map(|_| "<redacted>");
+        f.debug_struct("RawSettings")
+            .field("config", &self.config)
+            .field("db", &self.db)
+            .field("listen", &self.listen)
+            .field("issuer", &self.issuer)
+            .field("metrics_token", &hidden(&self.metrics_token))
+            .field("master_key", &hidden(&self.master_key))
+            .field("master_key_file", &self.master_key_file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Keys accepted in the TOML file; any other key is an error, not silently ignored.
@@ -67,6 +85,7 @@ struct FileSettings {
     lockout: Option<toml::Value>,
     audit_retention_days: Option<toml::Value>,
     trusted_proxies: Option<toml::Value>,
+    forwarded_header: Option<toml::Value>,
     metrics_token: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
 }
@@ -103,6 +122,9 @@ pub struct TokenLifetimes {
     pub refresh_token: i64,
     pub session: i64,
     pub login_request: i64,
+    /// How long a grant may be refreshed from the sign-in that opened it, however
+    /// often it is used (clients may set their own).
+    pub grant: i64,
 }
 
 impl Default for TokenLifetimes {
@@ -114,6 +136,7 @@ impl Default for TokenLifetimes {
             refresh_token: 30 * 24 * 3600,
             session: 12 * 3600,
             login_request: 15 * 60,
+            grant: 90 * 24 * 3600,
         }
     }
 }
@@ -136,8 +159,10 @@ pub struct Settings {
     pub lockout: bool,
     /// Proxies whose `X-Forwarded-For` / `Forwarded` headers are believed.
     pub trusted_proxies: Vec<Cidr>,
+    /// The one header trusted proxies set with the client's address.
+    pub forwarded_header: ForwardedHeader,
     /// When set, `/metrics` answers only `Authorization: Bearer <token>`.
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<Secret>,
     /// Encrypts signing private keys and TOTP secrets at rest when set.
     pub master_key: Option<MasterKey>,
     /// Audit entries older than this are deleted; 0 keeps them forever.
@@ -168,6 +193,7 @@ impl Default for Settings {
             rate_limit: true,
             lockout: true,
             trusted_proxies: Vec::new(),
+            forwarded_header: ForwardedHeader::default(),
             metrics_token: None,
             master_key: None,
             audit_retention_days: 90,
@@ -250,7 +276,7 @@ impl Settings {
             if v.len() < 16 || v.len() > 256 || !v.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(invalid("metrics_token", "16 to 256 visible ASCII characters"));
             }
-            s.metrics_token = Some(v);
+            s.metrics_token = Some(Secret::from_string(v));
         }
         if let Some(v) = pick(&raw.trusted_proxies, &file.trusted_proxies) {
             s.trusted_proxies = v
@@ -261,6 +287,9 @@ impl Settings {
                 .map(Cidr::parse)
                 .collect::<Result<_, _>>()
                 .map_err(|e| invalid("trusted_proxies", e))?;
+        }
+        if let Some(v) = pick(&raw.forwarded_header, &file.forwarded_header) {
+            s.forwarded_header = ForwardedHeader::parse(&v).map_err(|e| invalid("forwarded_header", e))?;
         }
         Ok(s)
     }

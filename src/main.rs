@@ -58,8 +58,10 @@ enum Command {
     Keys(KeysCommand),
     /// Write a consistent copy of the database to PATH while the server runs
     Backup { path: PathBuf },
-    /// Check the database's integrity and foreign keys
+    /// Check the database's integrity and foreign keys (read-only)
     Check,
+    /// Create the database (or bring it up to date) and its signing keys, then exit
+    Init,
 }
 
 #[derive(Args, Default)]
@@ -94,6 +96,9 @@ struct ServeArgs {
     /// Comma-separated proxy addresses/CIDRs whose X-Forwarded-For is believed
     #[arg(long, env = "TESSERA_TRUSTED_PROXIES", value_name = "CIDR,…")]
     trusted_proxies: Option<String>,
+    /// The header trusted proxies set with the client's address [default: x-forwarded-for]
+    #[arg(long, env = "TESSERA_FORWARDED_HEADER", value_name = "x-forwarded-for|forwarded")]
+    forwarded_header: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on /metrics [default: open, restrict at the proxy]
     #[arg(long, env = "TESSERA_METRICS_TOKEN", value_name = "TOKEN")]
     metrics_token: Option<String>,
@@ -111,6 +116,7 @@ fn main() -> ExitCode {
             return finish(settings(&cli.common, None).and_then(|s| cli::backup(&s, &path)))
         }
         Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
+        Some(Command::Init) => return finish(settings(&cli.common, None).and_then(|s| cli::init(&s))),
     };
     let settings = match settings(&cli.common, Some(&serve)) {
         Ok(s) => s,
@@ -132,6 +138,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         lockout: s.lockout.clone(),
         audit_retention_days: s.audit_retention_days.clone(),
         trusted_proxies: s.trusted_proxies.clone(),
+        forwarded_header: s.forwarded_header.clone(),
         metrics_token: s.metrics_token.clone(),
         ..Default::default()
     });

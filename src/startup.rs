@@ -59,9 +59,13 @@ impl Application {
         let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
             .await
             .map_err(|e| StartupError::Keys(e.to_string()))?;
+        oidc::keys::seal_client_secrets(&db, settings.master_key.as_ref())
+            .await
+            .map_err(|e| StartupError::Keys(e.to_string()))?;
         let keys = KeyStore::new(keys);
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
+        let log_key = log_key(&db).await?;
         let state = AppState {
             issuer: Arc::from(config::issuer_text(&issuer)),
             settings: Arc::new(settings),
@@ -73,6 +77,7 @@ impl Application {
             clients: Default::default(),
             limits,
             metrics: Default::default(),
+            log_key,
         };
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
@@ -101,6 +106,48 @@ impl Application {
         self.state.db.shutdown();
         result
     }
+}
+
+/// The state administration commands act through: the same operations as the admin
+/// pages, on a database that must already exist (only `init` and `serve` create one),
+/// without a listener or background tasks. Back-channel logouts they queue are sent
+/// by the running server's deliverer.
+pub async fn command_state(settings: Settings) -> Result<AppState, StartupError> {
+    let issuer = match &settings.issuer {
+        Some(url) => url.clone(),
+        None => config::default_issuer(settings.listen)?,
+    };
+    let db = Db::open_existing(&settings.db_path, &settings.sqlite)?;
+    let keep = oidc::keys::keep_retired(&settings.lifetimes);
+    let clock = Clock::system();
+    let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
+        .await
+        .map_err(|e| StartupError::Keys(e.to_string()))?;
+    let hasher = Hasher::start(1, settings.bcrypt_cost)?;
+    let log_key = log_key(&db).await?;
+    Ok(AppState {
+        issuer: Arc::from(config::issuer_text(&issuer)),
+        limits: crate::auth::limits::RateLimits::new(false),
+        settings: Arc::new(settings),
+        db,
+        keys: KeyStore::new(keys),
+        hasher,
+        clock,
+        logout_wakeup: Arc::new(tokio::sync::Notify::new()),
+        clients: Default::default(),
+        metrics: Default::default(),
+        log_key,
+    })
+}
+
+/// The database's pseudonym key, made on first start.
+async fn log_key(db: &Db) -> Result<crate::crypto::random::LogKey, StartupError> {
+    let fresh = crate::crypto::random::LogKey::generate();
+    let stored = db
+        .write(move |c| db::secrets::get_or_create(c, "log_key", fresh.as_bytes()))
+        .await?;
+    crate::crypto::random::LogKey::from_bytes(&stored)
+        .ok_or_else(|| StartupError::Db(DbError::Corrupt("the stored log key is not 32 bytes".into())))
 }
 
 /// Every minute, deletes expired rows batch by batch until none are left.
@@ -151,9 +198,16 @@ fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError
                 let started = Instant::now();
                 let method = req.method().clone();
                 let state = state.clone();
-                let fut = srv.call(req);
+                let call = match http::guard::upgrade_refused(req.request()) {
+                    Some(refused) => Err(req.into_response(refused)),
+                    None => Ok(srv.call(req)),
+                };
                 async move {
-                    let mut res = fut.await?;
+                    let mut res = match call {
+                        Ok(fut) => fut.await?.map_into_boxed_body(),
+                        Err(refused) => refused,
+                    };
+                    http::cors::decorate(&state, &mut res).await;
                     observe(&state, &method, &mut res, started.elapsed());
                     Ok(res)
                 }

@@ -23,6 +23,8 @@ pub struct AppState {
     pub clients: crate::oidc::client_cache::ClientCache,
     pub limits: crate::auth::limits::RateLimits,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Keys the pseudonyms of unknown sign-in names in logs.
+    pub log_key: crate::crypto::random::LogKey,
 }
 
 impl AppState {

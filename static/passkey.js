@@ -45,6 +45,11 @@
       const csrf = add.dataset.csrf;
       const name = document.getElementById("passkey-name").value;
       const resp = await fetch("/account/passkeys/options", { method: "POST", headers: { "X-CSRF-Token": csrf } });
+      if (resp.status === 403) {
+        // A credential change needs a recent password: confirm it, then come back.
+        const body = await resp.clone().json().catch(() => ({}));
+        if (body.confirm) { window.location.assign(body.confirm); return; }
+      }
       if (!resp.ok) return fail(await problem(resp));
       const o = await resp.json();
       o.challenge = dec(o.challenge);

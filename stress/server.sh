@@ -12,6 +12,7 @@ dir=$(mktemp -d)
 db="$dir/stress.db"
 export TESSERA_BCRYPT_COST=${BCRYPT_COST:-10}
 
+"$bin" --db "$db" init >&2
 printf '%s\n' 'stress-password' | "$bin" --db "$db" user seed stress "$users" --password-stdin >&2
 secret=$("$bin" --db "$db" client add stress --redirect-uri http://127.0.0.1:9999/callback --json \
     --id-token-alg "${STRESS_ALG:-RS256}" \

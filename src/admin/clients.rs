@@ -51,6 +51,13 @@ pub struct ClientSpec {
     pub refresh_token_ttl: Option<i64>,
     /// May use client credentials to obtain the `tessera:admin` scope.
     pub admin: bool,
+    /// Scopes the client may obtain for itself with client credentials.
+    pub client_scopes: Vec<String>,
+    /// Browser origins allowed to call the token endpoints (CORS), besides those of
+    /// the redirect URIs.
+    pub web_origins: Vec<String>,
+    /// Seconds a grant may be refreshed from its sign-in [default: the server's].
+    pub grant_lifetime: Option<i64>,
 }
 
 /// The specification that would recreate `c` (for editing).
@@ -73,6 +80,9 @@ pub fn spec_of(c: &Client) -> ClientSpec {
         access_token_ttl: c.access_token_ttl,
         refresh_token_ttl: c.refresh_token_ttl,
         admin: c.admin,
+        client_scopes: c.client_scopes.clone(),
+        web_origins: c.web_origins.clone(),
+        grant_lifetime: c.grant_lifetime,
     }
 }
 
@@ -103,6 +113,9 @@ pub fn view(c: &Client) -> Value {
         "access_token_ttl": c.access_token_ttl,
         "refresh_token_ttl": c.refresh_token_ttl,
         "admin": c.admin,
+        "client_scopes": c.client_scopes,
+        "web_origins": c.web_origins,
+        "grant_lifetime": c.grant_lifetime,
         "created_at": c.created_at,
     })
 }
@@ -115,6 +128,50 @@ fn parse_uris(field: &str, uris: &[String], problems: &mut Problems) -> Vec<Stri
             Err(e) => {
                 problems.insert(field.into(), format!("{u}: {e}"));
             }
+        }
+    }
+    out
+}
+
+/// Browser origins: `scheme://host[:port]` over http(s), nothing more, as a browser
+/// sends them in `Origin`.
+fn parse_origins(origins: &[String], problems: &mut Problems) -> Vec<String> {
+    let mut out = Vec::new();
+    for o in origins.iter().map(|o| o.trim()).filter(|o| !o.is_empty()) {
+        let parsed = url::Url::parse(o).ok().filter(|u| {
+            matches!(u.scheme(), "http" | "https")
+                && u.host().is_some()
+                && u.username().is_empty()
+                && u.path() == "/"
+                && u.query().is_none()
+                && u.fragment().is_none()
+                && !o.ends_with('/')
+        });
+        match parsed {
+            Some(u) => out.push(u.origin().ascii_serialization()),
+            None => {
+                problems.insert("web_origins".into(), format!("{o}: an origin is scheme://host[:port]"));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Scopes a client may ask for itself: RFC 6749 §3.3 tokens, neither OpenID Connect
+/// scopes (they mean nothing without a user) nor the admin scope (`admin` grants it).
+fn parse_client_scopes(scopes: &[String], problems: &mut Problems) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in scopes.iter().flat_map(|s| s.split_whitespace()) {
+        if crate::domain::Scope::parse(s).is_err() {
+            problems.insert("client_scopes".into(), format!("`{s}` is not a scope"));
+        } else if crate::oidc::claims::SUPPORTED_SCOPES.contains(&s) || s == crate::oidc::token::ADMIN_SCOPE {
+            problems.insert(
+                "client_scopes".into(),
+                format!("`{s}` cannot be granted to a client for itself"),
+            );
+        } else if !out.iter().any(|x| x == s) {
+            out.push(s.to_string());
         }
     }
     out
@@ -224,14 +281,23 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     }
     let access_ttl = ttl("access_token_ttl", spec.access_token_ttl, 60, 86_400, &mut p);
     let refresh_ttl = ttl("refresh_token_ttl", spec.refresh_token_ttl, 300, 366 * 86_400, &mut p);
+    let grant_lifetime = ttl("grant_lifetime", spec.grant_lifetime, 300, 3660 * 86_400, &mut p);
+    let web_origins = parse_origins(&spec.web_origins, &mut p);
+    let client_scopes = parse_client_scopes(&spec.client_scopes, &mut p);
+    if !client_scopes.is_empty() && !grant_types.iter().any(|g| g == "client_credentials") {
+        p.insert(
+            "client_scopes".into(),
+            "scopes for the client itself need the client_credentials grant".into(),
+        );
+    }
     let (Some(id), true) = (id, p.is_empty()) else {
         return Err(p);
     };
-    let secret = matches!(
-        method.as_str(),
-        "client_secret_basic" | "client_secret_post" | "client_secret_jwt"
-    )
-    .then(Secret::generate);
+    let secret = match method.as_str() {
+        "client_secret_basic" | "client_secret_post" => Some(Secret::generate()),
+        "client_secret_jwt" => Some(Secret::generate_hmac_key()),
+        _ => None,
+    };
     let mut client = Client::new(
         id.as_str(),
         name.unwrap_or(id.as_str()),
@@ -260,6 +326,9 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     client.access_token_ttl = access_ttl;
     client.refresh_token_ttl = refresh_ttl;
     client.admin = spec.admin;
+    client.client_scopes = client_scopes;
+    client.web_origins = web_origins;
+    client.grant_lifetime = grant_lifetime;
     Ok((client, secret))
 }
 
@@ -296,13 +365,30 @@ pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
         .ok_or(AdminError::NotFound("client"))
 }
 
+/// A client_secret_jwt secret as stored: the HMAC key must be read back, so it is
+/// sealed with the master key when one is set (like signing keys), never hashed.
+pub fn seal_hmac(state: &AppState, secret: &str) -> Result<String, AdminError> {
+    match &state.settings.master_key {
+        Some(key) => crate::crypto::sealed::seal(key, secret.as_bytes()).map_err(|e| {
+            tracing::error!(error = %e, "cannot seal a client secret");
+            AdminError::Server(crate::oidc::OAuthError::server_error())
+        }),
+        None => Ok(secret.to_string()),
+    }
+}
+
 /// Registers a client; the secret, if any, is returned once.
 pub async fn create(
     state: &AppState,
     actor: &Actor,
     spec: &ClientSpec,
 ) -> Result<(Client, Option<Secret>), AdminError> {
-    let (client, secret) = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+    let (mut client, secret) = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+    client.secret_for_hmac = client
+        .secret_for_hmac
+        .as_deref()
+        .map(|s| seal_hmac(state, s))
+        .transpose()?;
     let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
     state
         .db
@@ -367,6 +453,8 @@ pub async fn update(state: &AppState, actor: &Actor, id: &str, spec: &ClientSpec
             if !db::clients::update(c, &stored, now)? {
                 return Ok(Err(AdminError::NotFound("client")));
             }
+            // Users its new allowed groups leave out lose their grants at once.
+            db::grants::revoke_outside_allowed_groups(c, None, Some(&stored.client_id), now)?;
             actor
                 .event("admin.client_updated")
                 .target(format!("client:{}", stored.client_id))
@@ -385,8 +473,13 @@ pub async fn rotate_secret(state: &AppState, actor: &Actor, id: &str) -> Result<
     if existing.secret_hash.is_none() {
         return Err(AdminError::Conflict("this client has no secret to rotate".into()));
     }
-    let secret = Secret::generate();
-    let hmac = (existing.auth_method == "client_secret_jwt").then(|| secret.expose().to_string());
+    let jwt = existing.auth_method == "client_secret_jwt";
+    let secret = if jwt {
+        Secret::generate_hmac_key()
+    } else {
+        Secret::generate()
+    };
+    let hmac = jwt.then(|| seal_hmac(state, secret.expose())).transpose()?;
     let (hash, now, actor, cid) = (
         secret.hash(),
         state.clock.now(),

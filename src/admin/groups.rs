@@ -141,6 +141,10 @@ pub async fn set_member(
                 return Ok(Err(invalid("username", "there is no user with this name")));
             };
             if db::groups::set_member(c, id, user.id, member)? {
+                if !member {
+                    // Clients this group admitted the user to lose their grants at once.
+                    db::grants::revoke_outside_allowed_groups(c, Some(user.id), None, now)?;
+                }
                 let name = if member {
                     "admin.group_member_added"
                 } else {

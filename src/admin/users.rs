@@ -145,6 +145,8 @@ fn finish_edit(
 ) -> Result<UserView, db::DbError> {
     if let Some(g) = groups {
         db::groups::set_user_groups(c, id, g)?;
+        // Clients the user may no longer use lose their grants at once.
+        db::grants::revoke_outside_allowed_groups(c, Some(id), None, now)?;
     }
     if let Some(claims) = claims {
         db::users::set_claims(c, id, claims, now)?;
@@ -223,6 +225,9 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
                 Err(db::DbError::Conflict) => return Ok(Err(invalid("username", "this username is taken"))),
                 Err(e) => return Err(e),
             };
+            if input.email_verified == Some(true) && email.is_some() {
+                db::users::set_email_verified(c, id, true)?;
+            }
             let created = finish_edit(c, id, Some(&groups), input.claims.as_ref(), now)?;
             actor
                 .event("admin.user_created")
@@ -290,16 +295,24 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
         .await?
 }
 
+/// Sets a new password. Whoever knew the old one is out: every session of the user
+/// ends (back-channel logout sent) and every grant is revoked, offline ones included.
 pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &str) -> Result<(), AdminError> {
     let new = NewPassword::parse(password).map_err(|e| invalid("password", e.0))?;
     let hash = state.hasher.hash(new.expose()).await?;
+    let live = sessions(state, id).await?;
     let now = state.clock.now();
     act_on(state, actor, id, "admin.password_set", move |c, id| {
         db::users::set_password_by_id(c, id, &hash, now)?;
         db::users::clear_failures(c, id)
     })
-    .await
-    .map(|_| ())
+    .await?;
+    crate::oidc::logout::end_listed(state, &live).await?;
+    state
+        .db
+        .write(move |c| db::grants::revoke_user_grants(c, id, None, now))
+        .await?;
+    Ok(())
 }
 
 /// Disables (ending sessions and revoking grants) or enables an account.
@@ -431,4 +444,25 @@ pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserV
         Ok(())
     })
     .await
+}
+
+/// Withdraws the user's consent for a client and revokes the client's grants for them;
+/// `false` when there was no consent to withdraw (the grants are revoked all the same).
+pub async fn revoke_consent(state: &AppState, actor: &Actor, id: i64, client_id: &str) -> Result<bool, AdminError> {
+    let (now, actor, client_id) = (state.clock.now(), actor.clone(), client_id.to_string());
+    state
+        .db
+        .write(move |c| {
+            let Some(user) = load(c, id)? else {
+                return Ok(Err(AdminError::NotFound("user")));
+            };
+            let had = db::consents::revoke(c, id, &client_id, now)?;
+            actor
+                .event("admin.consent_revoked")
+                .target(&user.username)
+                .detail(json!({"client_id": client_id, "had_consent": had}))
+                .write(c, now)?;
+            Ok(Ok(had))
+        })
+        .await?
 }

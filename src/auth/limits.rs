@@ -18,6 +18,9 @@ pub enum Bucket {
     Token,
     Introspect,
     Revoke,
+    /// Entering a device's user code (RFC 8628 §5.1: the codes are short, so guessing
+    /// them must be slowed down).
+    Device,
 }
 
 /// Sign-in attempts per minute and burst from one address. An office behind one NAT
@@ -32,6 +35,7 @@ pub fn quota(bucket: Bucket) -> (u32, u32) {
         Bucket::Token => (1200, 300),
         Bucket::Introspect => (6000, 1000),
         Bucket::Revoke => (300, 100),
+        Bucket::Device => (30, 10),
     }
 }
 
@@ -51,7 +55,11 @@ struct Limiters {
     token: DefaultKeyedRateLimiter<IpAddr>,
     introspect: DefaultKeyedRateLimiter<IpAddr>,
     revoke: DefaultKeyedRateLimiter<IpAddr>,
+    device: DefaultKeyedRateLimiter<IpAddr>,
     account: DefaultKeyedRateLimiter<String>,
+    /// Second-factor codes per account id: a keyspace of its own, so that no typed
+    /// username can drain another account's budget.
+    second_factor: DefaultKeyedRateLimiter<i64>,
 }
 
 /// `None` inside when rate limiting is switched off (stress runs only).
@@ -69,7 +77,9 @@ impl RateLimits {
                 token: limiter(quota(Bucket::Token)),
                 introspect: limiter(quota(Bucket::Introspect)),
                 revoke: limiter(quota(Bucket::Revoke)),
+                device: limiter(quota(Bucket::Device)),
                 account: limiter(ACCOUNT_QUOTA),
+                second_factor: limiter(ACCOUNT_QUOTA),
             })
         });
         Self { inner }
@@ -89,6 +99,7 @@ impl RateLimits {
             Bucket::Token => &l.token,
             Bucket::Introspect => &l.introspect,
             Bucket::Revoke => &l.revoke,
+            Bucket::Device => &l.device,
         };
         limiter
             .check_key(&ip)
@@ -104,15 +115,25 @@ impl RateLimits {
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
+    /// `Err(wait)` when the account has had too many second-factor attempts.
+    pub fn check_second_factor(&self, user_id: i64) -> Result<(), Duration> {
+        let Some(l) = &self.inner else { return Ok(()) };
+        l.second_factor
+            .check_key(&user_id)
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
     /// Forgets keys whose limits have fully recovered, so memory stays bounded.
     pub fn prune(&self) {
         if let Some(l) = &self.inner {
-            for limiter in [&l.authorize, &l.login, &l.token, &l.introspect, &l.revoke] {
+            for limiter in [&l.authorize, &l.login, &l.token, &l.introspect, &l.revoke, &l.device] {
                 limiter.retain_recent();
                 limiter.shrink_to_fit();
             }
             l.account.retain_recent();
             l.account.shrink_to_fit();
+            l.second_factor.retain_recent();
+            l.second_factor.shrink_to_fit();
         }
     }
 }

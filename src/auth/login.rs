@@ -22,6 +22,9 @@ pub enum LoginError {
 pub enum Outcome {
     Ok,
     Failed,
+    /// No account has this name: the name is logged only as a keyed digest (it may
+    /// be a password typed into the wrong box).
+    Unknown,
     Locked,
 }
 
@@ -73,15 +76,24 @@ async fn check(
             .map_err(|e| fail(e.into()))?
     };
     let password = if password.len() > MAX_INPUT { "" } else { password };
-    // Always pay for one bcrypt verification, with a dummy hash when there is no
-    // user, and also for a locked account: the timing says nothing either way.
+    // Always pay for one bcrypt verification, also for a locked account. With no such
+    // user, the dummy hash has the cost of a stored hash picked at random, so that the
+    // timing of unknown names follows the timing of real ones even while stored costs
+    // are mixed (before every account has signed in since `--bcrypt-cost` changed).
+    let Some(user) = user else {
+        let cost = db
+            .read(db::users::sample_hash)
+            .await
+            .map_err(|e| fail(e.into()))?
+            .and_then(|h| super::password::cost_of(&h))
+            .unwrap_or(hasher.cost());
+        hasher.verify_dummy(password, cost).await.map_err(|e| fail(e.into()))?;
+        return Err((LoginError::InvalidCredentials, Outcome::Unknown));
+    };
     let ok = hasher
-        .verify(password, user.as_ref().map(|u| u.password_hash.as_str()))
+        .verify(password, Some(&user.password_hash))
         .await
         .map_err(|e| fail(e.into()))?;
-    let Some(user) = user else {
-        return Err(fail(LoginError::InvalidCredentials));
-    };
     let id = user.id;
     let state = db
         .read(move |c| db::users::lock_state(c, id))
@@ -113,7 +125,72 @@ async fn check(
             .await
             .map_err(|e| fail(e.into()))?;
     }
+    rehash_if_needed(db, hasher, &user, password).await;
     Ok(user)
+}
+
+/// Checks the password of a signed-in user again (before a credential change, or to
+/// turn a second factor off). A locked account is refused, a wrong password counts
+/// toward the lockout and a right one clears the count, exactly as at sign-in.
+pub async fn reauthenticate(
+    db: &Db,
+    hasher: &Hasher,
+    user: &User,
+    password: &str,
+    lockout: bool,
+    now: i64,
+) -> Result<Reauth, LoginError> {
+    let password = if password.len() > MAX_INPUT { "" } else { password };
+    let ok = hasher.verify(password, Some(&user.password_hash)).await?;
+    let id = user.id;
+    let state = db.read(move |c| db::users::lock_state(c, id)).await?;
+    if lockout && state.locked_until.is_some_and(|t| t > now) {
+        return Ok(Reauth::Locked);
+    }
+    if !ok {
+        if lockout {
+            let after = db
+                .write(move |c| db::users::record_failure(c, id, lock_for, now))
+                .await?;
+            if after.locked_until.is_some_and(|t| t > now) {
+                return Ok(Reauth::Locked);
+            }
+        }
+        return Ok(Reauth::Wrong);
+    }
+    if state.failed_logins > 0 {
+        db.write(move |c| db::users::clear_failures(c, id)).await?;
+    }
+    Ok(Reauth::Confirmed)
+}
+
+/// The answer to a password asked again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reauth {
+    Confirmed,
+    Wrong,
+    /// Too many wrong passwords: refused until the lock lifts, right or wrong.
+    Locked,
+}
+
+/// A hash made with another cost than `--bcrypt-cost` is replaced once its password is
+/// known to be right, so that every account converges on the configured cost (and on
+/// one timing). A failure here is logged: the sign-in itself has succeeded.
+async fn rehash_if_needed(db: &Db, hasher: &Hasher, user: &User, password: &str) {
+    if super::password::cost_of(&user.password_hash) == Some(hasher.cost()) {
+        return;
+    }
+    let new = match hasher.hash(password).await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(user_id = user.id, error = %e, "cannot rehash a password");
+            return;
+        }
+    };
+    let (id, old) = (user.id, user.password_hash.clone());
+    if let Err(e) = db.write(move |c| db::users::replace_hash(c, id, &old, &new)).await {
+        tracing::warn!(user_id = user.id, error = %e, "cannot store a rehashed password");
+    }
 }
 
 #[cfg(test)]

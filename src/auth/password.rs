@@ -1,9 +1,10 @@
 //! bcrypt on a dedicated pool of threads sized to the cores, fed through a deep bounded
 //! queue, so password hashing never runs on (or starves) the request threads.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -25,7 +26,7 @@ struct Queued {
 enum Job {
     Verify {
         password: String,
-        hash: Option<String>,
+        against: Against,
         reply: oneshot::Sender<bool>,
     },
     Hash {
@@ -40,11 +41,28 @@ const QUEUE_CAPACITY: usize = 4096;
 /// at most this long before it is answered with "try again".
 const MAX_WAIT: Duration = Duration::from_secs(120);
 
+/// What a password is checked against: a stored hash, or a dummy of some cost for an
+/// account that does not exist.
+enum Against {
+    Stored(String),
+    Dummy(u32),
+}
+
 #[derive(Clone)]
 pub struct Hasher {
     queue: SyncSender<Queued>,
     depth: Arc<AtomicUsize>,
     stats: Arc<HashStats>,
+    cost: u32,
+}
+
+/// The cost a bcrypt hash was made with (`$2b$10$…` → 10).
+pub fn cost_of(hash: &str) -> Option<u32> {
+    let mut parts = hash.split('$');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(""), Some(v), Some(cost)) if v.starts_with('2') => cost.parse().ok().filter(|c| (4..=31).contains(c)),
+        _ => None,
+    }
 }
 
 /// Jobs done and the time they spent queued, for metrics.
@@ -60,29 +78,54 @@ impl Hasher {
         let rx = Arc::new(Mutex::new(rx));
         let depth = Arc::new(AtomicUsize::new(0));
         let stats = Arc::new(HashStats::default());
-        let dummy = Arc::new(OnceLock::new());
+        let dummies = Arc::new(Mutex::new(HashMap::new()));
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             let depth = depth.clone();
-            let dummy = dummy.clone();
+            let dummies = dummies.clone();
             let stats = stats.clone();
             std::thread::Builder::new()
                 .name(format!("tessera-hash-{i}"))
                 .spawn(move || {
                     lower_priority();
-                    work(&rx, &depth, &stats, cost, &dummy)
+                    work(&rx, &depth, &stats, cost, &dummies)
                 })?;
         }
-        Ok(Self { queue, depth, stats })
+        Ok(Self {
+            queue,
+            depth,
+            stats,
+            cost,
+        })
+    }
+
+    /// The cost new hashes are made with (`--bcrypt-cost`).
+    pub fn cost(&self) -> u32 {
+        self.cost
     }
 
     /// Checks `password` against `hash`; with no hash (unknown user) it verifies against
-    /// a dummy of the same cost, so both cases take the same time and both say `false`.
+    /// a dummy of the configured cost, so both cases take the same time and both say
+    /// `false`.
     pub async fn verify(&self, password: &str, hash: Option<&str>) -> Result<bool, HashError> {
+        let against = match hash {
+            Some(h) => Against::Stored(h.to_string()),
+            None => Against::Dummy(self.cost),
+        };
+        self.run_verify(password, against).await
+    }
+
+    /// Spends what verifying against a hash of `cost` spends, and says `false`: the
+    /// answer for an account that does not exist, timed like one that does.
+    pub async fn verify_dummy(&self, password: &str, cost: u32) -> Result<bool, HashError> {
+        self.run_verify(password, Against::Dummy(cost.clamp(4, 31))).await
+    }
+
+    async fn run_verify(&self, password: &str, against: Against) -> Result<bool, HashError> {
         let (reply, rx) = oneshot::channel();
         self.enqueue(Job::Verify {
             password: password.to_string(),
-            hash: hash.map(str::to_string),
+            against,
             reply,
         })?;
         self.wait(rx).await
@@ -145,7 +188,21 @@ fn lower_priority() {
 #[cfg(target_os = "linux")]
 const HASH_NICE: i32 = 10;
 
-fn work(rx: &Mutex<Receiver<Queued>>, depth: &AtomicUsize, stats: &HashStats, cost: u32, dummy: &OnceLock<String>) {
+/// Dummy hashes by cost, made once each.
+type Dummies = Mutex<HashMap<u32, String>>;
+
+fn dummy_of(dummies: &Dummies, cost: u32) -> String {
+    if let Some(d) = dummies.lock().ok().and_then(|m| m.get(&cost).cloned()) {
+        return d;
+    }
+    let d = bcrypt::hash("tessera-dummy-password", cost).unwrap_or_default();
+    if let Ok(mut m) = dummies.lock() {
+        m.insert(cost, d.clone());
+    }
+    d
+}
+
+fn work(rx: &Mutex<Receiver<Queued>>, depth: &AtomicUsize, stats: &HashStats, cost: u32, dummies: &Dummies) {
     loop {
         let job = {
             let Ok(guard) = rx.lock() else { return };
@@ -164,12 +221,15 @@ fn work(rx: &Mutex<Receiver<Queued>>, depth: &AtomicUsize, stats: &HashStats, co
         // The depth drops before the reply, so a caller that has its answer never
         // sees its own job still counted.
         match job {
-            Job::Verify { password, hash, reply } => {
-                let ok = match hash {
-                    Some(h) => bcrypt::verify(&password, &h).unwrap_or(false),
-                    None => {
-                        let d = dummy.get_or_init(|| bcrypt::hash("tessera-dummy-password", cost).unwrap_or_default());
-                        let _ = bcrypt::verify(&password, d);
+            Job::Verify {
+                password,
+                against,
+                reply,
+            } => {
+                let ok = match against {
+                    Against::Stored(h) => bcrypt::verify(&password, &h).unwrap_or(false),
+                    Against::Dummy(c) => {
+                        let _ = bcrypt::verify(&password, &dummy_of(dummies, c));
                         false
                     }
                 };
@@ -196,6 +256,15 @@ mod tests {
         assert!(hasher.verify("correct horse", Some(&hash)).await.unwrap());
         assert!(!hasher.verify("wrong", Some(&hash)).await.unwrap());
         assert!(!hasher.verify("correct horse", None).await.unwrap());
+        assert!(!hasher.verify_dummy("correct horse", 5).await.unwrap());
         assert_eq!(hasher.queue_depth(), 0);
+    }
+
+    #[test]
+    fn the_cost_is_read_from_the_hash() {
+        assert_eq!(cost_of("$2b$10$abcdefghijklmnopqrstuu"), Some(10));
+        assert_eq!(cost_of("$2y$04$x"), Some(4));
+        assert_eq!(cost_of("plain"), None);
+        assert_eq!(cost_of("$2b$99$x"), None);
     }
 }

@@ -11,9 +11,9 @@ use crate::state::AppState;
 /// How long the setup link works.
 pub const LIFETIME: i64 = 3600;
 
-/// A new setup link token when there are no users yet.
+/// A new setup link token while there is no active administrator.
 pub async fn start(state: &AppState) -> Result<Option<Secret>, DbError> {
-    if state.db.read(db::users::count).await? > 0 {
+    if state.db.read(db::users::count_active_admins).await? > 0 {
         return Ok(None);
     }
     let token = Secret::generate();

@@ -3,12 +3,14 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{db_err, open};
-use crate::admin::clients::{build, view, ClientSpec, AUTH_METHODS, GRANT_TYPES};
-use crate::clock::Clock;
+use super::{actor, admin_err, db_err, open, with_state};
+use crate::admin::{
+    self,
+    clients::{view, ClientSpec, AUTH_METHODS, GRANT_TYPES},
+};
 use crate::config::Settings;
 use crate::crypto::Secret;
-use crate::db::{self, DbError};
+use crate::db;
 
 #[derive(Subcommand)]
 pub enum ClientCommand {
@@ -86,6 +88,16 @@ pub struct ClientAdd {
     /// May obtain the tessera:admin scope with client credentials (the admin API)
     #[arg(long)]
     admin: bool,
+    /// A scope the client may obtain for itself with client credentials; repeat for several [default: none]
+    #[arg(long = "scope", value_name = "SCOPE")]
+    client_scopes: Vec<String>,
+    /// A browser origin (https://app.example.org) allowed to call the token endpoints
+    /// besides those of the redirect URIs (CORS); repeat for several
+    #[arg(long = "web-origin", value_name = "ORIGIN")]
+    web_origins: Vec<String>,
+    /// Seconds a grant may be refreshed from its sign-in [default: the server's, 90 days]
+    #[arg(long, value_name = "SECONDS")]
+    grant_lifetime: Option<i64>,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
@@ -137,35 +149,32 @@ fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
         access_token_ttl: add.access_token_ttl,
         refresh_token_ttl: add.refresh_token_ttl,
         admin: add.admin,
+        client_scopes: add.client_scopes.clone(),
+        web_origins: add.web_origins.clone(),
+        grant_lifetime: add.grant_lifetime,
     })
 }
 
-/// Problems as one line: `field: what is wrong; …`.
-fn problems_text(p: &crate::admin::Problems) -> String {
-    p.iter()
-        .map(|(k, v)| format!("{k}: {v}"))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
-    let now = Clock::system().now();
     match cmd {
         ClientCommand::Add(add) => {
-            let (client, secret) = build(&spec(&add)?, now).map_err(|p| problems_text(&p))?;
-            let conn = open(settings)?;
-            for g in &client.allowed_groups {
+            let spec = spec(&add)?;
+            for g in &spec.allowed_groups {
                 crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
-                if db::groups::id_of(&conn, g).map_err(db_err)?.is_none() {
-                    db::groups::create(&conn, g).map_err(db_err)?;
-                    eprintln!("group {g} created (empty); add members with the admin pages or `user add --group`");
-                }
             }
-            match db::clients::insert(&conn, &client) {
-                Ok(()) => print_secret(&client.client_id, secret.as_ref(), add.json),
-                Err(DbError::Conflict) => return Err(format!("a client with id {} already exists", client.client_id)),
-                Err(e) => return Err(db_err(e)),
-            }
+            with_state(settings, async |state| {
+                super::users::ensure_groups(state, &spec.allowed_groups).await?;
+                let (client, secret) = admin::clients::create(state, &actor(), &spec)
+                    .await
+                    .map_err(|e| match e {
+                        admin::AdminError::Invalid(p) if p.contains_key("client_id") => {
+                            format!("a client with id {} already exists", spec.client_id)
+                        }
+                        other => admin_err(other, "client"),
+                    })?;
+                print_secret(&client.client_id, secret.as_ref(), add.json);
+                Ok(())
+            })
         }
         ClientCommand::List { json } => {
             let clients = db::clients::list(&open(settings)?).map_err(db_err)?;
@@ -186,6 +195,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                     );
                 }
             }
+            Ok(())
         }
         ClientCommand::Show { client_id, json } => {
             let c = db::clients::find(&open(settings)?, &client_id)
@@ -198,25 +208,26 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                     println!("{k:<28} {v}");
                 }
             }
+            Ok(())
         }
-        ClientCommand::RotateSecret { client_id, json } => {
-            let conn = open(settings)?;
-            let existing = db::clients::find(&conn, &client_id).map_err(db_err)?;
-            let secret = Secret::generate();
-            let hmac = existing
-                .filter(|c| c.auth_method == "client_secret_jwt")
-                .map(|_| secret.expose().to_string());
-            if !db::clients::set_secret(&conn, &client_id, &secret.hash(), hmac.as_deref(), now).map_err(db_err)? {
-                return Err(format!("no client with a secret has id {client_id}"));
-            }
+        ClientCommand::RotateSecret { client_id, json } => with_state(settings, async |state| {
+            let secret = admin::clients::rotate_secret(state, &actor(), &client_id)
+                .await
+                .map_err(|e| match e {
+                    admin::AdminError::NotFound(_) | admin::AdminError::Conflict(_) => {
+                        format!("no client with a secret has id {client_id}")
+                    }
+                    other => admin_err(other, "client"),
+                })?;
             print_secret(&client_id, Some(&secret), json);
-        }
-        ClientCommand::Delete { client_id } => {
-            if !db::clients::delete(&open(settings)?, &client_id).map_err(db_err)? {
-                return Err(format!("no client with id {client_id}"));
-            }
+            Ok(())
+        }),
+        ClientCommand::Delete { client_id } => with_state(settings, async |state| {
+            admin::clients::delete(state, &actor(), &client_id)
+                .await
+                .map_err(|e| admin_err(e, &format!("client with id {client_id}")))?;
             println!("client {client_id} deleted");
-        }
+            Ok(())
+        }),
     }
-    Ok(())
 }

@@ -49,8 +49,15 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
         }
         KeysCommand::Rotate { alg } => {
             let alg = Alg::parse(&alg).ok_or_else(|| format!("unknown algorithm {alg}"))?;
-            let key = crate::oidc::keys::rotate(&conn, alg, Clock::system().now(), settings.master_key.as_ref())
-                .map_err(|e| e.to_string())?;
+            let now = Clock::system().now();
+            let key =
+                crate::oidc::keys::rotate(&conn, alg, now, settings.master_key.as_ref()).map_err(|e| e.to_string())?;
+            super::actor()
+                .event("admin.key_rotated")
+                .target(&key.kid)
+                .detail(json!({"alg": alg.as_str()}))
+                .write(&conn, now)
+                .map_err(db_err)?;
             println!("new {} signing key {}", alg.as_str(), key.kid);
         }
     }

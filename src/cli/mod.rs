@@ -12,6 +12,7 @@ pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
 pub use users::{user, UserCommand};
 
+use crate::admin::{Actor, AdminError};
 use crate::config::Settings;
 use crate::db::{self, connection, DbError};
 use crate::domain::NewPassword;
@@ -23,6 +24,74 @@ pub(crate) fn open(settings: &Settings) -> Result<db::Conn, String> {
 
 pub(crate) fn db_err(e: DbError) -> String {
     e.to_string()
+}
+
+/// Who the audit log names for changes made with the command line.
+pub(crate) fn actor() -> Actor {
+    Actor {
+        name: "cli".into(),
+        ip: None,
+        user_id: None,
+    }
+}
+
+/// An administration failure as one line; `what` names the record for "not found".
+pub(crate) fn admin_err(e: AdminError, what: &str) -> String {
+    match e {
+        AdminError::NotFound(_) => format!("no {what}"),
+        AdminError::Invalid(problems) => problems
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("; "),
+        AdminError::Conflict(message) => message,
+        AdminError::Server(e) => e.description.into_owned(),
+    }
+}
+
+/// Runs a command through the administration operations (the same ones the admin
+/// pages and API use) on the existing database, then flushes the writer.
+pub(crate) fn with_state(
+    settings: &Settings,
+    run: impl AsyncFnOnce(&AppState) -> Result<(), String>,
+) -> Result<(), String> {
+    let settings = settings.clone();
+    actix_web::rt::System::new().block_on(async move {
+        let state = crate::startup::command_state(settings)
+            .await
+            .map_err(|e| e.to_string())?;
+        let result = run(&state).await;
+        state.db.shutdown();
+        result
+    })
+}
+
+/// `tessera init`: creates the database (owner-only), applies migrations and
+/// generates signing keys, so that the other commands can run before `serve`.
+pub fn init(settings: &Settings) -> Result<(), String> {
+    let existed = settings.db_path.is_file();
+    let path = settings.db_path.clone();
+    let settings = settings.clone();
+    actix_web::rt::System::new().block_on(async move {
+        let database = db::Db::open(&settings.db_path, &settings.sqlite).map_err(db_err)?;
+        let keep = crate::oidc::keys::keep_retired(&settings.lifetimes);
+        crate::oidc::keys::ensure(
+            &database,
+            &crate::clock::Clock::system(),
+            keep,
+            settings.master_key.as_ref(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        database.shutdown();
+        Ok::<(), String>(())
+    })?;
+    if existed {
+        println!("database {} is up to date", path.display());
+    } else {
+        println!("database {} created", path.display());
+    }
+    Ok(())
 }
 
 pub(crate) fn read_password() -> Result<NewPassword, String> {
@@ -47,7 +116,8 @@ pub fn backup(settings: &Settings, target: &Path) -> Result<(), String> {
 }
 
 pub fn check(settings: &Settings) -> Result<(), String> {
-    let conn = open(settings)?;
+    // Read-only: a check never migrates, creates or changes anything.
+    let conn = connection::open_read_only(&settings.db_path, &settings.sqlite).map_err(db_err)?;
     let problems = db::maintenance::check(&conn).map_err(db_err)?;
     if problems.is_empty() {
         println!("{}: integrity ok, foreign keys ok", settings.db_path.display());
@@ -78,7 +148,7 @@ pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbErro
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "No users yet. Open this one-time link (valid for an hour) to create the first administrator:"
+            "No administrator yet. Open this one-time link (valid for an hour) to create the first administrator:"
         );
         let _ = writeln!(out, "  setup:     {}/setup?token={}", state.issuer, token.expose());
         let _ = writeln!(

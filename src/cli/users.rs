@@ -3,12 +3,14 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{db_err, hash, open, read_password};
+use super::{actor, admin_err, db_err, hash, open, read_password, with_state};
+use crate::admin::{self, users::UserInput};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::random::random_id;
 use crate::db::{self, DbError};
-use crate::domain::{Email, Username};
+use crate::domain::Username;
+use crate::state::AppState;
 
 #[derive(Subcommand)]
 pub enum UserCommand {
@@ -22,6 +24,9 @@ pub enum UserCommand {
         /// Give the user the administrator role
         #[arg(long)]
         admin: bool,
+        /// Mark the email address as verified (email_verified in tokens)
+        #[arg(long)]
+        email_verified: bool,
         /// Add the user to a group (created if new); repeat for several
         #[arg(long = "group", value_name = "GROUP")]
         groups: Vec<String>,
@@ -60,164 +65,207 @@ pub enum UserCommand {
 }
 
 pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
-    let now = Clock::system().now();
     match cmd {
         UserCommand::Add {
             username,
             email,
             name,
             admin,
+            email_verified,
             groups,
             ..
         } => {
             for g in &groups {
-                crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
+                admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
             }
-            let username = Username::parse(&username).map_err(|e| e.to_string())?;
-            let email = email.map(|e| Email::parse(&e)).transpose().map_err(|e| e.to_string())?;
             let password = read_password()?;
-            let password_hash = hash(settings, &password)?;
-            let conn = open(settings)?;
-            let new = db::users::NewUser {
-                sub: &random_id(),
-                username: username.as_str(),
-                email: email.as_ref().map(Email::as_str),
-                name: name.as_deref(),
-                password_hash: &password_hash,
-                is_admin: admin,
-                now,
+            let input = UserInput {
+                username: Some(username),
+                email,
+                name,
+                password: Some(password.expose().to_string()),
+                is_admin: Some(admin),
+                email_verified: Some(email_verified),
+                groups: Some(groups.clone()),
+                claims: None,
             };
-            match db::users::insert(&conn, &new) {
-                Ok(id) => {
-                    for g in &groups {
-                        db::users::add_to_group(&conn, id, g.trim()).map_err(db_err)?;
-                    }
-                    println!(
-                        "user {} created{}",
-                        username.as_str(),
-                        if admin { " (admin)" } else { "" }
-                    )
-                }
-                Err(DbError::Conflict) => return Err(format!("a user named {} already exists", username.as_str())),
-                Err(e) => return Err(db_err(e)),
-            }
+            with_state(settings, async |state| {
+                ensure_groups(state, &groups).await?;
+                let created = admin::users::create(state, &actor(), input)
+                    .await
+                    .map_err(|e| match e {
+                        admin::AdminError::Invalid(p) if p.get("username").is_some_and(|m| m.contains("taken")) => {
+                            "a user with this username already exists".to_string()
+                        }
+                        other => admin_err(other, "user"),
+                    })?;
+                println!(
+                    "user {} created{}",
+                    created.username,
+                    if created.is_admin { " (admin)" } else { "" }
+                );
+                Ok(())
+            })
         }
-        UserCommand::List { json } => {
-            let users = db::users::list(&open(settings)?).map_err(db_err)?;
-            if json {
-                let list: Vec<_> = users
-                    .iter()
-                    .map(|u| {
-                        json!({"username": u.username, "sub": u.sub, "email": u.email, "name": u.name,
-                                    "admin": u.is_admin, "disabled": u.disabled})
-                    })
-                    .collect();
-                println!("{}", serde_json::Value::from(list));
-            } else {
-                println!("{:<24} {:<32} {:<6} {:<8}", "USERNAME", "EMAIL", "ADMIN", "STATUS");
-                for u in users {
-                    let status = if u.disabled { "disabled" } else { "active" };
-                    let admin = if u.is_admin { "yes" } else { "no" };
-                    println!(
-                        "{:<24} {:<32} {:<6} {:<8}",
-                        u.username,
-                        u.email.unwrap_or_default(),
-                        admin,
-                        status
-                    );
-                }
-            }
-        }
+        UserCommand::List { json } => list(settings, json),
         UserCommand::SetPassword { username, .. } => {
             let password = read_password()?;
-            let password_hash = hash(settings, &password)?;
-            if !db::users::set_password(&open(settings)?, &username, &password_hash, now).map_err(db_err)? {
-                return Err(format!("no user named {username}"));
-            }
-            println!("password of {username} changed");
+            with_state(settings, async |state| {
+                let id = user_id(state, &username).await?;
+                admin::users::set_password(state, &actor(), id, password.expose())
+                    .await
+                    .map_err(|e| admin_err(e, "such user"))?;
+                println!("password of {username} changed; its sessions and tokens are ended");
+                Ok(())
+            })
         }
-        UserCommand::Disable { username } => set_disabled(settings, &username, true, now)?,
-        UserCommand::Enable { username } => set_disabled(settings, &username, false, now)?,
-        UserCommand::Seed { prefix, count, .. } => {
-            let password = read_password()?;
-            // One hash for all: seeding 500 users must not take 500 bcrypt rounds.
-            let password_hash = hash(settings, &password)?;
-            let conn = open(settings)?;
-            let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
-            let mut created = 0;
-            for i in 1..=count {
-                let username = Username::parse(&format!("{prefix}{i}")).map_err(|e| e.to_string())?;
-                let email = format!("{}@stress.invalid", username.as_str());
-                let new = db::users::NewUser {
-                    sub: &random_id(),
-                    username: username.as_str(),
-                    email: Some(&email),
-                    name: None,
-                    password_hash: &password_hash,
-                    is_admin: false,
-                    now,
-                };
-                match db::users::insert(&tx, &new) {
-                    Ok(_) => created += 1,
-                    Err(DbError::Conflict) => {}
-                    Err(e) => return Err(db_err(e)),
-                }
-            }
-            tx.commit().map_err(|e| e.to_string())?;
-            println!("{created} users created ({prefix}1 … {prefix}{count})");
-        }
-        UserCommand::Unlock { username } => {
-            let conn = open(settings)?;
-            let user = db::users::find_by_username(&conn, &username)
-                .map_err(db_err)?
-                .ok_or_else(|| format!("no user named {username}"))?;
-            db::users::clear_failures(&conn, user.id).map_err(db_err)?;
+        UserCommand::Disable { username } => set_disabled(settings, &username, true),
+        UserCommand::Enable { username } => set_disabled(settings, &username, false),
+        UserCommand::Seed { prefix, count, .. } => seed(settings, &prefix, count),
+        UserCommand::Unlock { username } => with_state(settings, async |state| {
+            let id = user_id(state, &username).await?;
+            admin::users::unlock(state, &actor(), id)
+                .await
+                .map_err(|e| admin_err(e, "such user"))?;
             println!("user {username} unlocked");
-        }
-        UserCommand::ResetMfa { username } => {
-            let conn = open(settings)?;
-            let user = db::users::find_by_username(&conn, &username)
-                .map_err(db_err)?
-                .ok_or_else(|| format!("no user named {username}"))?;
-            let had = db::mfa::disable(&conn, user.id).map_err(db_err)?
-                | (db::passkeys::delete_all(&conn, user.id).map_err(db_err)? > 0);
-            let event = crate::audit::Event::new("admin.mfa_reset")
-                .actor("cli")
-                .target(&user.username);
-            event.write(&conn, now).map_err(db_err)?;
-            if had {
+            Ok(())
+        }),
+        UserCommand::ResetMfa { username } => with_state(settings, async |state| {
+            let id = user_id(state, &username).await?;
+            let before = admin::users::get(state, id)
+                .await
+                .map_err(|e| admin_err(e, "such user"))?;
+            admin::users::reset_mfa(state, &actor(), id)
+                .await
+                .map_err(|e| admin_err(e, "such user"))?;
+            if before.totp || before.passkeys > 0 {
                 println!(
                     "the authenticator and passkeys of {username} were removed; they sign in with a password alone"
                 );
             } else {
                 println!("{username} had no authenticator");
             }
-        }
-        UserCommand::RevokeConsent { username, client_id } => {
-            let conn = open(settings)?;
-            let user = db::users::find_by_username(&conn, &username)
-                .map_err(db_err)?
-                .ok_or_else(|| format!("no user named {username}"))?;
-            let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
-            let had = db::consents::revoke(&tx, user.id, &client_id, now).map_err(db_err)?;
-            tx.commit().map_err(|e| e.to_string())?;
+            Ok(())
+        }),
+        UserCommand::RevokeConsent { username, client_id } => with_state(settings, async |state| {
+            let id = user_id(state, &username).await?;
+            let had = admin::users::revoke_consent(state, &actor(), id, &client_id)
+                .await
+                .map_err(|e| admin_err(e, "such user"))?;
             if had {
                 println!("consent of {username} for {client_id} withdrawn; its grants are revoked");
             } else {
                 println!("{username} had not consented to {client_id}; its grants are revoked");
             }
+            Ok(())
+        }),
+    }
+}
+
+/// The id of the user with this name, or the one-line error naming it.
+async fn user_id(state: &AppState, username: &str) -> Result<i64, String> {
+    let name = username.to_string();
+    state
+        .db
+        .read(move |c| db::users::find_by_username(c, &name))
+        .await
+        .map_err(db_err)?
+        .map(|u| u.id)
+        .ok_or_else(|| format!("no user named {username}"))
+}
+
+/// Groups named on the command line are created when new (audited like any other).
+pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<(), String> {
+    for g in names.iter().map(|g| g.trim()).filter(|g| !g.is_empty()) {
+        let name = g.to_string();
+        if state
+            .db
+            .read(move |c| db::groups::id_of(c, &name))
+            .await
+            .map_err(db_err)?
+            .is_none()
+        {
+            admin::groups::create(state, &actor(), g)
+                .await
+                .map_err(|e| admin_err(e, "group"))?;
+            eprintln!("group {g} created");
         }
     }
     Ok(())
 }
 
-fn set_disabled(settings: &Settings, username: &str, disabled: bool, now: i64) -> Result<(), String> {
+fn list(settings: &Settings, json: bool) -> Result<(), String> {
+    let users = db::users::list(&open(settings)?).map_err(db_err)?;
+    if json {
+        let list: Vec<_> = users
+            .iter()
+            .map(|u| {
+                json!({"username": u.username, "sub": u.sub, "email": u.email, "name": u.name,
+                            "admin": u.is_admin, "disabled": u.disabled})
+            })
+            .collect();
+        println!("{}", serde_json::Value::from(list));
+        return Ok(());
+    }
+    println!("{:<24} {:<32} {:<6} {:<8}", "USERNAME", "EMAIL", "ADMIN", "STATUS");
+    for u in users {
+        let status = if u.disabled { "disabled" } else { "active" };
+        let admin = if u.is_admin { "yes" } else { "no" };
+        println!(
+            "{:<24} {:<32} {:<6} {:<8}",
+            u.username,
+            u.email.unwrap_or_default(),
+            admin,
+            status
+        );
+    }
+    Ok(())
+}
+
+/// Load-test users in one transaction, with one audit entry for the batch.
+fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
+    let now = Clock::system().now();
+    let password = read_password()?;
+    // One hash for all: seeding 500 users must not take 500 bcrypt rounds.
+    let password_hash = hash(settings, &password)?;
     let conn = open(settings)?;
     let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
-    if !db::users::set_disabled(&tx, username, disabled, now).map_err(db_err)? {
-        return Err(format!("no user named {username}"));
+    let mut created = 0;
+    for i in 1..=count {
+        let username = Username::parse(&format!("{prefix}{i}")).map_err(|e| e.to_string())?;
+        let email = format!("{}@stress.invalid", username.as_str());
+        let new = db::users::NewUser {
+            sub: &random_id(),
+            username: username.as_str(),
+            email: Some(&email),
+            name: None,
+            password_hash: &password_hash,
+            is_admin: false,
+            now,
+        };
+        match db::users::insert(&tx, &new) {
+            Ok(_) => created += 1,
+            Err(DbError::Conflict) => {}
+            Err(e) => return Err(db_err(e)),
+        }
     }
+    actor()
+        .event("admin.users_seeded")
+        .detail(json!({"prefix": prefix, "created": created}))
+        .write(&tx, now)
+        .map_err(db_err)?;
     tx.commit().map_err(|e| e.to_string())?;
-    println!("user {username} {}", if disabled { "disabled" } else { "enabled" });
+    println!("{created} users created ({prefix}1 … {prefix}{count})");
     Ok(())
+}
+
+fn set_disabled(settings: &Settings, username: &str, disabled: bool) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        admin::users::set_disabled(state, &actor(), id, disabled)
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        println!("user {username} {}", if disabled { "disabled" } else { "enabled" });
+        Ok(())
+    })
 }

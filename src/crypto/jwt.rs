@@ -27,6 +27,15 @@ pub struct Signed {
     pub claims: Map<String, Value>,
 }
 
+impl Signed {
+    /// Whether this is one of our ID tokens: `typ` JWT and no `events` claim, so
+    /// neither an access token (`at+jwt`) nor a logout token (`logout+jwt`, which
+    /// carries `events`) passes for one.
+    pub fn is_id_token(&self) -> bool {
+        self.typ.as_deref() == Some("JWT") && !self.claims.contains_key("events")
+    }
+}
+
 /// Signs `claims` with the newest key of `alg`, `typ` and `kid` in the header.
 pub fn sign(keys: &KeySet, alg: Alg, typ: &str, claims: Map<String, Value>) -> Result<String, JwtError> {
     let (kid, signer) = keys.signer(alg)?;

@@ -42,8 +42,9 @@ impl Alg {
     }
 }
 
-/// A key as stored: the private key as PKCS#8 PEM and its public JWK.
-#[derive(Debug, Clone)]
+/// A key as stored: the private key as PKCS#8 PEM and its public JWK. `Debug`
+/// leaves the private key out.
+#[derive(Clone)]
 pub struct SigningKeyRecord {
     pub kid: String,
     pub alg: Alg,
@@ -52,6 +53,19 @@ pub struct SigningKeyRecord {
     pub created_at: i64,
     /// When set, the key no longer signs; it stays in the JWKS until `expires_at`.
     pub retired_at: Option<i64>,
+}
+
+impl std::fmt::Debug for SigningKeyRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningKeyRecord")
+            .field("kid", &self.kid)
+            .field("alg", &self.alg)
+            .field("private_pem", &"<redacted>")
+            .field("public_jwk", &self.public_jwk)
+            .field("created_at", &self.created_at)
+            .field("retired_at", &self.retired_at)
+            .finish()
+    }
 }
 
 impl SigningKeyRecord {

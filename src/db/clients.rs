@@ -14,7 +14,8 @@ pub enum RefreshPolicy {
     OfflineAccess,
 }
 
-#[derive(Debug, Clone)]
+/// A registration. `Debug` leaves out the client_secret_jwt key.
+#[derive(Clone)]
 pub struct Client {
     pub client_id: String,
     pub name: String,
@@ -42,6 +43,26 @@ pub struct Client {
     pub refresh_token_ttl: Option<i64>,
     /// May obtain the `tessera:admin` scope with client credentials.
     pub admin: bool,
+    /// Scopes the client may obtain for itself with client credentials.
+    pub client_scopes: Vec<String>,
+    /// Browser origins (`https://host[:port]`) allowed to call the token, userinfo,
+    /// revocation and device endpoints besides those of its redirect URIs (CORS).
+    pub web_origins: Vec<String>,
+    /// Seconds a grant may be refreshed from its first sign-in; `None` takes the server's.
+    pub grant_lifetime: Option<i64>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("client_id", &self.client_id)
+            .field("name", &self.name)
+            .field("auth_method", &self.auth_method)
+            .field("redirect_uris", &self.redirect_uris)
+            .field("grant_types", &self.grant_types)
+            .field("secret_for_hmac", &self.secret_for_hmac.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -68,6 +89,9 @@ impl Client {
             access_token_ttl: None,
             refresh_token_ttl: None,
             admin: false,
+            client_scopes: Vec::new(),
+            web_origins: Vec::new(),
+            grant_lifetime: None,
         }
     }
 
@@ -83,7 +107,7 @@ impl Client {
 const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
     token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
     secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, allowed_groups, access_token_ttl,
-    refresh_token_ttl, admin";
+    refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime";
 
 fn json_list(text: String, col: usize) -> rusqlite::Result<Vec<String>> {
     serde_json::from_str(&text)
@@ -117,6 +141,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
         access_token_ttl: r.get(16)?,
         refresh_token_ttl: r.get(17)?,
         admin: r.get(18)?,
+        client_scopes: json_list(r.get(19)?, 19)?,
+        web_origins: json_list(r.get(20)?, 20)?,
+        grant_lifetime: r.get(21)?,
     })
 }
 
@@ -128,7 +155,7 @@ fn to_json(list: &[String]) -> String {
 pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
     conn.prepare_cached(&format!(
         "INSERT INTO clients ({COLUMNS}, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?6)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?6)"
     ))?
     .execute(params![
         c.client_id,
@@ -150,6 +177,9 @@ pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
         c.access_token_ttl,
         c.refresh_token_ttl,
         c.admin,
+        to_json(&c.client_scopes),
+        to_json(&c.web_origins),
+        c.grant_lifetime,
     ])?;
     Ok(())
 }
@@ -162,7 +192,8 @@ pub fn update(conn: &Connection, c: &Client, now: i64) -> Result<bool, DbError> 
             token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
             always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
             backchannel_logout_session_required = ?12, allowed_groups = ?13, access_token_ttl = ?14,
-            refresh_token_ttl = ?15, admin = ?16, updated_at = ?17
+            refresh_token_ttl = ?15, admin = ?16, updated_at = ?17, client_scopes = ?18, web_origins = ?19,
+            grant_lifetime = ?20
          WHERE client_id = ?1",
         params![
             c.client_id,
@@ -181,7 +212,10 @@ pub fn update(conn: &Connection, c: &Client, now: i64) -> Result<bool, DbError> 
             c.access_token_ttl,
             c.refresh_token_ttl,
             c.admin,
-            now
+            now,
+            to_json(&c.client_scopes),
+            to_json(&c.web_origins),
+            c.grant_lifetime
         ],
     )?;
     Ok(n == 1)
@@ -231,6 +265,25 @@ pub fn set_secret(
         params![client_id, hash.as_bytes().to_vec(), hmac_copy, now],
     )?;
     Ok(n == 1)
+}
+
+/// The client_secret_jwt keys stored in clear, as (client_id, secret).
+pub fn clear_hmac_secrets(conn: &Connection) -> Result<Vec<(String, String)>, DbError> {
+    let mut stmt = conn.prepare(
+        "SELECT client_id, secret_for_hmac FROM clients
+         WHERE secret_for_hmac IS NOT NULL AND secret_for_hmac NOT LIKE 'sealed:%'",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Replaces the stored form of a client_secret_jwt key (sealing it in place).
+pub fn set_hmac_secret(conn: &Connection, client_id: &str, stored: &str) -> Result<(), DbError> {
+    conn.execute(
+        "UPDATE clients SET secret_for_hmac = ?2 WHERE client_id = ?1",
+        params![client_id, stored],
+    )?;
+    Ok(())
 }
 
 /// Deletes a client and, through foreign keys, its codes, grants and tokens.

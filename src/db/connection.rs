@@ -22,10 +22,33 @@ pub fn open_writer(path: &Path, settings: &SqliteSettings) -> Result<Connection,
     Ok(conn)
 }
 
-/// A short-lived read-write connection for CLI commands run beside a live server.
+/// Refuses a path with no database: only `init` and `serve` create one.
+pub fn require_existing(path: &Path) -> Result<(), DbError> {
+    if path.is_file() {
+        return Ok(());
+    }
+    Err(DbError::Open(format!(
+        "no database at {}; check --db, or create one with `tessera init`",
+        path.display()
+    )))
+}
+
+/// A short-lived read-write connection for CLI commands run beside a live server, on
+/// a database that exists.
 pub fn open_cli(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+    require_existing(path)?;
     let mut conn = open_writer(path, settings)?;
     super::migrations::apply(&mut conn)?;
+    Ok(conn)
+}
+
+/// A read-only connection that never migrates or creates anything (`tessera check`).
+pub fn open_read_only(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+    require_existing(path)?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
+    configure_common(&conn, settings)?;
+    conn.pragma_update(None, "query_only", "ON")?;
     Ok(conn)
 }
 

@@ -1,38 +1,65 @@
-//! Remembered consent: which scopes a user approved for a client.
+//! Remembered consent: which scopes, and which claims asked for by name, a user
+//! approved for a client.
 
 use rusqlite::{params, Connection};
 
 use super::{optional, DbError};
 use crate::domain::Scope;
 
-pub fn find(conn: &Connection, user_id: i64, client_id: &str) -> Result<Option<String>, DbError> {
+/// What a user approved for a client: space-separated scopes and claim names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Consent {
+    pub scope: String,
+    pub claims: String,
+}
+
+pub fn find(conn: &Connection, user_id: i64, client_id: &str) -> Result<Option<Consent>, DbError> {
     optional(
-        conn.prepare_cached("SELECT scope FROM consents WHERE user_id = ?1 AND client_id = ?2")?
-            .query_row(params![user_id, client_id], |r| r.get(0)),
+        conn.prepare_cached("SELECT scope, claims FROM consents WHERE user_id = ?1 AND client_id = ?2")?
+            .query_row(params![user_id, client_id], |r| {
+                Ok(Consent {
+                    scope: r.get(0)?,
+                    claims: r.get(1)?,
+                })
+            }),
     )
 }
 
-/// Records approval of `scope`, adding to what was approved before.
-pub fn grant(conn: &Connection, user_id: i64, client_id: &str, scope: &str, now: i64) -> Result<(), DbError> {
-    let mut tokens: Vec<String> = find(conn, user_id, client_id)?
-        .map(|s| {
-            Scope::parse(&s)
-                .unwrap_or_default()
-                .iter()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    for t in Scope::parse(scope).unwrap_or_default().iter() {
-        if !tokens.iter().any(|x| x == t) {
-            tokens.push(t.to_string());
+/// `old` with the words of `new` it lacks appended.
+fn union(old: &str, new: &str) -> String {
+    let mut words: Vec<&str> = old.split(' ').filter(|w| !w.is_empty()).collect();
+    for w in new.split(' ').filter(|w| !w.is_empty()) {
+        if !words.contains(&w) {
+            words.push(w);
         }
     }
+    words.join(" ")
+}
+
+/// Records approval of `scope` and of the claims named in `claims`, adding to what
+/// was approved before.
+pub fn grant(
+    conn: &Connection,
+    user_id: i64,
+    client_id: &str,
+    scope: &str,
+    claims: &str,
+    now: i64,
+) -> Result<(), DbError> {
+    let before = find(conn, user_id, client_id)?.unwrap_or_default();
+    let scope = Scope::parse(scope).unwrap_or_default().to_string();
     conn.prepare_cached(
-        "INSERT INTO consents (user_id, client_id, scope, granted_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (user_id, client_id) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at",
+        "INSERT INTO consents (user_id, client_id, scope, claims, granted_at) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (user_id, client_id) DO UPDATE
+         SET scope = excluded.scope, claims = excluded.claims, granted_at = excluded.granted_at",
     )?
-    .execute(params![user_id, client_id, tokens.join(" "), now])?;
+    .execute(params![
+        user_id,
+        client_id,
+        union(&before.scope, &scope),
+        union(&before.claims, claims),
+        now
+    ])?;
     Ok(())
 }
 

@@ -127,6 +127,9 @@ pub struct Grant {
     pub revoked_at: Option<i64>,
     pub claims_request: Option<String>,
     pub amr: Option<String>,
+    /// When the grant was opened (the sign-in or code exchange); its absolute lifetime
+    /// counts from here.
+    pub created_at: i64,
 }
 
 pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbError> {
@@ -151,7 +154,7 @@ pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbErro
 }
 
 const GRANT_COLUMNS: &str =
-    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr";
+    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr, created_at";
 
 fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
     Ok(Grant {
@@ -166,6 +169,7 @@ fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
         revoked_at: r.get(8)?,
         claims_request: r.get(9)?,
         amr: r.get(10)?,
+        created_at: r.get(11)?,
     })
 }
 
@@ -234,6 +238,53 @@ fn refresh_with_grant(conn: &Connection, hash: &TokenHash) -> Result<Option<Refr
 /// Looks a refresh token up without using it (introspection, revocation).
 pub fn find_refresh(conn: &Connection, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
     refresh_with_grant(conn, hash)
+}
+
+/// `used_at` of a refresh token that was superseded before anyone used it: far
+/// outside any retry window, so presenting it is always reuse.
+pub const SUPERSEDED: i64 = 0;
+
+/// Before a retried refresh mints a new successor, the earlier successors die, so at
+/// most one branch of the family lives; whoever presents one of them later is caught
+/// as reusing it.
+pub fn retire_live_refresh(conn: &Connection, grant_id: &str) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE grant_id = ?1 AND used_at IS NULL")?
+        .execute(params![grant_id, SUPERSEDED])?)
+}
+
+/// Revokes the user's grants, all of them or all but those of session `keep_sid`.
+pub fn revoke_user_grants(conn: &Connection, user_id: i64, keep_sid: Option<&str>, now: i64) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE grants SET revoked_at = ?3
+             WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR sid IS NULL OR sid <> ?2)",
+        )?
+        .execute(params![user_id, keep_sid, now])?)
+}
+
+/// Revokes the user grants of clients with allowed groups whose user is no longer in
+/// any of them (after a membership change or a change of a client's groups); narrowed
+/// to one user or one client when given.
+pub fn revoke_outside_allowed_groups(
+    conn: &Connection,
+    user_id: Option<i64>,
+    client_id: Option<&str>,
+    now: i64,
+) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE grants SET revoked_at = ?3
+             WHERE revoked_at IS NULL AND user_id IS NOT NULL
+               AND (?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR client_id = ?2)
+               AND EXISTS (SELECT 1 FROM clients c WHERE c.client_id = grants.client_id AND c.allowed_groups <> '[]')
+               AND NOT EXISTS (
+                   SELECT 1 FROM clients c JOIN user_groups ug ON ug.user_id = grants.user_id
+                   JOIN groups g ON g.id = ug.group_id
+                   WHERE c.client_id = grants.client_id
+                     AND g.name IN (SELECT value FROM json_each(c.allowed_groups)))",
+        )?
+        .execute(params![user_id, client_id, now])?)
 }
 
 /// Marks a refresh token used; `false` when it already was (one UPDATE, so of two

@@ -18,7 +18,23 @@ pub fn backup(conn: &Connection, target: &Path) -> Result<(), DbError> {
     let path = target
         .to_str()
         .ok_or_else(|| DbError::Open("the backup path is not UTF-8".into()))?;
-    conn.execute("VACUUM INTO ?1", [path])?;
+    // The copy holds password hashes, TOTP secrets and (without a master key) private
+    // keys: it is created owner-only before SQLite writes into it (VACUUM INTO fills an
+    // empty file and keeps its mode), whatever the umask.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+        .open(target)
+        .map_err(|e| DbError::Open(format!("{}: {e}", target.display())))?;
+    if let Err(e) = conn.execute("VACUUM INTO ?1", [path]) {
+        let _ = std::fs::remove_file(target);
+        return Err(e.into());
+    }
     Ok(())
 }
 

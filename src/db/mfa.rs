@@ -6,24 +6,40 @@ use rusqlite::{params, Connection};
 use super::{optional, DbError};
 use crate::crypto::TokenHash;
 
-#[derive(Debug, Clone)]
+/// `Debug` leaves the secret out.
+#[derive(Clone)]
 pub struct Totp {
     /// Base32 secret, or its sealed form.
     pub secret: String,
     pub confirmed: bool,
     pub last_step: i64,
+    /// When the first code confirmed it (the credential's creation, as listed).
+    pub confirmed_at: Option<i64>,
+}
+
+impl std::fmt::Debug for Totp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Totp")
+            .field("secret", &"<redacted>")
+            .field("confirmed", &self.confirmed)
+            .field("last_step", &self.last_step)
+            .finish_non_exhaustive()
+    }
 }
 
 pub fn find(conn: &Connection, user_id: i64) -> Result<Option<Totp>, DbError> {
     optional(
-        conn.prepare_cached("SELECT secret, confirmed_at IS NOT NULL, last_step FROM totp WHERE user_id = ?1")?
-            .query_row([user_id], |r| {
-                Ok(Totp {
-                    secret: r.get(0)?,
-                    confirmed: r.get(1)?,
-                    last_step: r.get(2)?,
-                })
-            }),
+        conn.prepare_cached(
+            "SELECT secret, confirmed_at IS NOT NULL, last_step, confirmed_at FROM totp WHERE user_id = ?1",
+        )?
+        .query_row([user_id], |r| {
+            Ok(Totp {
+                secret: r.get(0)?,
+                confirmed: r.get(1)?,
+                last_step: r.get(2)?,
+                confirmed_at: r.get(3)?,
+            })
+        }),
     )
 }
 

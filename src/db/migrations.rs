@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_setup.sql"),
     include_str!("migrations/0005_people.sql"),
     include_str!("migrations/0006_passkeys.sql"),
+    include_str!("migrations/0007_security.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

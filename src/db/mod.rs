@@ -15,6 +15,7 @@ pub mod mfa;
 pub mod migrations;
 pub mod passkeys;
 pub mod purge;
+pub mod secrets;
 pub mod sessions;
 pub mod setup;
 pub mod users;
@@ -84,6 +85,13 @@ pub struct Db {
 }
 
 impl Db {
+    /// Opens a database that must exist already (administration commands: a mistyped
+    /// path is an error, never a new empty database).
+    pub fn open_existing(path: &std::path::Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+        connection::require_existing(path)?;
+        Self::open(path, settings)
+    }
+
     /// Opens (creating if needed) the file, applies migrations, starts the writer thread
     /// and the read pool.
     pub fn open(path: &std::path::Path, settings: &SqliteSettings) -> Result<Self, DbError> {

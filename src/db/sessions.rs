@@ -13,6 +13,16 @@ pub struct Session {
     pub expires_at: i64,
     /// Authentication methods used (RFC 8176), space-separated: `pwd`, `pwd otp mfa`.
     pub amr: String,
+    /// When the user last confirmed their password again in this session.
+    pub reauth_at: Option<i64>,
+}
+
+impl Session {
+    /// The last time this person proved who they are: the sign-in, or a later
+    /// confirmation of the password.
+    pub fn last_authenticated(&self) -> i64 {
+        self.reauth_at.map_or(self.auth_time, |r| r.max(self.auth_time))
+    }
 }
 
 pub struct NewSession<'a> {
@@ -50,7 +60,7 @@ pub fn create(conn: &Connection, s: &NewSession<'_>) -> Result<(), DbError> {
 pub fn find_active(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<Option<Session>, DbError> {
     optional(
         conn.prepare_cached(
-            "SELECT s.sid, s.user_id, s.auth_time, s.expires_at, s.amr FROM sessions s
+            "SELECT s.sid, s.user_id, s.auth_time, s.expires_at, s.amr, s.reauth_at FROM sessions s
              JOIN users u ON u.id = s.user_id
              WHERE s.id_hash = ?1 AND s.ended_at IS NULL AND s.expires_at > ?2 AND u.disabled = 0",
         )?
@@ -61,9 +71,27 @@ pub fn find_active(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<O
                 auth_time: r.get(2)?,
                 expires_at: r.get(3)?,
                 amr: r.get(4)?,
+                reauth_at: r.get(5)?,
             })
         }),
     )
+}
+
+/// Records that the user of session `sid` confirmed their password just now.
+pub fn mark_reauthenticated(conn: &Connection, sid: &str, now: i64) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE sessions SET reauth_at = ?2 WHERE sid = ?1 AND ended_at IS NULL")?
+        .execute(params![sid, now])?;
+    Ok(n == 1)
+}
+
+/// Whether session `sid` is still live (not ended, not expired).
+pub fn sid_active(conn: &Connection, sid: &str, now: i64) -> Result<bool, DbError> {
+    Ok(optional(
+        conn.prepare_cached("SELECT 1 FROM sessions WHERE sid = ?1 AND ended_at IS NULL AND expires_at > ?2")?
+            .query_row(params![sid, now], |_| Ok(())),
+    )?
+    .is_some())
 }
 
 pub fn end(conn: &Connection, id_hash: &TokenHash, now: i64) -> Result<bool, DbError> {
@@ -163,6 +191,7 @@ impl SessionInfo {
             auth_time: self.auth_time,
             expires_at: self.expires_at,
             amr: self.amr.clone(),
+            reauth_at: None,
         }
     }
 }

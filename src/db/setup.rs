@@ -1,5 +1,6 @@
-//! The one-time setup link: valid until used, until an hour has passed, or until any
-//! user exists.
+//! The one-time setup link: valid until used, until an hour has passed, or until an
+//! active administrator exists (users made before one, say with the command line, do
+//! not close it).
 
 use rusqlite::{params, Connection};
 
@@ -14,18 +15,18 @@ pub fn create(conn: &Connection, hash: &TokenHash, now: i64, expires_at: i64) ->
     Ok(())
 }
 
-/// Whether the link still works: unused, unexpired, and no user yet.
+/// Whether the link still works: unused, unexpired, and no active administrator yet.
 pub fn usable(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
     let found = optional(conn.query_row(
         "SELECT 1 FROM setup_tokens WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
         params![hash.as_bytes(), now],
         |r| r.get::<_, i64>(0),
     ))?;
-    Ok(found.is_some() && users::count(conn)? == 0)
+    Ok(found.is_some() && users::count_active_admins(conn)? == 0)
 }
 
 /// Uses the link and creates the administrator in one transaction step; `false`
-/// when the link was used, expired, or a user appeared meanwhile.
+/// when the link was used, expired, or an administrator appeared meanwhile.
 pub fn complete(conn: &Connection, hash: &TokenHash, admin: &users::NewUser<'_>, now: i64) -> Result<bool, DbError> {
     if !usable(conn, hash, now)? {
         return Ok(false);

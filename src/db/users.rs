@@ -222,6 +222,31 @@ pub fn update_profile(
     Ok(n == 1)
 }
 
+/// Swaps in a rehash of the same password, unless the hash changed meanwhile (a
+/// password change wins). The user's record is otherwise untouched.
+pub fn replace_hash(conn: &Connection, user_id: i64, old: &str, new: &str) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached("UPDATE users SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2")?
+        .execute(params![user_id, old, new])?;
+    Ok(n == 1)
+}
+
+/// A stored password hash picked at random (none without users): two indexed
+/// lookups, not a scan.
+pub fn sample_hash(conn: &Connection) -> Result<Option<String>, DbError> {
+    let max: Option<i64> = conn
+        .prepare_cached("SELECT max(id) FROM users")?
+        .query_row([], |r| r.get(0))?;
+    let Some(max) = max else {
+        return Ok(None);
+    };
+    let pick = rand::Rng::gen_range(&mut rand::thread_rng(), 1..=max.max(1));
+    optional(
+        conn.prepare_cached("SELECT password_hash FROM users WHERE id >= ?1 ORDER BY id LIMIT 1")?
+            .query_row([pick], |r| r.get(0)),
+    )
+}
+
 pub fn set_password_by_id(conn: &Connection, user_id: i64, hash: &str, now: i64) -> Result<bool, DbError> {
     let n = conn
         .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1")?

@@ -44,6 +44,10 @@ impl RedirectUri {
 
     /// This URI with `params` appended to its query, keeping any query it has.
     pub fn with_query(&self, params: &[(&str, &str)]) -> String {
+        // Nothing to add: the URI as registered (no stray `?`).
+        if params.is_empty() {
+            return self.0.clone();
+        }
         match Url::parse(&self.0) {
             Ok(mut url) => {
                 {
@@ -62,6 +66,13 @@ impl RedirectUri {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_parameters_leave_the_uri_as_registered() {
+        let r = RedirectUri::parse("https://rp.example/bye").unwrap();
+        assert_eq!(r.with_query(&[]), "https://rp.example/bye");
+        assert_eq!(r.with_query(&[("state", "s")]), "https://rp.example/bye?state=s");
+    }
 
     #[test]
     fn accepts_web_and_native_uris() {

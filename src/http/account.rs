@@ -72,6 +72,8 @@ struct AccountPage<'a> {
     email: &'a str,
     problems: Problems,
     totp_on: bool,
+    /// When the authenticator app was added.
+    totp_since: String,
     recovery_left: i64,
     sessions: Vec<SessionRow>,
     passkeys: Vec<PasskeyRow>,
@@ -97,7 +99,7 @@ struct PasskeyRow {
 fn flash_text(code: &str) -> Option<&'static str> {
     Some(match code {
         "profile" => "Your profile was saved.",
-        "password" => "Your password was changed. Other sessions were signed out.",
+        "password" => "Your password was changed. Other sessions were signed out and their access ended.",
         "session" => "That session was signed out.",
         "others" => "All other sessions were signed out.",
         "totp-off" => "Two-step verification was turned off.",
@@ -145,14 +147,14 @@ pub(super) async fn render(
         .read(move |c| {
             Ok((
                 db::sessions::list_for_user(c, uid, now)?,
-                db::mfa::enabled(c, uid)?,
+                db::mfa::find(c, uid)?.filter(|t| t.confirmed),
                 db::mfa::recovery_left(c, uid)?,
                 db::passkeys::list_for_user(c, uid)?,
                 db::consents::list_named(c, uid)?,
             ))
         })
         .await;
-    let (sessions, totp_on, recovery_left, passkeys, apps) = match loaded {
+    let (sessions, totp, recovery_left, passkeys, apps) = match loaded {
         Ok(l) => l,
         Err(e) => return errors::server_page(&e.into()),
     };
@@ -168,7 +170,8 @@ pub(super) async fn render(
         name,
         email,
         problems,
-        totp_on,
+        totp_on: totp.is_some(),
+        totp_since: totp.and_then(|t| t.confirmed_at).map(portal::when).unwrap_or_default(),
         recovery_left,
         sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
         passkeys: passkeys
@@ -256,16 +259,28 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     }
 }
 
-/// Checks the account's current password (the same bcrypt cost as a sign-in).
+/// Checks the account's current password as a sign-in does: the per-account limit
+/// first, and a wrong password counted toward the lockout, so that a stolen session
+/// is no password oracle.
 pub(super) async fn password_ok(state: &AppState, v: &Viewer, password: &str) -> Result<bool, HttpResponse> {
-    if password.is_empty() || password.len() > 1024 {
-        return Ok(false);
+    if let Some(limited) = guard::limit_account(state, &v.user.username) {
+        return Err(limited);
     }
-    state
-        .hasher
-        .verify(password, Some(&v.user.password_hash))
-        .await
-        .map_err(|e| errors::server_page(&e.into()))
+    use crate::auth::login::{reauthenticate, LoginError, Reauth};
+    let (lockout, now) = (state.settings.lockout, state.clock.now());
+    match reauthenticate(&state.db, &state.hasher, &v.user, password, lockout, now).await {
+        Ok(Reauth::Confirmed) => Ok(true),
+        Ok(Reauth::Wrong) => Ok(false),
+        Ok(Reauth::Locked) => Err(pages::error_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many wrong passwords",
+            "Your password was entered wrongly too often, so it is not checked for now.",
+            "Wait a few minutes, then try again.",
+        )),
+        Err(LoginError::Hashing(e)) => Err(errors::server_page(&e.into())),
+        Err(LoginError::Db(e)) => Err(errors::server_page(&e.into())),
+        Err(LoginError::InvalidCredentials) => Err(errors::server_page(&crate::oidc::OAuthError::server_error())),
+    }
 }
 
 pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -276,9 +291,6 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    if let Some(limited) = guard::limit_account(&state, &v.user.username) {
-        return limited;
-    }
     let mut problems = Problems::default();
     let new = match NewPassword::parse(get(&form, "password")) {
         Ok(p) => Some(p),
@@ -302,15 +314,24 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(h) => h,
         Err(e) => return errors::server_page(&e.into()),
     };
-    let (uid, now) = (v.user.id, state.clock.now());
+    let (uid, now, sid) = (v.user.id, state.clock.now(), v.session.sid.clone());
+    let remove_passkeys = get(&form, "remove_passkeys") == "on";
+    let ip = super::login::ip_text(&req, &state);
     let event = Event::new("account.password_changed")
         .actor(&v.user.username)
         .target(&v.user.username)
-        .ip(Some(super::login::ip_text(&req, &state)));
+        .ip(Some(ip.clone()))
+        .detail(serde_json::json!({"passkeys_removed": remove_passkeys}));
     let saved = state
         .db
         .write(move |c| {
             db::users::set_password_by_id(c, uid, &hash, now)?;
+            // Whoever knew the old password may hold tokens from another sign-in,
+            // offline ones included: only this session's grants survive.
+            db::grants::revoke_user_grants(c, uid, Some(&sid), now)?;
+            if remove_passkeys {
+                db::passkeys::delete_all(c, uid)?;
+            }
             event.write(c, now)
         })
         .await;

@@ -7,6 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::account::{back, get, password_ok, posted, render, Problems};
+use super::account_confirm::{confirm_url, recently_authenticated};
 use super::portal::{self, Viewer};
 use super::{errors, guard, pages};
 use crate::audit::Event;
@@ -54,6 +55,7 @@ async fn totp_page(state: &AppState, v: &Viewer, status: StatusCode, error: Opti
 
 pub async fn totp_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     match portal::require(&req, &state).await {
+        Ok(v) if !recently_authenticated(&state, &v) => errors::redirect(&confirm_url("totp")),
         Ok(v) => totp_page(&state, &v, StatusCode::OK, None).await,
         Err(resp) => resp,
     }
@@ -64,6 +66,9 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
         Ok(p) => p,
         Err(resp) => return resp,
     };
+    if !recently_authenticated(&state, &v) {
+        return errors::redirect(&confirm_url("totp"));
+    }
     match mfa::confirm(&state, v.user.id, get(&form, "code")).await {
         Ok(codes) => {
             Event::new("mfa.enrolled")

@@ -79,6 +79,7 @@ struct ClientPage<'a> {
     secret: Option<String>,
     access_ttl: String,
     refresh_ttl: String,
+    grant_lifetime: String,
     groups: Vec<Group>,
     grant_types: Vec<(&'static str, &'static str, bool)>,
     algs: &'static [&'static str],
@@ -112,6 +113,7 @@ async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: Cli
                 .map(|(v, l)| (*v, *l, view.spec.grant_types.iter().any(|g| g == v)))
                 .collect(),
             refresh_ttl: ttl(view.spec.refresh_token_ttl),
+            grant_lifetime: ttl(view.spec.grant_lifetime),
             spec: view.spec,
             secret: view.secret,
             groups,
@@ -162,6 +164,7 @@ fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
     };
     let access = number("access_token_ttl");
     let refresh = number("refresh_token_ttl");
+    let grant_lifetime = number("grant_lifetime");
     let spec = ClientSpec {
         name: Some(form.get("name").to_string()),
         redirect_uris: lines(form.get("redirect_uris")),
@@ -175,6 +178,9 @@ fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
         refresh_tokens: Some(form.get("refresh_tokens").to_string()),
         backchannel_logout_uri: Some(form.get("backchannel_logout_uri").trim().to_string()).filter(|u| !u.is_empty()),
         admin: form.checked("admin"),
+        client_scopes: form.get("client_scopes").split_whitespace().map(String::from).collect(),
+        web_origins: lines(form.get("web_origins")),
+        grant_lifetime,
         ..base
     };
     (spec, problems)

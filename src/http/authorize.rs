@@ -157,12 +157,17 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
         _ => String::new(),
     };
     let scopes = request.scope.split(' ').filter_map(pages::describe_scope).collect();
+    let claims = crate::oidc::authorize::claims_beyond_scope(request)
+        .into_iter()
+        .map(|c| pages::describe_claim(&c))
+        .collect();
     pages::render(
         StatusCode::OK,
         &pages::ConsentPage {
             client_name: &client_name,
             username: &username,
             scopes,
+            claims,
             request_id: parked.request_id.expose(),
             csrf: parked.csrf.expose(),
         },

@@ -48,6 +48,7 @@ fn entry_page(code: &str, error: Option<&str>) -> HttpResponse {
             client_name: "",
             user_code: code,
             scopes: Vec::new(),
+            claims: Vec::new(),
             request_id: "",
             csrf: "",
             error,
@@ -63,6 +64,10 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         .unwrap_or_default();
     if typed.is_empty() {
         return entry_page("", None);
+    }
+    // Each look-up of a code is a guess (and, for a real one, parks a sign-in).
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Device) {
+        return limited;
     }
     let Some(code) = device::normalize(&typed) else {
         return entry_page(&typed, Some("That is not a valid code. Check the code on your device."));
@@ -98,6 +103,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         client_name: &client.name,
         user_code: &shown,
         scopes: request.scope.split(' ').filter_map(pages::describe_scope).collect(),
+        claims: Vec::new(),
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),
         error: None,
@@ -109,7 +115,8 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 
 /// The approval form's target.
 pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    if let Some(refused) = guard::cross_origin(&req, &state) {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Device))
+    {
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {

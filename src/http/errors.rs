@@ -56,11 +56,10 @@ pub fn bearer(e: Option<&OAuthError>) -> HttpResponse {
     if !matches!(e.code, ErrorCode::InvalidToken | ErrorCode::InvalidRequest) {
         return oauth_json(e);
     }
-    let escaped = e.description.replace(['"', '\\'], "'");
-    let challenge = format!(
-        r#"Bearer realm="tessera", error="{}", error_description="{escaped}""#,
-        e.code.as_str()
-    );
+    // Only the fixed error code goes in the header: descriptions can quote the request
+    // (a parameter name), and request text in a header is an injection (or a 500 when
+    // it holds a control character). The description travels in the JSON body.
+    let challenge = format!(r#"Bearer realm="tessera", error="{}""#, e.code.as_str());
     let mut b = HttpResponse::build(status_of(e.code));
     no_store(&mut b);
     b.insert_header((header::WWW_AUTHENTICATE, challenge))
@@ -141,6 +140,17 @@ mod tests {
         assert!(resp.headers().contains_key(header::WWW_AUTHENTICATE));
         assert_eq!(resp.headers().get(header::CACHE_CONTROL).unwrap(), "no-store");
         assert_eq!(resp.headers().get(header::PRAGMA).unwrap(), "no-cache");
+    }
+
+    #[test]
+    fn bearer_challenges_carry_no_request_text() {
+        let e = OAuthError::invalid_request("the `a\r\nX-Evil: 1` parameter is repeated");
+        let resp = bearer(Some(&e));
+        assert_eq!(resp.status(), 400);
+        assert_eq!(
+            resp.headers().get(header::WWW_AUTHENTICATE).unwrap(),
+            r#"Bearer realm="tessera", error="invalid_request""#
+        );
     }
 
     #[test]

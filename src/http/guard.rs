@@ -20,13 +20,9 @@ pub fn client_ip(req: &HttpRequest, state: &AppState) -> IpAddr {
         .peer_addr()
         .map(|a| a.ip())
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    let text = |name: header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
-    client_ip::client_ip(
-        peer,
-        text(header::HeaderName::from_static("x-forwarded-for")),
-        text(header::FORWARDED),
-        &state.settings.trusted_proxies,
-    )
+    let chosen = state.settings.forwarded_header;
+    let lines = req.headers().get_all(chosen.name()).filter_map(|v| v.to_str().ok());
+    client_ip::client_ip(peer, chosen, lines, &state.settings.trusted_proxies)
 }
 
 fn too_many_json(wait: Duration) -> HttpResponse {
@@ -77,6 +73,13 @@ pub fn limit_account(state: &AppState, username: &str) -> Option<HttpResponse> {
     Some(too_many_page(wait))
 }
 
+/// A 429 page when an account has had too many second-factor attempts.
+pub fn limit_second_factor(state: &AppState, user_id: i64) -> Option<HttpResponse> {
+    let wait = state.limits.check_second_factor(user_id).err()?;
+    state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+    Some(too_many_page(wait))
+}
+
 /// Forms are only accepted from our own pages: a present `Origin` must be the
 /// issuer's (a missing one is allowed; older browsers omit it, and the CSRF token
 /// still stands).
@@ -103,4 +106,18 @@ pub struct ClientTag(pub String);
 pub fn tag_client(req: &HttpRequest, client_id: &str) {
     let id: String = client_id.chars().take(128).collect();
     req.extensions_mut().insert(ClientTag(id));
+}
+
+/// Tessera serves no WebSocket or other upgraded protocol. An `Upgrade` request would
+/// otherwise have its body read as the upgraded stream, holding the connection until
+/// the client timeout: it is refused before routing, and the connection closed.
+pub fn upgrade_refused(req: &HttpRequest) -> Option<HttpResponse> {
+    if !req.headers().contains_key(header::UPGRADE) {
+        return None;
+    }
+    let e = OAuthError::invalid_request("protocol upgrades are not supported");
+    let mut resp = errors::oauth_json(&e);
+    resp.head_mut()
+        .set_connection_type(actix_web::http::ConnectionType::Close);
+    Some(resp)
 }

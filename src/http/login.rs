@@ -89,14 +89,17 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     // A correct password counts as a sign-in only once any second factor is passed.
     let (counter, event) = match outcome {
         Outcome::Ok => (None, "login.password_ok"),
-        Outcome::Failed => (Some(&state.metrics.logins_failed), "login.failed"),
+        Outcome::Failed | Outcome::Unknown => (Some(&state.metrics.logins_failed), "login.failed"),
         Outcome::Locked => (Some(&state.metrics.logins_locked), "login.locked"),
     };
     if let Some(c) = counter {
         c.fetch_add(1, Ordering::Relaxed);
     }
     let ip = ip_text(&req, &state);
-    let attempted: String = username.trim().chars().take(64).collect();
+    let attempted = match outcome {
+        Outcome::Unknown => state.log_key.pseudonym(username.trim()),
+        _ => username.trim().chars().take(64).collect(),
+    };
     let user = match result {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
@@ -187,7 +190,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     let Some(browser) = browser else {
         return resume_error(ResumeError::Forged);
     };
-    if let Some(limited) = guard::limit_account(&state, &format!("#mfa:{user_id}")) {
+    if let Some(limited) = guard::limit_second_factor(&state, user_id) {
         return limited;
     }
     let user = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {

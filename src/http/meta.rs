@@ -53,7 +53,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if let Some(expected) = &state.settings.metrics_token {
+    if let Some(expected) = state.settings.metrics_token.as_ref().map(|t| t.expose()) {
         let presented = super::userinfo::header_token(&req).ok().flatten().unwrap_or_default();
         let same = presented.len() == expected.len()
             && bool::from(subtle::ConstantTimeEq::ct_eq(presented.as_bytes(), expected.as_bytes()));

@@ -2,6 +2,7 @@
 //! errors to responses. The only module besides `startup` that uses actix-web.
 
 pub mod account;
+pub mod account_confirm;
 pub mod account_totp;
 pub mod admin_api;
 pub mod admin_groups;
@@ -10,6 +11,7 @@ pub mod admin_ui;
 pub mod admin_users;
 pub mod authorize;
 pub mod cookies;
+pub mod cors;
 pub mod device;
 pub mod errors;
 pub mod guard;
@@ -30,6 +32,7 @@ use actix_web::web;
 pub fn routes(cfg: &mut web::ServiceConfig) {
     admin_api::routes(cfg);
     admin_pages::routes(cfg);
+    cors::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
         .route("/jwks", web::get().to(meta::jwks))
         .route("/healthz", web::get().to(meta::healthz))
@@ -60,6 +63,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/device", web::post().to(device::decide))
         .route("/account", web::get().to(account::page))
         .route("/account/profile", web::post().to(account::profile))
+        .route("/account/confirm", web::get().to(account_confirm::confirm_get))
+        .route("/account/confirm", web::post().to(account_confirm::confirm_post))
         .route("/account/password", web::post().to(account::password))
         .route("/account/sessions/end", web::post().to(account::end_one))
         .route("/account/sessions/end-others", web::post().to(account::end_others))

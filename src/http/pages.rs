@@ -21,6 +21,8 @@ pub struct DevicePage<'a> {
     pub client_name: &'a str,
     pub user_code: &'a str,
     pub scopes: Vec<&'static str>,
+    /// Claims asked for by name (none for a device request).
+    pub claims: Vec<String>,
     pub request_id: &'a str,
     pub csrf: &'a str,
     pub error: Option<&'a str>,
@@ -32,6 +34,8 @@ pub struct ConsentPage<'a> {
     pub client_name: &'a str,
     pub username: &'a str,
     pub scopes: Vec<&'static str>,
+    /// Claims asked for one by one, beyond what the scopes show.
+    pub claims: Vec<String>,
     pub request_id: &'a str,
     pub csrf: &'a str,
 }
@@ -66,6 +70,23 @@ pub fn describe_scope(scope: &str) -> Option<&'static str> {
         "offline_access" => "Stay connected when you are not using it",
         _ => return None,
     })
+}
+
+/// Words for a person for one claim asked for by name, with its name in brackets.
+pub fn describe_claim(claim: &str) -> String {
+    let words = match claim {
+        "name" | "given_name" | "family_name" | "middle_name" | "nickname" => "your name",
+        "preferred_username" => "your username",
+        "email" => "your email address",
+        "email_verified" => "whether your email address is verified",
+        "phone_number" | "phone_number_verified" => "your phone number",
+        "address" => "your postal address",
+        "groups" => "the groups you belong to",
+        "birthdate" => "your date of birth",
+        "picture" | "profile" | "website" => "your profile links",
+        _ => "a detail of your profile",
+    };
+    format!("See {words} ({claim})")
 }
 
 /// The page for a user outside a client's allowed groups, with the way back.

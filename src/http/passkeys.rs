@@ -38,6 +38,18 @@ fn passkey_error(e: PasskeyError) -> HttpResponse {
     }
 }
 
+/// Adding a passkey needs a recent sign-in or password confirmation; the page's
+/// script follows `confirm` to the confirmation page.
+fn reauth_required() -> HttpResponse {
+    let mut b = HttpResponse::build(StatusCode::FORBIDDEN);
+    errors::no_store(&mut b);
+    b.json(json!({
+        "error": "reauthentication_required",
+        "error_description": "confirm your password first",
+        "confirm": super::account_confirm::confirm_url("passkey"),
+    }))
+}
+
 /// The signed-in viewer of a JSON call with the session's CSRF token in the header.
 async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
     if let Some(refused) = guard::cross_origin(req, state) {
@@ -63,6 +75,9 @@ pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) 
         Ok(v) => v,
         Err(resp) => return resp,
     };
+    if !super::account_confirm::recently_authenticated(&state, &v) {
+        return reauth_required();
+    }
     match passkeys::registration_options(&state, &v.user).await {
         Ok(options) => {
             let mut b = HttpResponse::Ok();
@@ -86,6 +101,9 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(v) => v,
         Err(resp) => return resp,
     };
+    if !super::account_confirm::recently_authenticated(&state, &v) {
+        return reauth_required();
+    }
     let Ok(r) = serde_json::from_slice::<Registration>(&body) else {
         return json_error(StatusCode::BAD_REQUEST, "the passkey was not sent correctly");
     };

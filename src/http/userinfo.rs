@@ -26,14 +26,16 @@ pub fn header_token(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
     }
 }
 
-async fn answer(state: &AppState, token: Result<Option<String>, OAuthError>) -> HttpResponse {
+async fn answer(req: &HttpRequest, state: &AppState, token: Result<Option<String>, OAuthError>) -> HttpResponse {
     let token = match token {
         Ok(Some(t)) => t,
         Ok(None) => return errors::bearer(None),
         Err(e) => return errors::bearer(Some(&e)),
     };
     match introspect::userinfo(state, &token).await {
-        Ok(claims) => {
+        Ok((client_id, claims)) => {
+            // The token's client decides which browser origin may read the answer.
+            super::guard::tag_client(req, &client_id);
             let mut b = HttpResponse::Ok();
             errors::no_store(&mut b);
             b.json(claims)
@@ -43,7 +45,7 @@ async fn answer(state: &AppState, token: Result<Option<String>, OAuthError>) -> 
 }
 
 pub async fn userinfo_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    answer(&state, header_token(&req)).await
+    answer(&req, &state, header_token(&req)).await
 }
 
 pub async fn userinfo_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -60,5 +62,5 @@ pub async fn userinfo_post(req: HttpRequest, state: web::Data<AppState>, body: B
         (Ok(Some(_)), Ok(Some(_))) => Err(OAuthError::invalid_request("send the token one way only")),
         (Ok(h), Ok(b)) => Ok(h.or(b)),
     };
-    answer(&state, token).await
+    answer(&req, &state, token).await
 }

@@ -65,6 +65,15 @@ pub fn supported_claims() -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether a claim may be released at all: the standard claims a scope stands for.
+/// Any other name (a custom claim an administrator stored on the user) is never
+/// released through the `claims` parameter, whatever the client.
+pub fn releasable(name: &str) -> bool {
+    [PROFILE, EMAIL, ADDRESS, PHONE, GROUPS]
+        .iter()
+        .any(|names| names.contains(&name))
+}
+
 fn scope_claims(scope: &Scope) -> Vec<&'static str> {
     [
         ("profile", PROFILE),
@@ -106,7 +115,8 @@ pub fn user_claims(user: &User, scope: &Scope, extra: &[String]) -> Map<String, 
     let mut out = Map::new();
     out.insert("sub".into(), Value::from(user.sub.clone()));
     let scoped = scope_claims(scope);
-    let wanted = scoped.iter().copied().chain(extra.iter().map(String::as_str));
+    let named = extra.iter().map(String::as_str).filter(|n| releasable(n));
+    let wanted = scoped.iter().copied().chain(named);
     for name in wanted {
         if let Some(v) = all.get(name) {
             out.insert(name.to_string(), v.clone());
@@ -146,6 +156,27 @@ impl ClaimsRequest {
     pub fn is_empty(&self) -> bool {
         self.userinfo.is_empty() && self.id_token.is_empty()
     }
+
+    /// The releasable claims asked for by name that `scope` does not already cover:
+    /// what the user must approve one by one (sorted, without duplicates).
+    pub fn beyond(&self, scope: &Scope) -> Vec<String> {
+        let covered = scope_claims(scope);
+        let mut out: Vec<String> = self
+            .userinfo
+            .iter()
+            .chain(&self.id_token)
+            .filter(|n| releasable(n) && !covered.contains(&n.as_str()))
+            .cloned()
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// The claims of a stored `claims` request (the JSON this provider wrote).
+pub fn stored(text: Option<&str>) -> ClaimsRequest {
+    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -183,6 +214,25 @@ mod tests {
         assert_eq!(c["phone_number"], "+1 555 0100");
         assert_eq!(c["groups"], serde_json::json!(["staff"]));
         assert_eq!(c["updated_at"], 5, "updated_at is a number (Core §5.1)");
+    }
+
+    #[test]
+    fn custom_claims_are_never_released_by_name() {
+        let mut u = user();
+        u.claims.insert("salary".into(), Value::from(100));
+        let c = user_claims(&u, &Scope::parse("openid").unwrap(), &["salary".into(), "email".into()]);
+        assert!(c.get("salary").is_none());
+        assert_eq!(c["email"], "a@example.com");
+    }
+
+    #[test]
+    fn only_claims_beyond_the_scope_need_their_own_approval() {
+        let req =
+            ClaimsRequest::parse(r#"{"id_token":{"email":null,"salary":null},"userinfo":{"name":null,"email":null}}"#)
+                .unwrap();
+        assert_eq!(req.beyond(&Scope::parse("openid").unwrap()), ["email", "name"]);
+        assert_eq!(req.beyond(&Scope::parse("openid email").unwrap()), ["name"]);
+        assert!(req.beyond(&Scope::parse("openid email profile").unwrap()).is_empty());
     }
 
     #[test]

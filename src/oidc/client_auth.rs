@@ -21,13 +21,24 @@ pub enum AuthMethod {
     None,
 }
 
-/// What the request presented, before anything is checked.
-#[derive(Debug)]
+/// What the request presented, before anything is checked. `Debug` shows neither
+/// the secret nor the assertion.
 pub struct Presented {
     pub client_id: String,
     pub secret: Option<Secret>,
     pub method: AuthMethod,
     pub assertion: Option<String>,
+}
+
+impl std::fmt::Debug for Presented {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Presented")
+            .field("client_id", &self.client_id)
+            .field("secret", &self.secret)
+            .field("method", &self.method)
+            .field("assertion", &self.assertion.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// Every authentication failure looks the same to the caller (RFC 6749 §5.2).
@@ -75,12 +86,31 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<
     }
 }
 
+/// The HMAC key of a client_secret_jwt client, unsealed with the master key when it
+/// was stored sealed.
+fn hmac_key(state: &AppState, stored: &str) -> Result<String, OAuthError> {
+    if !crate::crypto::sealed::is_sealed(stored) {
+        return Ok(stored.to_string());
+    }
+    let Some(key) = &state.settings.master_key else {
+        tracing::error!("a client secret is sealed but no master key is set");
+        return Err(OAuthError::server_error());
+    };
+    crate::crypto::sealed::open(key, stored)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| {
+            tracing::error!("the master key does not open a client secret");
+            OAuthError::server_error()
+        })
+}
+
 /// RFC 7523 §3: signature by the client's key, iss = sub = client_id, our issuer or
 /// endpoint as audience, a bounded unexpired lifetime, and a jti never seen before.
 async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Result<(), OAuthError> {
     let claims = match (client.auth_method.as_str(), &client.jwks, &client.secret_for_hmac) {
         ("private_key_jwt", Some(jwks), _) => assertion::verify_with_jwks(jwks, token),
-        ("client_secret_jwt", _, Some(secret)) => assertion::verify_with_secret(secret, token),
+        ("client_secret_jwt", _, Some(stored)) => assertion::verify_with_secret(&hmac_key(state, stored)?, token),
         _ => return Err(failed()),
     }
     .map_err(|_| failed())?;

@@ -2,7 +2,7 @@
 //! authorization endpoints look a client up on every request, and a registration
 //! changes rarely. Changes made by the CLI take effect within `TTL`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use crate::db::{self, clients::Client, Db, DbError};
@@ -14,10 +14,14 @@ const CAPACITY: usize = 4096;
 
 /// A registration and when it was read.
 type Entry = (Arc<Client>, i64);
+/// Every registered browser origin, and when the set was read.
+type Origins = Option<(Arc<HashSet<String>>, i64)>;
 
 #[derive(Clone, Default)]
 pub struct ClientCache {
     entries: Arc<RwLock<HashMap<String, Entry>>>,
+    /// Every registered browser origin (CORS preflights), and when it was read.
+    origins: Arc<RwLock<Origins>>,
 }
 
 impl ClientCache {
@@ -45,11 +49,33 @@ impl ClientCache {
         Ok(Some(client))
     }
 
+    /// Whether any client registered `origin` (through a redirect URI or as a web
+    /// origin); the set is read at most once per `TTL`.
+    pub async fn origin_registered(&self, db: &Db, origin: &str, now: i64) -> Result<bool, DbError> {
+        if let Ok(guard) = self.origins.read() {
+            if let Some((set, at)) = guard.as_ref() {
+                if now - at < TTL {
+                    return Ok(set.contains(origin));
+                }
+            }
+        }
+        let clients = db.read(db::clients::list).await?;
+        let set: HashSet<String> = clients.iter().flat_map(super::cors::client_origins).collect();
+        let found = set.contains(origin);
+        if let Ok(mut guard) = self.origins.write() {
+            *guard = Some((Arc::new(set), now));
+        }
+        Ok(found)
+    }
+
     /// Drops a registration after an administrator changed it, so the change (a
     /// rotated secret, a deletion) takes effect at once in this process.
     pub fn forget(&self, client_id: &str) {
         if let Ok(mut map) = self.entries.write() {
             map.remove(client_id);
+        }
+        if let Ok(mut origins) = self.origins.write() {
+            *origins = None;
         }
     }
 }

@@ -184,14 +184,20 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                     })
                 }
                 (Some(false), _) | (Some(true), None) => {
-                    db::device::consume(c, &hash, now)?;
+                    if !db::device::consume(c, &hash, now)? {
+                        return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
+                    }
                     Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
                 }
                 (Some(true), Some(uid)) => {
                     let Some(user) = active_user(c, uid, &d.scope, None)? else {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
                     };
-                    db::device::consume(c, &hash, now)?;
+                    // The conditional UPDATE decides: of two polls that both read an
+                    // approved request, only the one that consumes it gets tokens.
+                    if !db::device::consume(c, &hash, now)? {
+                        return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
+                    }
                     let grant = Grant {
                         id: random_id(),
                         client_id: d.client_id.clone(),
@@ -204,6 +210,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                         revoked_at: None,
                         claims_request: None,
                         amr: d.amr.clone(),
+                        created_at: now,
                     };
                     let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
                     crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id, &ip)

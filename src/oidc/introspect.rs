@@ -202,9 +202,10 @@ pub async fn revoke(
 }
 
 /// OpenID Connect Core §5.3: the claims the access token's scope releases.
-pub async fn userinfo(state: &AppState, token: &str) -> Result<Value, OAuthError> {
+pub async fn userinfo(state: &AppState, token: &str) -> Result<(String, Value), OAuthError> {
     let invalid = || OAuthError::new(ErrorCode::InvalidToken, "the access token is invalid or expired");
     let at = check_access_token(state, token).await?.ok_or_else(invalid)?;
+    let client_id = at.str_claim("client_id").to_string();
     let scope = crate::domain::Scope::parse(at.str_claim("scope")).unwrap_or_default();
     if !scope.contains("openid") {
         return Err(OAuthError::new(
@@ -227,5 +228,8 @@ pub async fn userinfo(state: &AppState, token: &str) -> Result<Value, OAuthError
         return Err(invalid());
     };
     let extra = super::issue::requested(&grant).userinfo;
-    Ok(Value::Object(super::claims::user_claims(&user, &scope, &extra)))
+    Ok((
+        client_id,
+        Value::Object(super::claims::user_claims(&user, &scope, &extra)),
+    ))
 }

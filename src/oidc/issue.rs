@@ -71,11 +71,7 @@ pub fn mint_for_client(
 
 /// The claims individually requested for the grant's tokens.
 pub fn requested(grant: &Grant) -> ClaimsRequest {
-    grant
-        .claims_request
-        .as_deref()
-        .and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or_default()
+    super::claims::stored(grant.claims_request.as_deref())
 }
 
 /// The authentication context classes Tessera asserts (advertised in discovery).

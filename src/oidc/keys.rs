@@ -92,6 +92,35 @@ pub async fn ensure(db: &Db, clock: &Clock, keep: i64, master: Option<&MasterKey
     Ok(KeySet::from_records(&records, clock.now(), keep)?)
 }
 
+/// With a master key, client_secret_jwt keys stored in clear (before the key was set)
+/// are sealed in place, as signing keys are.
+pub async fn seal_client_secrets(db: &Db, master: Option<&MasterKey>) -> Result<(), KeysError> {
+    let Some(key) = master else {
+        return Ok(());
+    };
+    let clear = db.read(db::clients::clear_hmac_secrets).await?;
+    if clear.is_empty() {
+        return Ok(());
+    }
+    let sealed_now = clear
+        .into_iter()
+        .map(|(id, secret)| {
+            sealed::seal(key, secret.as_bytes())
+                .map(|s| (id, s))
+                .map_err(KeysError::Sealed)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    db.write(move |c| {
+        for (id, stored) in &sealed_now {
+            db::clients::set_hmac_secret(c, id, stored)?;
+        }
+        Ok(())
+    })
+    .await?;
+    tracing::info!("client secrets are now encrypted at rest");
+    Ok(())
+}
+
 /// Adds a new key for `alg` and retires the previous one, in one transaction.
 pub fn rotate(conn: &db::Conn, alg: Alg, now: i64, master: Option<&MasterKey>) -> Result<SigningKeyRecord, KeysError> {
     let tx = conn.unchecked_transaction().map_err(DbError::from)?;

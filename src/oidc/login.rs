@@ -265,6 +265,7 @@ pub fn new_session(state: &AppState, who: &SignIn) -> Session {
         auth_time: now,
         expires_at: now + state.settings.lifetimes.session,
         amr: who.amr.to_string(),
+        reauth_at: None,
     }
 }
 
@@ -355,6 +356,7 @@ pub async fn decide_consent(
         req.client_id.clone(),
         req.scope.clone(),
     );
+    let claims = super::authorize::claims_beyond_scope(req).join(" ");
     let consumed = state
         .db
         .write(move |c| {
@@ -362,7 +364,7 @@ pub async fn decide_consent(
                 return Ok(false);
             }
             if approve {
-                db::consents::grant(c, uid, &client_id, &scope, now)?;
+                db::consents::grant(c, uid, &client_id, &scope, &claims, now)?;
                 record.insert(c, now)?;
             }
             Ok(true)

@@ -49,11 +49,12 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<L
     if let Some(token) = one(params, "id_token_hint")? {
         let keys = state.keys.current();
         let signed = jwt::verify(&keys, token).map_err(|_| LogoutError::Invalid("id_token_hint is not valid"))?;
+        let is_id_token = signed.is_id_token();
         let claims = signed.claims;
         let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(&*state.issuer);
         let aud = claims.get("aud").and_then(Value::as_str).map(str::to_string);
         let sub = claims.get("sub").and_then(Value::as_str).map(str::to_string);
-        let (true, Some(aud), Some(sub)) = (iss_ok && signed.typ.as_deref() != Some("at+jwt"), aud, sub) else {
+        let (true, Some(aud), Some(sub)) = (iss_ok && is_id_token, aud, sub) else {
             return Err(LogoutError::Invalid(
                 "id_token_hint is not an ID token from this provider",
             ));
@@ -232,7 +233,10 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
         };
         let id = d.id;
         let result = match outcome {
-            None => state.db.write(move |c| db::logout::delivered(c, id)).await,
+            None => {
+                tracing::info!(client_id = %d.client_id, attempt = d.attempts + 1, "back-channel logout delivered");
+                state.db.write(move |c| db::logout::delivered(c, id)).await
+            }
             Some(reason) => {
                 let backoff = 2_i64.saturating_pow(d.attempts.clamp(0, 12) as u32).min(3600);
                 tracing::warn!(client_id = %d.client_id, attempt = d.attempts + 1, %reason,

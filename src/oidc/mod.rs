@@ -4,6 +4,7 @@ pub mod authorize;
 pub mod claims;
 pub mod client_auth;
 pub mod client_cache;
+pub mod cors;
 pub mod device;
 pub mod discovery;
 pub mod error;

@@ -84,9 +84,9 @@ fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuthErro
     param(form, name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
-/// Seconds after a refresh token's use during which presenting it again is taken as
-/// a retry (a lost response) and answered with new tokens instead of revoking the
-/// family.
+/// Seconds after a refresh token's use during which a confidential client presenting
+/// it again is taken as retrying (a lost response) and answered with a new successor,
+/// the earlier successors revoked, instead of revoking the family.
 pub const REFRESH_RETRY_GRACE: i64 = 10;
 
 pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
@@ -148,15 +148,7 @@ async fn client_credentials(
             "public clients cannot use client_credentials",
         ));
     }
-    let requested =
-        Scope::parse(param(form, "scope").unwrap_or("")).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
-    let scope = requested.filter(|s| !super::claims::SUPPORTED_SCOPES.contains(&s));
-    if scope.contains(ADMIN_SCOPE) && !client.admin {
-        return Err(OAuthError::new(
-            ErrorCode::InvalidScope,
-            "tessera:admin is only granted to admin clients",
-        ));
-    }
+    let scope = client_scope(client, param(form, "scope"))?;
     let now = state.clock.now();
     let grant = Grant {
         id: crate::crypto::random::random_id(),
@@ -170,6 +162,7 @@ async fn client_credentials(
         revoked_at: None,
         claims_request: None,
         amr: None,
+        created_at: now,
     };
     let stored = grant.clone();
     state
@@ -180,6 +173,35 @@ async fn client_credentials(
         })
         .await?;
     super::issue::mint_for_client(state, &grant, &scope, client_alg(client), access_ttl(state, client))
+}
+
+/// RFC 6749 §3.3 for a client acting for itself: each scope asked for must be one the
+/// client is registered for (`--scope`), or the admin scope for an admin client;
+/// anything else is `invalid_scope`. Asking for none gives the registered ones.
+/// OpenID Connect scopes mean nothing without a user and are dropped.
+fn client_scope(client: &Client, asked: Option<&str>) -> Result<Scope, OAuthError> {
+    let Some(asked) = asked else {
+        return Scope::parse(&client.client_scopes.join(" "))
+            .map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0));
+    };
+    let requested = Scope::parse(asked).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
+    let scope = requested.filter(|s| !super::claims::SUPPORTED_SCOPES.contains(&s));
+    if scope.contains(ADMIN_SCOPE) && !client.admin {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidScope,
+            "tessera:admin is only granted to admin clients",
+        ));
+    }
+    if let Some(s) = scope
+        .iter()
+        .find(|s| *s != ADMIN_SCOPE && !client.client_scopes.iter().any(|c| c == s))
+    {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidScope,
+            format!("the client is not registered for the scope `{s}`"),
+        ));
+    }
+    Ok(scope)
 }
 
 /// What the write transaction decided; failures that must still commit (a replay
@@ -251,6 +273,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str)
                 revoked_at: None,
                 claims_request: code.claims_request.clone(),
                 amr: Some(code.amr.clone()),
+                created_at: now,
             };
             let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
             audit::token("token.issued", &grant.client_id, "authorization_code", &grant.id, &ip)
@@ -289,6 +312,16 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str)
     }
 }
 
+/// What a refresh must know of its client, copied into the write transaction.
+struct RefreshRules {
+    client_id: String,
+    /// RFC 9700 §4.14.2: a public client's replay is never taken for a retry.
+    grace: bool,
+    restricted: bool,
+    grant_lifetime: i64,
+    ttl: i64,
+}
+
 async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let presented = TokenHash::of(required(form, "refresh_token")?);
@@ -296,14 +329,21 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
         Some(s) => Some(Scope::parse(s).map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?),
         None => None,
     };
-    let client_id = client.client_id.clone();
+    let rules = RefreshRules {
+        client_id: client.client_id.clone(),
+        grace: !client.is_public(),
+        restricted: !client.allowed_groups.is_empty(),
+        grant_lifetime: client.grant_lifetime.unwrap_or(state.settings.lifetimes.grant),
+        ttl: refresh_ttl(state, client),
+    };
     let now = state.clock.now();
     let next = Secret::generate();
-    let (next_hash, ttl) = (next.hash(), refresh_ttl(state, client));
+    let next_hash = next.hash();
     let outcome = state
         .db
         .write(move |c| {
             let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
+            let client_id = rules.client_id.as_str();
             // Checked before use, so another client cannot burn a token it was not issued.
             let r = match db::grants::find_refresh(c, &presented)? {
                 Some(r) if r.grant.client_id == client_id => r,
@@ -315,13 +355,16 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
                         return refuse("the refresh token is not valid");
                     }
                 }
-                // A client that lost the response to its refresh may retry briefly.
-                Some(used) if now - used <= REFRESH_RETRY_GRACE && r.grant.revoked_at.is_none() => {}
+                // A confidential client that lost the response to its refresh may retry
+                // briefly. The successors minted before die first, so only the newest
+                // branch of the family lives.
+                Some(used) if rules.grace && now - used <= REFRESH_RETRY_GRACE && r.grant.revoked_at.is_none() => {
+                    db::grants::retire_live_refresh(c, &r.grant.id)?;
+                }
                 Some(_) => {
                     // RFC 9700 §4.14.2: reuse of a rotated token revokes the family.
                     db::grants::revoke_grant(c, &r.grant.id, now)?;
-                    audit::token("token.reuse_detected", &client_id, "refresh_token", &r.grant.id, &ip)
-                        .write(c, now)?;
+                    audit::token("token.reuse_detected", client_id, "refresh_token", &r.grant.id, &ip).write(c, now)?;
                     return refuse("the refresh token was already used");
                 }
             }
@@ -329,6 +372,21 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
                 return refuse("the refresh token has expired or was revoked");
             }
             let granted = Scope::parse(&r.scope).unwrap_or_default();
+            // However often it is refreshed, a grant ends this long after its sign-in.
+            let ends = r.grant.created_at.saturating_add(rules.grant_lifetime);
+            if now >= ends {
+                db::grants::revoke_grant(c, &r.grant.id, now)?;
+                return refuse("the sign-in behind this refresh token is too old; sign in again");
+            }
+            // Without offline_access a grant lives only as long as its session (Core
+            // §11): once the person signed out, or the session expired, it ends.
+            let session_bound = !granted.contains("offline_access");
+            if let Some(sid) = r.grant.sid.as_deref().filter(|_| session_bound) {
+                if !db::sessions::sid_active(c, sid, now)? {
+                    db::grants::revoke_grant(c, &r.grant.id, now)?;
+                    return refuse("the session this refresh token belongs to has ended");
+                }
+            }
             let scope = match requested {
                 Some(s) if !s.is_subset_of(&granted) => {
                     return Ok((
@@ -346,9 +404,14 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
             let Some(user) = active_user(c, user_id, &r.scope, r.grant.claims_request.as_deref())? else {
                 return refuse("the user is no longer active");
             };
+            if rules.restricted && !db::clients::group_allowed(c, client_id, user_id)? {
+                db::grants::revoke_grant(c, &r.grant.id, now)?;
+                return refuse("the user is no longer in a group allowed to use this client");
+            }
             // The new token keeps the grant's scope; only this response is narrowed.
-            db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, now + ttl)?;
-            audit::token("token.issued", &client_id, "refresh_token", &r.grant.id, &ip)
+            let expires = (now + rules.ttl).min(ends);
+            db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, expires)?;
+            audit::token("token.issued", client_id, "refresh_token", &r.grant.id, &ip)
                 .target(&user.username)
                 .write(c, now)?;
             Ok((

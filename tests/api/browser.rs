@@ -83,3 +83,137 @@ fn setup_admin_client_user_totp_journey_in_chromium() {
     let pngs = std::fs::read_dir(&shots).unwrap().count();
     assert!(pngs >= 20, "a screenshot per page ({pngs})");
 }
+
+/// A single-page app on another origin: the pinned oidc-client-ts in Chromium, driven
+/// by tests/browser/spa.mjs, signs in with PKCE, renews with its refresh token and
+/// through a prompt=none iframe, and signs out at the end_session_endpoint — after
+/// which prompt=none says login_required. Screenshots land in test-artifacts/browser-spa/.
+#[test]
+fn oidc_client_ts_spa_signs_in_renews_and_logs_out_cross_origin() {
+    use std::io::Write;
+
+    fn cli(db: &std::path::Path, args: &[&str], stdin: &str) {
+        let mut child = Command::new(BIN)
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("TESSERA_BCRYPT_COST", "4")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The server, stopped however the test ends.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tessera.db");
+    let port = free_port();
+    let spa_port = std::iter::repeat_with(free_port).find(|p| *p != port).unwrap();
+    let issuer = format!("http://localhost:{port}");
+    let spa = format!("http://localhost:{spa_port}");
+    let password = "alice's spa password";
+
+    let mut server = Running(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--issuer", &issuer])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The banner comes once the server is listening.
+    let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+    let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("issuer:"));
+    assert!(listening, "the server printed no issuer");
+    std::thread::spawn(move || lines.for_each(drop));
+
+    // The user and the client, added beside the running server.
+    cli(
+        &db,
+        &[
+            "user",
+            "add",
+            "alice",
+            "--email",
+            "alice@example.com",
+            "--password-stdin",
+        ],
+        &format!("{password}\n"),
+    );
+    let (callback, silent, home) = (
+        format!("{spa}/callback.html"),
+        format!("{spa}/silent.html"),
+        format!("{spa}/index.html"),
+    );
+    cli(
+        &db,
+        &[
+            "client",
+            "add",
+            "spa",
+            "--public",
+            "--redirect-uri",
+            &callback,
+            "--redirect-uri",
+            &silent,
+            "--post-logout-redirect-uri",
+            &home,
+            "--web-origin",
+            &spa,
+            "--grant-type",
+            "authorization_code",
+            "--grant-type",
+            "refresh_token",
+        ],
+        "",
+    );
+
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shots = format!("{root}/test-artifacts/browser-spa");
+    let _ = std::fs::remove_dir_all(&shots);
+    let out = Command::new("node")
+        .arg(format!("{root}/tests/browser/spa.mjs"))
+        .current_dir(format!("{root}/tests/browser"))
+        .env("BASE", &issuer)
+        .env("SPA_PORT", spa_port.to_string())
+        .env("CLIENT_ID", "spa")
+        .env("USERNAME", "alice")
+        .env("PASSWORD", password)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .output()
+        .unwrap();
+    drop(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the SPA journey failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("spa journey complete"));
+    let pngs = std::fs::read_dir(&shots).unwrap().count();
+    assert!(pngs >= 3, "screenshots of sign-in, signed in and signed out ({pngs})");
+}

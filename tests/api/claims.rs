@@ -127,7 +127,10 @@ async fn offline_access_decides_refresh_tokens_for_clients_that_ask_for_it() {
 async fn client_credentials_gives_the_client_its_own_access_token_only() {
     let app = spawn_app().await;
     let secret = app
-        .add_client_with("api-job", false, |c| c.grant_types = vec!["client_credentials".into()])
+        .add_client_with("api-job", false, |c| {
+            c.grant_types = vec!["client_credentials".into()];
+            c.client_scopes = vec!["reports:read".into()];
+        })
         .await
         .unwrap();
     let resp = app

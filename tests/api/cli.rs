@@ -26,10 +26,37 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A new database made as an operator makes one: `tessera init`.
+fn initialised(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
+    let db = dir.path().join(name);
+    let out = tessera(&db, &["init"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("created"));
+    db
+}
+
+/// The audit events recorded so far, as (event, actor, target), read from the file.
+fn audit(db: &std::path::Path) -> Vec<(String, String, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT event, coalesce(actor, ''), coalesce(target, '') FROM audit_log ORDER BY id")
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    rows
+}
+
 #[test]
 fn users_and_clients_are_managed_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("cli.db");
+    let db = initialised(&dir, "cli.db");
 
     let out = tessera(
         &db,
@@ -109,7 +136,13 @@ fn users_and_clients_are_managed_from_the_command_line() {
 
     assert!(tessera(&db, &["client", "delete", "spa"], None).status.success());
     assert!(!tessera(&db, &["client", "delete", "spa"], None).status.success());
-    assert!(tessera(&db, &["user", "disable", "alice"], None).status.success());
+    let carol = tessera(
+        &db,
+        &["user", "add", "carol", "--password-stdin"],
+        Some("s3cret-pass\n"),
+    );
+    assert!(carol.status.success(), "{}", stderr(&carol));
+    assert!(tessera(&db, &["user", "disable", "carol"], None).status.success());
     assert!(!tessera(&db, &["user", "disable", "nobody"], None).status.success());
 }
 
@@ -139,7 +172,7 @@ fn invalid_settings_fail_at_start_with_one_line_naming_the_setting() {
 #[test]
 fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("cli.db");
+    let db = initialised(&dir, "cli.db");
     let out = tessera(
         &db,
         &[
@@ -227,4 +260,130 @@ fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
     assert!(stdout(&none).contains("had no authenticator"));
     let unknown = tessera(&db, &["user", "reset-mfa", "nobody"], None);
     assert!(!unknown.status.success());
+}
+
+#[test]
+fn commands_on_a_mistyped_database_path_fail_without_creating_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("tesera.db");
+    for args in [
+        vec!["user", "list"],
+        vec!["client", "list"],
+        vec!["keys", "list"],
+        vec!["check"],
+        vec!["user", "disable", "alice"],
+        vec!["backup", "/tmp/never-written.db"],
+    ] {
+        let out = tessera(&missing, &args, Some("s3cret-pass\n"));
+        assert!(!out.status.success(), "{args:?} succeeded on a missing database");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("tesera.db"), "the line names the path: {err}");
+        assert!(!missing.exists(), "{args:?} created the database");
+    }
+    let add = tessera(
+        &missing,
+        &["user", "add", "alice", "--password-stdin"],
+        Some("s3cret-pass\n"),
+    );
+    assert!(!add.status.success());
+    assert!(!missing.exists());
+}
+
+#[test]
+fn check_opens_read_only_and_never_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = initialised(&dir, "ro.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Pretend the file is from an older release: check must report, not upgrade.
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    conn.pragma_update(None, "user_version", version - 1).unwrap();
+    drop(conn);
+    let modified = std::fs::metadata(&db).unwrap().modified().unwrap();
+    let out = tessera(&db, &["check"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let after: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(after, version - 1, "check migrated the database");
+    assert_eq!(std::fs::metadata(&db).unwrap().modified().unwrap(), modified);
+}
+
+#[test]
+fn backups_are_created_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let db = initialised(&dir, "b.db");
+    let copy = dir.path().join("copy.db");
+    let out = tessera(&db, &["backup", copy.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the backup holds hashes and keys: {mode:o}");
+    assert!(stdout(&tessera(&copy, &["check"], None)).contains("integrity ok"));
+}
+
+#[test]
+fn the_command_line_goes_through_the_admin_operations_and_is_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = initialised(&dir, "audit.db");
+    let add = tessera(
+        &db,
+        &[
+            "user",
+            "add",
+            "root",
+            "--admin",
+            "--email",
+            "root@example.com",
+            "--email-verified",
+            "--password-stdin",
+        ],
+        Some("s3cret-pass\n"),
+    );
+    assert!(add.status.success(), "{}", stderr(&add));
+    // The last administrator is protected on the command line as on the admin pages.
+    let refused = tessera(&db, &["user", "disable", "root"], None);
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("last active administrator"),
+        "{}",
+        stderr(&refused)
+    );
+    let app = tessera(
+        &db,
+        &["client", "add", "app", "--redirect-uri", "https://app.example/cb"],
+        None,
+    );
+    assert!(app.status.success(), "{}", stderr(&app));
+    for args in [
+        vec!["user", "set-password", "root", "--password-stdin"],
+        vec!["user", "unlock", "root"],
+        vec!["client", "rotate-secret", "app"],
+        vec!["client", "delete", "app"],
+    ] {
+        let out = tessera(&db, &args, Some("another-pass\n"));
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    }
+    let events = audit(&db);
+    for (event, target) in [
+        ("admin.user_created", "root"),
+        ("admin.client_created", "client:app"),
+        ("admin.password_set", "root"),
+        ("admin.user_unlocked", "root"),
+        ("admin.client_secret_rotated", "client:app"),
+        ("admin.client_deleted", "client:app"),
+    ] {
+        assert!(
+            events.iter().any(|(e, a, t)| e == event && a == "cli" && t == target),
+            "{event} on {target} by cli missing from {events:?}"
+        );
+    }
+    let list = stdout(&tessera(&db, &["user", "list", "--json"], None));
+    assert!(list.contains("root@example.com"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let verified: bool = conn
+        .query_row("SELECT email_verified FROM users WHERE username = 'root'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(verified, "--email-verified marks the address verified");
 }

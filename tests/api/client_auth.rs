@@ -140,3 +140,50 @@ async fn client_secret_jwt_is_an_hmac_with_the_secret() {
         "the secret itself is not accepted from a JWT client"
     );
 }
+
+#[tokio::test]
+async fn client_secret_jwt_keys_are_sealed_and_long_enough_for_hs512() {
+    use josekit::jws::{HS384, HS512};
+    let key = tessera::crypto::sealed::MasterKey::parse(&format!("{}E", "B".repeat(42))).unwrap();
+    let app = spawn_with(move |s| s.master_key = Some(key)).await;
+    let actor = tessera::admin::Actor {
+        name: "root".into(),
+        ip: None,
+        user_id: None,
+    };
+    let spec = tessera::admin::clients::ClientSpec {
+        client_id: "hmac".into(),
+        token_endpoint_auth_method: Some("client_secret_jwt".into()),
+        grant_types: vec!["client_credentials".into()],
+        ..Default::default()
+    };
+    let (_, secret) = tessera::admin::clients::create(&app.state, &actor, &spec)
+        .await
+        .unwrap();
+    let raw = secret.unwrap().expose().to_string();
+    assert!(raw.len() >= 64, "an HS512 key needs 64 bytes: {}", raw.len());
+    let stored = app
+        .state
+        .db
+        .read(|c| tessera::db::clients::find(c, "hmac"))
+        .await
+        .unwrap()
+        .unwrap()
+        .secret_for_hmac
+        .unwrap();
+    assert!(stored.starts_with("sealed:"), "stored sealed, not in clear");
+    assert!(!stored.contains(&raw));
+    for signer in [
+        Box::new(HS256.signer_from_bytes(raw.as_bytes()).unwrap()) as Box<dyn JwsSigner>,
+        Box::new(HS384.signer_from_bytes(raw.as_bytes()).unwrap()),
+        Box::new(HS512.signer_from_bytes(raw.as_bytes()).unwrap()),
+    ] {
+        let a = assertion(signer.as_ref(), None, claims(&app, "hmac", &app.url("/token"), 60));
+        assert_eq!(
+            client_credentials(&app, &a).await.status(),
+            200,
+            "{}",
+            signer.algorithm().name()
+        );
+    }
+}

@@ -274,3 +274,113 @@ async fn the_account_page_lists_allowed_applications_and_removes_their_access() 
     );
     assert!(app.audit().await.iter().any(|e| e.0 == "consent.revoked"));
 }
+
+/// An authorization URL for `client` with scope `openid` alone and these claims.
+fn openid_with_claims(app: &TestApp, client: &str, claims: &str, extra: &[(&str, &str)]) -> String {
+    let mut all = vec![("claims", claims)];
+    all.extend_from_slice(extra);
+    app.authorize_url(client, &all)
+        .replace("scope=openid+profile+email", "scope=openid")
+}
+
+#[tokio::test]
+async fn claims_asked_for_by_name_need_consent_and_a_new_claim_asks_again() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    let secret = app
+        .add_client_with("third", false, |c| c.consent_required = true)
+        .await
+        .unwrap();
+    let b = browser();
+    // The user approves `openid` alone.
+    let fields = app
+        .open_login(
+            &b,
+            &app.authorize_url("third", &[])
+                .replace("scope=openid+profile+email", "scope=openid"),
+        )
+        .await;
+    let resp = app.submit_login(&b, fields, "alice", PASSWORD).await;
+    let resp = decide(&app, &b, form_fields(&resp.text().await.unwrap()), "allow").await;
+    assert!(redirect_params(&resp).contains_key("code"));
+
+    // Claims beyond the approved scope are not a way around the consent page.
+    let claims = r#"{"id_token":{"email":null,"name":null},"userinfo":{"groups":null}}"#;
+    let resp = b
+        .get(openid_with_claims(&app, "third", claims, &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "consent_required");
+    let resp = b
+        .get(openid_with_claims(&app, "third", claims, &[]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("Allow access?"));
+    for c in ["(email)", "(name)", "(groups)"] {
+        assert!(page.contains(c), "the consent page names {c}: {page}");
+    }
+    let resp = decide(&app, &b, form_fields(&page), "allow").await;
+    let code = redirect_params(&resp)["code"].clone();
+    let tokens = app.exchange("third", &secret, &code).await;
+    let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(id["email"], "alice@example.com", "approved claims are released");
+
+    // Remembered with the consent: the same claims pass; one more claim asks again.
+    let resp = b
+        .get(openid_with_claims(&app, "third", claims, &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert!(redirect_params(&resp).contains_key("code"));
+    let more = r#"{"id_token":{"email":null,"phone_number":null}}"#;
+    let resp = b
+        .get(openid_with_claims(&app, "third", more, &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "consent_required");
+}
+
+#[tokio::test]
+async fn custom_claims_are_never_released_by_name_even_without_consent() {
+    let app = spawn_app().await;
+    let alice = app.add_user("alice").await;
+    let (uid, now) = (alice.id, app.clock.now());
+    app.state
+        .db
+        .write(move |c| {
+            let claims = serde_json::json!({"salary": 100000, "given_name": "Alice"});
+            tessera::db::users::set_claims(c, uid, claims.as_object().unwrap(), now)
+        })
+        .await
+        .unwrap();
+    let secret = app.add_client("first", false).await.unwrap();
+    let claims = r#"{"id_token":{"salary":null,"given_name":null},"userinfo":{"salary":null}}"#;
+    let params = app
+        .login(&browser(), &openid_with_claims(&app, "first", claims, &[]), "alice")
+        .await;
+    let tokens = app.exchange("first", &secret, &params["code"]).await;
+    let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert!(
+        id.get("salary").is_none(),
+        "a custom claim is not a standard claim: {id}"
+    );
+    assert_eq!(
+        id["given_name"], "Alice",
+        "a client that needs no consent gets standard claims"
+    );
+    let info: serde_json::Value = plain_client()
+        .get(app.url("/userinfo"))
+        .bearer_auth(tokens["access_token"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(info.get("salary").is_none(), "{info}");
+}

@@ -198,3 +198,38 @@ async fn a_device_approval_asks_an_enrolled_user_for_the_code() {
         .unwrap();
     assert!(page.contains(codes["user_code"].as_str().unwrap()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_polls_of_an_approved_device_code_give_tokens_once() {
+    let app = device_app().await;
+    let codes = start(&app).await;
+    approve(&app, &codes, "allow").await;
+    let dc = codes["device_code"].as_str().unwrap().to_string();
+    let (a, b, c, d) = tokio::join!(poll(&app, &dc), poll(&app, &dc), poll(&app, &dc), poll(&app, &dc));
+    let results = [a, b, c, d];
+    let issued = results.iter().filter(|(s, _)| *s == 200).count();
+    assert_eq!(issued, 1, "{results:?}");
+    assert!(results
+        .iter()
+        .filter(|(s, _)| *s != 200)
+        .all(|(_, b)| b["error"] == "invalid_grant" || b["error"] == "slow_down"));
+}
+
+#[tokio::test]
+async fn entering_user_codes_is_rate_limited() {
+    let app = spawn_with(|s| s.rate_limit = true).await;
+    let burst = tessera::auth::limits::quota(tessera::auth::limits::Bucket::Device).1 as usize;
+    let b = browser();
+    let mut statuses = Vec::new();
+    for _ in 0..=burst {
+        let resp = b.get(app.url("/device?user_code=BCDF-GHJK")).send().await.unwrap();
+        statuses.push(resp.status().as_u16());
+    }
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    assert!(
+        statuses[..burst].iter().all(|s| *s == 400),
+        "unknown codes until the limit: {statuses:?}"
+    );
+    // The empty entry form itself is not counted.
+    assert_eq!(b.get(app.url("/device")).send().await.unwrap().status(), 200);
+}

@@ -129,6 +129,10 @@ fn case() -> impl Strategy<Value = Case> {
             Just("&%FF%FE=%C3%28".to_string()),
             Just("&&&=&a".to_string()),
             Just("&client_id=app&client_id=app".to_string()),
+            // A repeated name with a control character: error text that quotes it must
+            // never reach a header.
+            Just("&a%0d=1&a%0d=2".to_string()),
+            Just("&a%0d%0aX-Injected:%201=1&a%0d%0aX-Injected:%201=2".to_string()),
             Just(format!("&big={}", "y".repeat(100_000)))
         ],
         prop_oneof![
@@ -228,4 +232,46 @@ async fn no_input_makes_any_endpoint_fail_with_a_server_error() {
         plain_client().get(app.url("/healthz")).send().await.unwrap().status(),
         200
     );
+}
+
+#[tokio::test]
+async fn a_repeated_parameter_with_a_control_character_is_a_400_not_a_500() {
+    let app = spawn_app().await;
+    let resp = plain_client()
+        .post(app.url("/userinfo"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("a%0d=1&a%0d=2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let challenge = resp.headers()["www-authenticate"].to_str().unwrap().to_string();
+    assert_eq!(challenge, r#"Bearer realm="tessera", error="invalid_request""#);
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_request");
+}
+
+#[tokio::test]
+async fn a_websocket_upgrade_is_refused_at_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = spawn_app().await;
+    let addr = app.url("").trim_start_matches("http://").to_string();
+    for path in ["/revoke", "/logout", "/token", "/authorize"] {
+        let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\ntoken=x"
+        );
+        sock.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 1024];
+        let started = std::time::Instant::now();
+        let n = tokio::time::timeout(std::time::Duration::from_secs(2), sock.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("no answer within 2 s on {path}"))
+            .unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        assert!(head.starts_with("HTTP/1.1 400"), "{path}: {head}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
 }

@@ -270,7 +270,9 @@ async fn readiness_and_metrics_report_what_happened() {
 
 #[tokio::test]
 async fn a_metrics_token_closes_the_metrics_endpoint_to_others() {
-    let app = spawn_with(|s| s.metrics_token = Some("scrape-me-please-1234".into())).await;
+    let app =
+        spawn_with(|s| s.metrics_token = Some(tessera::crypto::Secret::from_string("scrape-me-please-1234".into())))
+            .await;
     let url = app.url("/metrics");
     let anonymous = plain_client().get(&url).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);
@@ -290,4 +292,225 @@ async fn a_metrics_token_closes_the_metrics_endpoint_to_others() {
         .unwrap();
     assert_eq!(right.status(), 200);
     assert!(right.text().await.unwrap().contains("tessera_writer_batches_total"));
+}
+
+/// The address the audit log recorded for the latest failed sign-in.
+async fn last_failed_login_ip(app: &TestApp) -> Option<String> {
+    let filter = tessera::db::audit::Filter {
+        event: Some("login.failed".into()),
+        ..Default::default()
+    };
+    let (entries, _) = app
+        .state
+        .db
+        .read(move |c| tessera::db::audit::list(c, &filter, 1, 0))
+        .await
+        .unwrap();
+    entries.into_iter().next().and_then(|e| e.ip)
+}
+
+/// A sign-in attempt with the forwarding headers given, each (name, value) one line.
+async fn login_with_headers(app: &TestApp, headers: &[(&str, &str)]) -> u16 {
+    let b = &browser();
+    let mut form = app.open_login(b, &app.authorize_url("app", &[])).await;
+    form.insert("username".into(), "nobody".into());
+    form.insert("password".into(), "wrong".into());
+    let mut map = reqwest::header::HeaderMap::new();
+    for (k, v) in headers {
+        map.append(
+            reqwest::header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    let resp = b.post(app.url("/login")).headers(map).form(&form).send().await.unwrap();
+    resp.status().as_u16()
+}
+
+#[tokio::test]
+async fn a_client_sent_forwarded_header_does_not_override_the_proxys_x_forwarded_for() {
+    let app = spawn_with(|s| {
+        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+    })
+    .await;
+    app.add_client("app", false).await;
+    let status = login_with_headers(
+        &app,
+        &[("forwarded", "for=6.6.6.6"), ("x-forwarded-for", "198.51.100.7")],
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(last_failed_login_ip(&app).await.as_deref(), Some("198.51.100.7"));
+}
+
+#[tokio::test]
+async fn every_x_forwarded_for_line_is_read_and_the_proxys_own_line_wins() {
+    let app = spawn_with(|s| {
+        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+    })
+    .await;
+    app.add_client("app", false).await;
+    // The client sent the first line; the proxy (HAProxy) appended the second.
+    login_with_headers(
+        &app,
+        &[("x-forwarded-for", "6.6.6.6"), ("x-forwarded-for", "198.51.100.8")],
+    )
+    .await;
+    assert_eq!(last_failed_login_ip(&app).await.as_deref(), Some("198.51.100.8"));
+}
+
+#[tokio::test]
+async fn with_forwarded_chosen_only_the_rfc_7239_header_is_read() {
+    let app = spawn_with(|s| {
+        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+        s.forwarded_header = tessera::auth::client_ip::ForwardedHeader::Forwarded;
+    })
+    .await;
+    app.add_client("app", false).await;
+    login_with_headers(
+        &app,
+        &[
+            ("x-forwarded-for", "6.6.6.6"),
+            ("forwarded", "for=\"198.51.100.9:1234\""),
+        ],
+    )
+    .await;
+    assert_eq!(last_failed_login_ip(&app).await.as_deref(), Some("198.51.100.9"));
+}
+
+#[test]
+fn types_that_hold_secrets_never_print_them_with_debug() {
+    use tessera::crypto::keys::{Alg, SigningKeyRecord};
+    let key = SigningKeyRecord::generate(Alg::Rs256, "k1".into(), 0).unwrap();
+    let printed = format!("{key:?}");
+    assert!(printed.contains("k1") && !printed.contains("PRIVATE KEY"), "{printed}");
+
+    let mut client = tessera::db::clients::Client::new("c", "C", None, vec![]);
+    client.secret_for_hmac = Some("hmac-secret-value".into());
+    assert!(!format!("{client:?}").contains("hmac-secret-value"));
+
+    let master = tessera::crypto::sealed::MasterKey::parse(&"A".repeat(43)).unwrap();
+    assert!(!format!("{master:?}").contains("AAAA"));
+
+    let settings = tessera::config::Settings {
+        metrics_token: Some(tessera::crypto::Secret::from_string("metrics-token-value".into())),
+        ..Default::default()
+    };
+    assert!(!format!("{settings:?}").contains("metrics-token-value"));
+    let raw = tessera::config::RawSettings {
+        master_key: Some("master-key-text".into()),
+        metrics_token: Some("metrics-token-value".into()),
+        ..Default::default()
+    };
+    let printed = format!("{raw:?}");
+    assert!(!printed.contains("master-key-text") && !printed.contains("metrics-token-value"));
+
+    let totp = tessera::db::mfa::Totp {
+        secret: "JBSWY3DPEHPK3PXP".into(),
+        confirmed: true,
+        last_step: 0,
+        confirmed_at: None,
+    };
+    assert!(!format!("{totp:?}").contains("JBSWY3DP"));
+}
+
+#[test]
+fn second_factor_attempts_have_a_keyspace_no_username_reaches() {
+    let limits = tessera::auth::limits::RateLimits::new(true);
+    // Someone types `#mfa:4` (or anything) as a username over and over.
+    for _ in 0..50 {
+        let _ = limits.check_account("#mfa:4");
+        let _ = limits.check_account("4");
+    }
+    assert!(limits.check_second_factor(4).is_ok(), "user 4's codes are untouched");
+}
+
+#[tokio::test]
+async fn a_hash_of_another_cost_is_replaced_at_the_next_sign_in() {
+    let app = spawn_app().await;
+    let alice = app.add_user("alice").await;
+    let uid = alice.id;
+    let old = bcrypt::hash(PASSWORD, 5).unwrap();
+    let stored = old.clone();
+    app.state
+        .db
+        .write(move |c| tessera::db::users::set_password_by_id(c, uid, &stored, 0).map(|_| ()))
+        .await
+        .unwrap();
+    app.add_client("app", false).await;
+    app.login(&browser(), &app.authorize_url("app", &[]), "alice").await;
+    let now = app
+        .state
+        .db
+        .read(move |c| tessera::db::users::find_by_id(c, uid))
+        .await
+        .unwrap()
+        .unwrap()
+        .password_hash;
+    assert_ne!(now, old);
+    assert_eq!(tessera::auth::password::cost_of(&now), Some(4), "the configured cost");
+    assert!(bcrypt::verify(PASSWORD, &now).unwrap(), "the same password");
+}
+
+#[tokio::test]
+async fn an_unknown_name_costs_what_a_stored_hash_costs() {
+    let app = spawn_app().await;
+    let alice = app.add_user("alice").await;
+    let uid = alice.id;
+    // Stored hashes at cost 12 while the server is configured for 4.
+    let slow = bcrypt::hash(PASSWORD, 12).unwrap();
+    app.state
+        .db
+        .write(move |c| tessera::db::users::set_password_by_id(c, uid, &slow, 0).map(|_| ()))
+        .await
+        .unwrap();
+    app.add_client("app", false).await;
+    let b = browser();
+    let mut form = app.open_login(&b, &app.authorize_url("app", &[])).await;
+    // Warm the dummy of that cost, then time an unknown name.
+    for _ in 0..2 {
+        form.insert("username".into(), "nobody-here".into());
+        form.insert("password".into(), "x".into());
+        let started = std::time::Instant::now();
+        let resp = b.post(app.url("/login")).form(&form).send().await.unwrap();
+        assert_eq!(resp.status(), 401);
+        let took = started.elapsed();
+        // A cost-4 dummy takes about a millisecond; cost 12 takes a hundred or more.
+        assert!(took >= std::time::Duration::from_millis(60), "{took:?}");
+        form = app.open_login(&b, &app.authorize_url("app", &[])).await;
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_sign_in_name_is_audited_only_as_a_pseudonym() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client("app", false).await;
+    let b = browser();
+    let mut form = app.open_login(&b, &app.authorize_url("app", &[])).await;
+    form.insert("username".into(), "MyPassword123!".into());
+    form.insert("password".into(), "x".into());
+    assert_eq!(
+        b.post(app.url("/login")).form(&form).send().await.unwrap().status(),
+        401
+    );
+    let mut form = app.open_login(&b, &app.authorize_url("app", &[])).await;
+    form.insert("username".into(), "alice".into());
+    form.insert("password".into(), "wrong".into());
+    assert_eq!(
+        b.post(app.url("/login")).form(&form).send().await.unwrap().status(),
+        401
+    );
+    let failed: Vec<String> = app
+        .audit()
+        .await
+        .into_iter()
+        .filter(|e| e.0 == "login.failed")
+        .filter_map(|e| e.1)
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed[0].starts_with("unknown:") && !failed[0].contains("MyPassword"),
+        "{failed:?}"
+    );
+    assert_eq!(failed[1], "alice", "a real account is named");
 }

@@ -110,7 +110,7 @@ async fn without_a_hint_the_user_confirms_with_a_csrf_protected_form() {
 }
 
 /// A one-shot HTTP endpoint that records request bodies and answers `status`.
-async fn receiver(status: u16) -> (String, mpsc::UnboundedReceiver<String>) {
+pub(crate) async fn receiver(status: u16) -> (String, mpsc::UnboundedReceiver<String>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/backchannel", listener.local_addr().unwrap());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -299,4 +299,59 @@ async fn disabling_or_deleting_a_user_in_the_admin_api_logs_them_out_of_clients(
         .unwrap()
         .unwrap();
     assert!(body.starts_with("logout_token="));
+}
+
+#[tokio::test]
+async fn without_state_the_post_logout_redirect_is_the_registered_uri_exactly() {
+    let (app, secret) = setup(None, false).await;
+    let (b, tokens) = signed_in(&app, &secret).await;
+    let url = format!(
+        "{}?id_token_hint={}&post_logout_redirect_uri={}",
+        app.url("/logout"),
+        tokens["id_token"].as_str().unwrap(),
+        url::form_urlencoded::byte_serialize(AFTER.as_bytes()).collect::<String>()
+    );
+    let resp = b.get(url).send().await.unwrap();
+    assert_eq!(resp.status(), 302);
+    assert_eq!(location(&resp), AFTER, "no stray `?`");
+}
+
+#[tokio::test]
+async fn a_logout_token_is_no_id_token_hint() {
+    let (uri, mut bodies) = receiver(200).await;
+    let (app, secret) = setup(Some(uri), false).await;
+    let (b, tokens) = signed_in(&app, &secret).await;
+    let resp = b
+        .get(format!(
+            "{}?id_token_hint={}",
+            app.url("/logout"),
+            tokens["id_token"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let logout_token: String = url::form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    // Signed by us, for this client, with a `sub`: but it is not an ID token.
+    let (b, _) = signed_in(&app, &secret).await;
+    let resp = b
+        .get(format!("{}?id_token_hint={logout_token}", app.url("/logout")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(still_signed_in(&app, &b).await, "nothing was ended");
+    let resp = b
+        .get(app.authorize_url("app", &[("id_token_hint", &logout_token)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "invalid_request");
 }

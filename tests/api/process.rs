@@ -94,7 +94,11 @@ impl Drop for Server {
 
 /// Signs in through the form and returns the code and the secrets the browser saw.
 async fn code(address: &str, pkce: &Pkce, seen: &mut Vec<String>) -> String {
-    let b = browser();
+    code_in(&browser(), address, pkce, seen).await
+}
+
+/// `code` in the given browser, which keeps the session.
+async fn code_in(b: &reqwest::Client, address: &str, pkce: &Pkce, seen: &mut Vec<String>) -> String {
     let query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("client_id", "app")
         .append_pair("redirect_uri", REDIRECT)
@@ -160,6 +164,7 @@ fn free_port() -> u16 {
 
 fn setup(dir: &Path) -> (PathBuf, String) {
     let db = dir.join("tessera.db");
+    cli(&db, &["init"], None);
     cli(
         &db,
         &["user", "add", "alice", "--password-stdin"],
@@ -406,4 +411,114 @@ async fn an_empty_database_prints_a_working_setup_link() {
     assert!(page.text().await.unwrap().contains("Create the first administrator"));
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
+    let (uri, mut bodies) = crate::logout::receiver(200).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tessera.db");
+    cli(&db, &["init"], None);
+    cli(
+        &db,
+        &["user", "add", "alice", "--password-stdin"],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    let out = cli(
+        &db,
+        &[
+            "client",
+            "add",
+            "app",
+            "--redirect-uri",
+            REDIRECT,
+            "--backchannel-logout-uri",
+            &uri,
+            "--json",
+        ],
+        None,
+    );
+    let secret = serde_json::from_str::<serde_json::Value>(&out).unwrap()["client_secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let log = dir.path().join("log");
+    let server = Server::start(&db, &log, free_port());
+
+    // A password typed into the username box, at a sign-in that names no account.
+    let b = browser();
+    let probe = Pkce::new();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("client_id", "app")
+        .append_pair("redirect_uri", REDIRECT)
+        .append_pair("response_type", "code")
+        .append_pair("scope", "openid")
+        .append_pair("code_challenge", &probe.challenge)
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    let page = b
+        .get(format!("{}/authorize?{query}", server.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200, "{:?}", page.headers().get("location"));
+    let page = page.text().await.unwrap();
+    let mut fields = form_fields(&page);
+    assert!(fields.contains_key("request_id"), "{page}");
+    fields.insert("username".into(), "Sup3r-Secret-Passw0rd".into());
+    fields.insert("password".into(), "x".into());
+    let resp = b
+        .post(format!("{}/login", server.address))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+
+    let pkce = Pkce::new();
+    let signed_in = browser();
+    let code = code_in(&signed_in, &server.address, &pkce, &mut Vec::new()).await;
+    let tokens: serde_json::Value = exchange(&server.address, &secret, &code, &pkce)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let hint = tokens["id_token"].as_str().unwrap();
+    let resp = signed_in
+        .get(format!("{}/logout?id_token_hint={hint}", server.address))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success() || resp.status().is_redirection());
+    tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..50 {
+        text = std::fs::read_to_string(&server.log).unwrap();
+        if text.contains("back-channel logout delivered") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(text.contains("back-channel logout delivered"), "{text}");
+    assert!(
+        !text.to_lowercase().contains("sup3r-secret-passw0rd"),
+        "the typed name reached the log"
+    );
+    assert!(text.contains("unknown:"), "the unknown name appears as a pseudonym");
+    assert!(
+        text.contains("target=") && !text.contains("target_="),
+        "audit lines name `target`"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let leaked: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM audit_log WHERE lower(coalesce(actor, '') || coalesce(target, '')) LIKE '%sup3r%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(leaked, 0, "the typed name reached the audit table");
 }

@@ -112,3 +112,39 @@ async fn a_setup_link_expires_after_an_hour_and_wrong_tokens_do_nothing() {
     let count = app.state.db.read(tessera::db::users::count).await.unwrap();
     assert_eq!(count, 0);
 }
+
+#[tokio::test]
+async fn the_setup_link_stays_valid_until_an_administrator_exists() {
+    let app = spawn_app().await;
+    // A user made first with the command line, not an administrator.
+    app.add_user("bob").await;
+    let token = tessera::auth::setup::start(&app.state).await.unwrap();
+    let token = token.expect("no administrator yet: a link is made");
+    let page = browser()
+        .get(app.url(&format!("/setup?token={}", token.expose())))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let (status, _) = submit(
+        &app,
+        token.expose(),
+        "root",
+        "root@example.com",
+        "correct horse battery",
+        "correct horse battery",
+    )
+    .await;
+    assert!(status == 302 || status == 303 || status == 200, "{status}");
+    let admins = app
+        .state
+        .db
+        .read(tessera::db::users::count_active_admins)
+        .await
+        .unwrap();
+    assert_eq!(admins, 1);
+    assert!(
+        tessera::auth::setup::start(&app.state).await.unwrap().is_none(),
+        "with an administrator there is no link"
+    );
+}

@@ -30,9 +30,9 @@ pub fn denied_response(state: &AppState, req: &AuthRequest) -> AuthResponse {
     AuthResponse::error_for(&state.issuer, req, &e)
 }
 
-/// Whether the user must (again) approve this client for this scope: always for
-/// `prompt=consent`, otherwise when the client asks for consent and no remembered
-/// consent covers the scope.
+/// Whether the user must (again) approve this client for this scope and these
+/// claims: always for `prompt=consent`, otherwise when the client asks for consent
+/// and no remembered consent covers both.
 pub fn consent_needed(conn: &db::Conn, req: &AuthRequest, user_id: i64) -> Result<bool, DbError> {
     if req.prompt.consent {
         return Ok(true);
@@ -43,9 +43,22 @@ pub fn consent_needed(conn: &db::Conn, req: &AuthRequest, user_id: i64) -> Resul
     if !client.consent_required {
         return Ok(false);
     }
-    let granted = db::consents::find(conn, user_id, &req.client_id)?;
+    let Some(granted) = db::consents::find(conn, user_id, &req.client_id)? else {
+        return Ok(true);
+    };
     let requested = Scope::parse(&req.scope).unwrap_or_default();
-    Ok(!granted.is_some_and(|g| requested.is_subset_of(&Scope::parse(&g).unwrap_or_default())))
+    let scope_ok = requested.is_subset_of(&Scope::parse(&granted.scope).unwrap_or_default());
+    // Claims asked for by name are part of what the user approves (Core §5.5): a
+    // claim not approved before asks again, even when the scope is unchanged.
+    let approved: Vec<&str> = granted.claims.split(' ').collect();
+    let claims_ok = claims_beyond_scope(req).iter().all(|c| approved.contains(&c.as_str()));
+    Ok(!(scope_ok && claims_ok))
+}
+
+/// The claims the request names that its scope does not cover.
+pub fn claims_beyond_scope(req: &AuthRequest) -> Vec<String> {
+    let scope = Scope::parse(&req.scope).unwrap_or_default();
+    crate::oidc::claims::stored(req.claims.as_deref()).beyond(&scope)
 }
 
 /// OpenID Connect Core §3.1.2.1 (prompt, max_age, id_token_hint) and §3.1.2.4.

@@ -6,6 +6,6 @@ mod decide;
 mod request;
 mod response;
 
-pub use decide::{consent_needed, decide, denied_response, issue_code, Next};
+pub use decide::{claims_beyond_scope, consent_needed, decide, denied_response, issue_code, Next};
 pub use request::{validate, AuthRequest, AuthorizeError, Prompt};
 pub use response::{code_record, AuthResponse, CodeRecord};

@@ -86,10 +86,11 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
         ));
     }
     let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
-    // A repeated `state` is refused below, but cannot be echoed: which one is genuine?
-    let (state_param, state_repeated) = match single(params, "state") {
-        Ok(v) => (v.map(str::to_string), false),
-        Err(_) => (None, true),
+    // A repeated or oversized `state` is refused below, but cannot be echoed: which
+    // one is genuine, and a 5 KB echo is no state a client sent to be kept.
+    let (state_param, state_problem) = match single(params, "state") {
+        Ok(v) => (v.map(str::to_string), None),
+        Err(e) => (None, Some(e)),
     };
     // The response mode decides how even errors travel, so it is read first.
     let (form_post, mode_error) = match single(params, "response_mode") {
@@ -108,11 +109,8 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
         ))
     };
     let get = |name: &str| single(params, name).map_err(|d| fail(ErrorCode::InvalidRequest, d));
-    if state_repeated {
-        return Err(fail(
-            ErrorCode::InvalidRequest,
-            "the `state` parameter is repeated".into(),
-        ));
+    if let Some(problem) = state_problem {
+        return Err(fail(ErrorCode::InvalidRequest, problem));
     }
     if let Some(e) = mode_error {
         return Err(fail(ErrorCode::InvalidRequest, e.into()));
@@ -235,6 +233,7 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, &'static str> {
 fn hint_subject(state: &AppState, hint: &str, client_id: &str) -> Option<String> {
     let keys = state.keys.current();
     let signed = jwt::verify(&keys, hint).ok()?;
+    let is_id_token = signed.is_id_token();
     let claims = signed.claims;
     let iss_ok = claims.get("iss").and_then(|v| v.as_str()) == Some(&*state.issuer);
     let aud_ok = match claims.get("aud") {
@@ -242,7 +241,7 @@ fn hint_subject(state: &AppState, hint: &str, client_id: &str) -> Option<String>
         Some(serde_json::Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(client_id)),
         _ => false,
     };
-    if signed.typ.as_deref() == Some("at+jwt") || !iss_ok || !aud_ok {
+    if !is_id_token || !iss_ok || !aud_ok {
         return None;
     }
     claims.get("sub").and_then(|v| v.as_str()).map(str::to_string)

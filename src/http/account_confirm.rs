@@ -1,0 +1,120 @@
+//! `/account/confirm`: the current password asked again before a credential is added
+//! (an authenticator app or a passkey), so that a stolen session cannot plant a way
+//! back in that outlives a password change. A confirmation holds for
+//! `REAUTH_WINDOW` seconds.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::account::{get, password_ok, posted};
+use super::portal::{self, Viewer};
+use super::{errors, guard, pages};
+use crate::audit::Event;
+use crate::auth::limits::Bucket;
+use crate::db;
+use crate::state::AppState;
+
+/// Seconds after a sign-in or a password confirmation during which credentials may
+/// be added.
+pub const REAUTH_WINDOW: i64 = 300;
+
+/// Where a confirmation leads back to: the step that asked for it.
+fn next_path(next: &str) -> &'static str {
+    match next {
+        "totp" => "/account/totp",
+        _ => "/account#passkeys-h",
+    }
+}
+
+/// Whether the viewer proved who they are recently enough to add a credential.
+pub fn recently_authenticated(state: &AppState, v: &Viewer) -> bool {
+    state.clock.now() - v.session.last_authenticated() <= REAUTH_WINDOW
+}
+
+/// The confirmation page's address for a step (`totp` or `passkey`).
+pub fn confirm_url(next: &str) -> String {
+    format!(
+        "/account/confirm?next={}",
+        if next == "totp" { "totp" } else { "passkey" }
+    )
+}
+
+#[derive(Template)]
+#[template(path = "confirm.html")]
+struct ConfirmPage<'a> {
+    csrf: &'a str,
+    next: &'a str,
+    error: Option<&'a str>,
+}
+
+fn page(v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
+    let next = if next == "totp" { "totp" } else { "passkey" };
+    pages::render(
+        status,
+        &ConfirmPage {
+            csrf: &v.csrf,
+            next,
+            error,
+        },
+    )
+}
+
+pub async fn confirm_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let v = match portal::require(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    let next = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "next")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    page(&v, StatusCode::OK, &next, None)
+}
+
+pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let next = get(&form, "next").to_string();
+    let ip = super::login::ip_text(&req, &state);
+    match password_ok(&state, &v, get(&form, "password")).await {
+        Ok(true) => {}
+        Ok(false) => {
+            Event::new("account.reauth_failed")
+                .actor(&v.user.username)
+                .target(&v.user.username)
+                .ip(Some(ip))
+                .log(&state)
+                .await;
+            return page(
+                &v,
+                StatusCode::UNAUTHORIZED,
+                &next,
+                Some("This is not your current password."),
+            );
+        }
+        Err(resp) => return resp,
+    }
+    let (sid, now) = (v.session.sid.clone(), state.clock.now());
+    let event = Event::new("account.reauthenticated")
+        .actor(&v.user.username)
+        .target(&v.user.username)
+        .ip(Some(ip));
+    let marked = state
+        .db
+        .write(move |c| {
+            db::sessions::mark_reauthenticated(c, &sid, now)?;
+            event.write(c, now)
+        })
+        .await;
+    match marked {
+        Ok(()) => errors::redirect(next_path(&next)),
+        Err(e) => errors::server_page(&e.into()),
+    }
+}
