@@ -118,10 +118,10 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         None => config::default_issuer(settings.listen)?,
     };
     let db = Db::open_existing(&settings.db_path, &settings.sqlite)?;
-    let keep = oidc::keys::keep_retired(&settings.lifetimes);
     let clock = Clock::system();
-    let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
-        .await
+    // Commands sign nothing (the server signs logout tokens when it sends them), so
+    // they need neither the signing keys nor the master key that opens them.
+    let keys = crate::crypto::keys::KeySet::from_records(&[], clock.now(), 0)
         .map_err(|e| StartupError::Keys(e.to_string()))?;
     let hasher = Hasher::start(1, settings.bcrypt_cost)?;
     let log_key = log_key(&db).await?;

@@ -59,7 +59,8 @@ fn load(conn: &db::Conn, id: i64) -> Result<Option<UserView>, db::DbError> {
 }
 
 /// What an administrator sets on a user; absent fields are left as they are.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `Debug` never shows the password.
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UserInput {
     pub username: Option<String>,
@@ -70,6 +71,20 @@ pub struct UserInput {
     pub email_verified: Option<bool>,
     pub groups: Option<Vec<String>>,
     pub claims: Option<Map<String, Value>>,
+}
+
+impl std::fmt::Debug for UserInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserInput")
+            .field("username", &self.username)
+            .field("email", &self.email)
+            .field("name", &self.name)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("is_admin", &self.is_admin)
+            .field("email_verified", &self.email_verified)
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Claims an administrator may not set through `claims`: they come from the record.

@@ -107,7 +107,8 @@ fn chain<'a>(header: ForwardedHeader, lines: impl Iterator<Item = &'a str>) -> V
     for line in lines {
         for element in line.split(',') {
             let ip = match header {
-                ForwardedHeader::XForwardedFor => element.trim().parse().ok(),
+                // Some proxies write `ip:port` or `[v6]:port` here too.
+                ForwardedHeader::XForwardedFor => forwarded_for(element),
                 ForwardedHeader::Forwarded => element
                     .split(';')
                     .filter_map(|pair| pair.trim().split_once('='))
@@ -226,6 +227,14 @@ mod tests {
         );
         assert_eq!(ForwardedHeader::parse("Forwarded"), Ok(ForwardedHeader::Forwarded));
         assert!(ForwardedHeader::parse("x-real-ip").is_err());
+    }
+
+    #[test]
+    fn x_forwarded_for_entries_may_carry_a_port() {
+        let trusted = [Cidr::parse("10.0.0.0/8").unwrap()];
+        assert_eq!(xff("10.0.0.1", &["198.51.100.7:5151"], &trusted), ip("198.51.100.7"));
+        assert_eq!(xff("10.0.0.1", &["[2001:db8::2]:443"], &trusted), ip("2001:db8::2"));
+        assert_eq!(xff("10.0.0.1", &["2001:db8::3"], &trusted), ip("2001:db8::3"));
     }
 
     #[test]

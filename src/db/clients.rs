@@ -277,6 +277,15 @@ pub fn clear_hmac_secrets(conn: &Connection) -> Result<Vec<(String, String)>, Db
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Whether any client_secret_jwt key is stored sealed (a master key is then needed).
+pub fn any_sealed_hmac(conn: &Connection) -> Result<bool, DbError> {
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM clients WHERE secret_for_hmac LIKE 'sealed:%')",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
 /// Replaces the stored form of a client_secret_jwt key (sealing it in place).
 pub fn set_hmac_secret(conn: &Connection, client_id: &str, stored: &str) -> Result<(), DbError> {
     conn.execute(

@@ -40,42 +40,58 @@ pub fn revoke_session_grants(conn: &Connection, sid: &str, now: i64) -> Result<u
     )?)
 }
 
+/// A session's end to tell one client about.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: i64,
+    pub audience: Audience,
+    pub sub: Option<String>,
+    pub sid: String,
+    pub attempts: i64,
+}
+
 pub fn enqueue(
     conn: &Connection,
-    client_id: &str,
-    uri: &str,
-    token: &str,
+    a: &Audience,
+    sub: Option<&str>,
+    sid: &str,
     now: i64,
     expires_at: i64,
 ) -> Result<(), DbError> {
     conn.prepare_cached(
-        "INSERT INTO logout_deliveries (client_id, uri, token, next_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO logout_deliveries (client_id, uri, sub, sid, wants_sid, alg, next_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
-    .execute(params![client_id, uri, token, now, expires_at])?;
+    .execute(params![
+        a.client_id,
+        a.uri,
+        sub,
+        sid,
+        a.wants_sid,
+        a.alg,
+        now,
+        expires_at
+    ])?;
     Ok(())
-}
-
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub id: i64,
-    pub client_id: String,
-    pub uri: String,
-    pub token: String,
-    pub attempts: i64,
 }
 
 pub fn due(conn: &Connection, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, client_id, uri, token, attempts FROM logout_deliveries
+        "SELECT id, client_id, uri, wants_sid, alg, sub, sid, attempts FROM logout_deliveries
          WHERE next_at <= ?1 AND expires_at > ?1 ORDER BY next_at LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![now, limit], |r| {
         Ok(Delivery {
             id: r.get(0)?,
-            client_id: r.get(1)?,
-            uri: r.get(2)?,
-            token: r.get(3)?,
-            attempts: r.get(4)?,
+            audience: Audience {
+                client_id: r.get(1)?,
+                uri: r.get(2)?,
+                wants_sid: r.get(3)?,
+                alg: r.get(4)?,
+            },
+            sub: r.get(5)?,
+            sid: r.get(6)?,
+            attempts: r.get(7)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -4,7 +4,8 @@ use rusqlite::{params, Connection, Row};
 
 use super::{optional, DbError};
 
-#[derive(Debug, Clone)]
+/// An account. `Debug` leaves the password hash and claims out.
+#[derive(Clone)]
 pub struct User {
     pub id: i64,
     pub sub: String,
@@ -21,6 +22,19 @@ pub struct User {
     pub claims: serde_json::Map<String, serde_json::Value>,
     /// Names of the user's groups; filled by `load_groups` where needed.
     pub groups: Vec<String>,
+}
+
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("User")
+            .field("id", &self.id)
+            .field("sub", &self.sub)
+            .field("username", &self.username)
+            .field("is_admin", &self.is_admin)
+            .field("disabled", &self.disabled)
+            .field("password_hash", &"<redacted>")
+            .finish_non_exhaustive()
+    }
 }
 
 pub struct NewUser<'a> {

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use actix_web::http::{header, StatusCode};
+use actix_web::http::{header, Method, StatusCode};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
 use super::{errors, pages};
@@ -112,7 +112,15 @@ pub fn tag_client(req: &HttpRequest, client_id: &str) {
 /// otherwise have its body read as the upgraded stream, holding the connection until
 /// the client timeout: it is refused before routing, and the connection closed.
 pub fn upgrade_refused(req: &HttpRequest) -> Option<HttpResponse> {
-    if !req.headers().contains_key(header::UPGRADE) {
+    let upgrade = req.headers().get(header::UPGRADE)?;
+    // A GET asking for h2c has no body to hold the connection with: it is served as
+    // HTTP/1.1. A WebSocket, or any upgrade of a request that may carry a body, is not.
+    let websocket = upgrade
+        .to_str()
+        .map(|v| v.to_ascii_lowercase().contains("websocket"))
+        .unwrap_or(true);
+    let bodiless = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if bodiless && !websocket {
         return None;
     }
     let e = OAuthError::invalid_request("protocol upgrades are not supported");

@@ -96,6 +96,13 @@ pub async fn ensure(db: &Db, clock: &Clock, keep: i64, master: Option<&MasterKey
 /// are sealed in place, as signing keys are.
 pub async fn seal_client_secrets(db: &Db, master: Option<&MasterKey>) -> Result<(), KeysError> {
     let Some(key) = master else {
+        // Sealed secrets without the key would fail every sign-in of their clients:
+        // refuse to start, as for sealed signing keys.
+        if db.read(db::clients::any_sealed_hmac).await? {
+            return Err(KeysError::Sealed(
+                "client secrets are encrypted; set TESSERA_MASTER_KEY or --master-key-file".into(),
+            ));
+        }
         return Ok(());
     };
     let clear = db.read(db::clients::clear_hmac_secrets).await?;

@@ -113,32 +113,21 @@ pub fn confirmation_token(session_cookie: &str) -> String {
 }
 
 /// Ends the session: its grants that were not for offline use are revoked and every
-/// client with a back-channel endpoint is queued a logout token.
+/// client with a back-channel endpoint is queued a logout. The token itself is
+/// signed when it is sent (by the server's deliverer, with its issuer), so that this
+/// also works from the command line and every retry carries a fresh token.
 pub async fn end_session(state: &AppState, session: &Session) -> Result<(), OAuthError> {
     let now = state.clock.now();
-    let sid = session.sid.clone();
-    let audience = state.db.read(move |c| db::logout::audience_of_session(c, &sid)).await?;
-    let sub = {
-        let uid = session.user_id;
-        state
-            .db
-            .read(move |c| db::users::find_by_id(c, uid))
-            .await?
-            .map(|u| u.sub)
-    };
-    let mut deliveries = Vec::new();
-    for a in audience {
-        let token = logout_token(state, &a, sub.as_deref(), &session.sid)?;
-        deliveries.push((a.client_id, a.uri, token));
-    }
-    let sid = session.sid.clone();
+    let (sid, uid) = (session.sid.clone(), session.user_id);
     state
         .db
         .write(move |c| {
+            let audience = db::logout::audience_of_session(c, &sid)?;
+            let sub = db::users::find_by_id(c, uid)?.map(|u| u.sub);
             db::logout::end_session_by_sid(c, &sid, now)?;
             db::logout::revoke_session_grants(c, &sid, now)?;
-            for (client_id, uri, token) in &deliveries {
-                db::logout::enqueue(c, client_id, uri, token, now, now + DELIVERY_WINDOW)?;
+            for a in &audience {
+                db::logout::enqueue(c, a, sub.as_deref(), &sid, now, now + DELIVERY_WINDOW)?;
             }
             Ok(())
         })
@@ -221,9 +210,16 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
         }
     };
     for d in due {
+        let token = match logout_token(state, &d.audience, d.sub.as_deref(), &d.sid) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(client_id = %d.audience.client_id, error = %e, "cannot sign a logout token");
+                continue;
+            }
+        };
         let sent = http
-            .post(&d.uri)
-            .form(&[("logout_token", d.token.as_str())])
+            .post(&d.audience.uri)
+            .form(&[("logout_token", token.as_str())])
             .send()
             .await;
         let outcome = match sent {
@@ -234,12 +230,12 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
         let id = d.id;
         let result = match outcome {
             None => {
-                tracing::info!(client_id = %d.client_id, attempt = d.attempts + 1, "back-channel logout delivered");
+                tracing::info!(client_id = %d.audience.client_id, attempt = d.attempts + 1, "back-channel logout delivered");
                 state.db.write(move |c| db::logout::delivered(c, id)).await
             }
             Some(reason) => {
                 let backoff = 2_i64.saturating_pow(d.attempts.clamp(0, 12) as u32).min(3600);
-                tracing::warn!(client_id = %d.client_id, attempt = d.attempts + 1, %reason,
+                tracing::warn!(client_id = %d.audience.client_id, attempt = d.attempts + 1, %reason,
                     retry_in_s = backoff, "back-channel logout delivery failed");
                 state
                     .db

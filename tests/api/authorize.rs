@@ -252,3 +252,18 @@ async fn https_issuers_get_secure_host_prefixed_cookies() {
         "{cookie}"
     );
 }
+
+#[tokio::test]
+async fn an_oversized_state_is_reported_as_too_long() {
+    let app = spawn_app().await;
+    app.add_client("app", false).await;
+    let long = "s".repeat(4097);
+    let url = app
+        .authorize_url("app", &[])
+        .replace("state=st4te", &format!("state={long}"));
+    let resp = browser().get(url).send().await.unwrap();
+    let params = redirect_params(&resp);
+    assert_eq!(params["error"], "invalid_request");
+    assert!(params["error_description"].contains("too long"), "{params:?}");
+    assert!(!params.contains_key("state"), "an oversized state is not echoed");
+}

@@ -4,10 +4,15 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 fn tessera(db: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Output {
+    tessera_with(db, args, stdin, &[])
+}
+
+fn tessera_with(db: &std::path::Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .arg("--db")
         .arg(db)
         .args(args)
+        .envs(env.iter().copied())
         .env("TESSERA_BCRYPT_COST", "4")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -386,4 +391,29 @@ fn the_command_line_goes_through_the_admin_operations_and_is_audited() {
         })
         .unwrap();
     assert!(verified, "--email-verified marks the address verified");
+}
+
+#[test]
+fn administration_commands_need_no_master_key_on_a_sealed_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sealed.db");
+    let key = format!("{}A=", "A".repeat(42));
+    let out = tessera_with(&db, &["init"], None, &[("TESSERA_MASTER_KEY", &key)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The signing keys are sealed now; user and client commands sign nothing.
+    let add = tessera(
+        &db,
+        &["user", "add", "alice", "--admin", "--password-stdin"],
+        Some("s3cret-pass\n"),
+    );
+    assert!(add.status.success(), "{}", stderr(&add));
+    let client = tessera(
+        &db,
+        &["client", "add", "app", "--redirect-uri", "https://app.example/cb"],
+        None,
+    );
+    assert!(client.status.success(), "{}", stderr(&client));
+    // What needs the keys still says so.
+    let rotate = tessera(&db, &["keys", "rotate"], None);
+    assert!(!rotate.status.success());
 }

@@ -274,4 +274,14 @@ async fn a_websocket_upgrade_is_refused_at_once() {
         assert!(head.starts_with("HTTP/1.1 400"), "{path}: {head}");
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
+    // A GET asking for h2c (curl --http2 on http) is simply served over HTTP/1.1.
+    let resp = plain_client()
+        .get(app.url("/.well-known/openid-configuration"))
+        .header("connection", "Upgrade, HTTP2-Settings")
+        .header("upgrade", "h2c")
+        .header("http2-settings", "AAMAAABkAARAAAAAAAIAAAAA")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
 }

@@ -411,6 +411,12 @@ fn types_that_hold_secrets_never_print_them_with_debug() {
         confirmed_at: None,
     };
     assert!(!format!("{totp:?}").contains("JBSWY3DP"));
+
+    let input = tessera::admin::users::UserInput {
+        password: Some("typed-password-value".into()),
+        ..Default::default()
+    };
+    assert!(!format!("{input:?}").contains("typed-password-value"));
 }
 
 #[test]

@@ -494,6 +494,26 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
         .await
         .unwrap()
         .unwrap();
+    // A logout the command line queues is signed by the server, with its issuer.
+    let again = code_in(&signed_in, &server.address, &pkce, &mut Vec::new()).await;
+    assert_eq!(exchange(&server.address, &secret, &again, &pkce).await.status(), 200);
+    cli(
+        &db,
+        &["user", "set-password", "alice", "--password-stdin"],
+        Some("another long password\n"),
+    );
+    let body = tokio::time::timeout(std::time::Duration::from_secs(15), bodies.recv())
+        .await
+        .expect("the CLI's logout is delivered")
+        .unwrap();
+    let token: String = url::form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let (_, claims) = jwt_parts(&token);
+    assert_eq!(claims["iss"], server.address, "the server's issuer, not a CLI default");
+    assert!(claims["exp"].as_i64().unwrap() > claims["iat"].as_i64().unwrap());
+
     let mut text = String::new();
     for _ in 0..50 {
         text = std::fs::read_to_string(&server.log).unwrap();

@@ -23,3 +23,23 @@ CREATE TABLE server_secrets (
     name  TEXT PRIMARY KEY,
     value BLOB NOT NULL
 ) STRICT;
+
+-- Logout tokens are signed when they are sent, by the server that sends them (with
+-- its issuer, a fresh `iat`/`exp` for every attempt), so a delivery records whom to
+-- tell about which session rather than a token. Pending rows hold tokens signed
+-- before and are not carried over: their two-minute lifetime has passed by the
+-- time any retry would send them.
+DROP TABLE logout_deliveries;
+CREATE TABLE logout_deliveries (
+    id         INTEGER PRIMARY KEY,
+    client_id  TEXT    NOT NULL REFERENCES clients(client_id) ON DELETE CASCADE,
+    uri        TEXT    NOT NULL,
+    sub        TEXT,
+    sid        TEXT    NOT NULL,
+    wants_sid  INTEGER NOT NULL,
+    alg        TEXT    NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    next_at    INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX logout_deliveries_next ON logout_deliveries(next_at);
