@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The layering of docs/ARCHITECTURE.md, checked: each crate that belongs to one
+# layer is imported there only. Prints every offending line and exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+
+# forbid PATTERN ALLOWED_REGEX WHAT: PATTERN may appear only in files matching ALLOWED_REGEX.
+forbid() {
+    local pattern=$1 allowed=$2 what=$3
+    local hits
+    hits=$(grep -rnE "$pattern" src --include='*.rs' | grep -vE "^($allowed)" || true)
+    if [ -n "$hits" ]; then
+        echo "layering: $what"
+        echo "$hits" | sed 's/^/  /'
+        status=1
+    fi
+}
+
+forbid '\b(rusqlite|r2d2|r2d2_sqlite)::' 'src/db/' 'the SQLite engine is used only in src/db/'
+forbid '\bactix_web\b|\bactix_rt\b' 'src/http/|src/startup\.rs:|src/main\.rs:' 'actix is used only in src/http/, startup.rs and main.rs'
+forbid '\bjosekit::' 'src/crypto/' 'josekit is used only in src/crypto/'
+
+exit $status
