@@ -22,8 +22,9 @@ fmt: ## Format the code
 clippy: ## Lint, warnings are errors
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-lint: ## Format check, clippy with warnings as errors, k6 scripts parse
+lint: ## Format check, clippy with warnings as errors, the layering check, scripts parse
 	$(CARGO) fmt --all -- --check
+	bash scripts/check-layers.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
 	node --check tests/browser/journey.mjs

@@ -49,7 +49,7 @@ impl Event {
     }
 
     /// Writes the event inside an existing write operation.
-    pub fn write(&self, conn: &db::Conn, now: i64) -> Result<(), db::DbError> {
+    pub fn write(&self, conn: &db::Tx<'_>, now: i64) -> Result<(), db::DbError> {
         tracing::info!(
             target: "audit",
             event = self.name,

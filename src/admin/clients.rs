@@ -332,7 +332,7 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     Ok((client, secret))
 }
 
-fn unknown_group(conn: &db::Conn, groups: &[String]) -> Result<Option<String>, db::DbError> {
+fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>, db::DbError> {
     for g in groups {
         if db::groups::id_of(conn, g)?.is_none() {
             return Ok(Some(format!("there is no group named `{g}`")));

@@ -55,7 +55,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
     let kid = state
         .db
         .write(move |c| {
-            let key = crate::oidc::keys::rotate_within(c, alg, now, master.as_ref())
+            let key = crate::oidc::keys::rotate(c, alg, now, master.as_ref())
                 .map_err(|e| db::DbError::Corrupt(e.to_string()))?;
             actor
                 .event("admin.key_rotated")

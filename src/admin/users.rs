@@ -31,7 +31,7 @@ pub struct UserView {
     pub updated_at: i64,
 }
 
-fn view(conn: &db::Conn, mut u: User) -> Result<UserView, db::DbError> {
+fn view(conn: &db::Tx<'_>, mut u: User) -> Result<UserView, db::DbError> {
     db::users::load_groups(conn, &mut u)?;
     let lock = db::users::lock_state(conn, u.id)?;
     Ok(UserView {
@@ -54,7 +54,7 @@ fn view(conn: &db::Conn, mut u: User) -> Result<UserView, db::DbError> {
     })
 }
 
-fn load(conn: &db::Conn, id: i64) -> Result<Option<UserView>, db::DbError> {
+fn load(conn: &db::Tx<'_>, id: i64) -> Result<Option<UserView>, db::DbError> {
     db::users::find_by_id(conn, id)?.map(|u| view(conn, u)).transpose()
 }
 
@@ -139,7 +139,7 @@ fn blank_to_none(v: &Option<String>) -> Option<Option<String>> {
 }
 
 /// Group names → ids, refusing names that are not groups.
-fn group_ids(conn: &db::Conn, names: &[String]) -> Result<Result<Vec<i64>, String>, db::DbError> {
+fn group_ids(conn: &db::Tx<'_>, names: &[String]) -> Result<Result<Vec<i64>, String>, db::DbError> {
     let mut ids = Vec::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         match db::groups::id_of(conn, n)? {
@@ -152,7 +152,7 @@ fn group_ids(conn: &db::Conn, names: &[String]) -> Result<Result<Vec<i64>, Strin
 
 /// Sets the groups and claims given, then reads the user back as it now is.
 fn finish_edit(
-    c: &db::Conn,
+    c: &db::Tx<'_>,
     id: i64,
     groups: Option<&[i64]>,
     claims: Option<&Map<String, Value>>,
@@ -256,7 +256,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
 }
 
 /// Refuses a change that would leave no administrator able to sign in.
-fn keeps_an_admin(conn: &db::Conn, target: &UserView) -> Result<bool, db::DbError> {
+fn keeps_an_admin(conn: &db::Tx<'_>, target: &UserView) -> Result<bool, db::DbError> {
     Ok(!(target.is_admin && !target.disabled && db::users::count_active_admins(conn)? <= 1))
 }
 
@@ -370,7 +370,7 @@ async fn act_on(
     actor: &Actor,
     id: i64,
     event: &'static str,
-    act: impl FnOnce(&db::Conn, i64) -> Result<(), db::DbError> + Send + 'static,
+    act: impl FnOnce(&db::Tx<'_>, i64) -> Result<(), db::DbError> + Send + 'static,
 ) -> Result<UserView, AdminError> {
     let now = state.clock.now();
     let actor = actor.clone();

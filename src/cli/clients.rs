@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{actor, admin_err, db_err, open, with_state};
+use super::{actor, admin_err, db_err, with_state};
 use crate::admin::{
     self,
     clients::{view, ClientSpec, AUTH_METHODS, GRANT_TYPES},
@@ -176,8 +176,8 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                 Ok(())
             })
         }
-        ClientCommand::List { json } => {
-            let clients = db::clients::list(&open(settings)?).map_err(db_err)?;
+        ClientCommand::List { json } => with_state(settings, async |state| {
+            let clients = state.db.read(db::clients::list).await.map_err(db_err)?;
             if json {
                 println!(
                     "{}",
@@ -196,11 +196,11 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                 }
             }
             Ok(())
-        }
-        ClientCommand::Show { client_id, json } => {
-            let c = db::clients::find(&open(settings)?, &client_id)
-                .map_err(db_err)?
-                .ok_or_else(|| format!("no client with id {client_id}"))?;
+        }),
+        ClientCommand::Show { client_id, json } => with_state(settings, async |state| {
+            let c = admin::clients::get(state, &client_id)
+                .await
+                .map_err(|_| format!("no client with id {client_id}"))?;
             if json {
                 println!("{}", view(&c));
             } else if let serde_json::Value::Object(fields) = view(&c) {
@@ -209,7 +209,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
                 }
             }
             Ok(())
-        }
+        }),
         ClientCommand::RotateSecret { client_id, json } => with_state(settings, async |state| {
             let secret = admin::clients::rotate_secret(state, &actor(), &client_id)
                 .await

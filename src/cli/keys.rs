@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{db_err, open};
+use super::{db_err, with_state};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::crypto::keys::Alg;
@@ -26,10 +26,9 @@ pub enum KeysCommand {
 }
 
 pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
-    let conn = open(settings)?;
-    match cmd {
+    with_state(settings, async |state| match cmd {
         KeysCommand::List { json } => {
-            let keys = db::keys::list(&conn).map_err(db_err)?;
+            let keys = state.db.read(db::keys::list).await.map_err(db_err)?;
             if json {
                 let list: Vec<_> = keys
                     .iter()
@@ -46,20 +45,34 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
                     println!("{:<24} {:<6} {:<12} {status}", k.kid, k.alg.as_str(), k.created_at);
                 }
             }
+            Ok(())
         }
         KeysCommand::Rotate { alg } => {
             let alg = Alg::parse(&alg).ok_or_else(|| format!("unknown algorithm {alg}"))?;
             let now = Clock::system().now();
-            let key =
-                crate::oidc::keys::rotate(&conn, alg, now, settings.master_key.as_ref()).map_err(|e| e.to_string())?;
-            super::actor()
-                .event("admin.key_rotated")
-                .target(&key.kid)
-                .detail(json!({"alg": alg.as_str()}))
-                .write(&conn, now)
-                .map_err(db_err)?;
+            let master = state.settings.master_key.clone();
+            let key = state
+                .db
+                .write(move |c| {
+                    // Everything but a storage failure is found before anything changes;
+                    // a storage failure rolls the rotation back.
+                    let key = match crate::oidc::keys::rotate(c, alg, now, master.as_ref()) {
+                        Ok(key) => key,
+                        Err(crate::oidc::keys::KeysError::Db(e)) => return Err(e),
+                        Err(other) => return Ok(Err(other)),
+                    };
+                    super::actor()
+                        .event("admin.key_rotated")
+                        .target(&key.kid)
+                        .detail(json!({"alg": alg.as_str()}))
+                        .write(c, now)?;
+                    Ok(Ok(key))
+                })
+                .await
+                .map_err(db_err)?
+                .map_err(|e| e.to_string())?;
             println!("new {} signing key {}", alg.as_str(), key.kid);
+            Ok(())
         }
-    }
-    Ok(())
+    })
 }

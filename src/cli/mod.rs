@@ -14,13 +14,9 @@ pub use users::{user, UserCommand};
 
 use crate::admin::{Actor, AdminError};
 use crate::config::Settings;
-use crate::db::{self, connection, DbError};
+use crate::db::{self, DbError};
 use crate::domain::NewPassword;
 use crate::state::AppState;
-
-pub(crate) fn open(settings: &Settings) -> Result<db::Conn, String> {
-    connection::open_cli(&settings.db_path, &settings.sqlite).map_err(|e| e.to_string())
-}
 
 pub(crate) fn db_err(e: DbError) -> String {
     e.to_string()
@@ -49,6 +45,14 @@ pub(crate) fn admin_err(e: AdminError, what: &str) -> String {
     }
 }
 
+/// A small runtime for one command (the server's is actix's, in `startup`).
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start: {e}"))
+}
+
 /// Runs a command through the administration operations (the same ones the admin
 /// pages and API use) on the existing database, then flushes the writer.
 pub(crate) fn with_state(
@@ -56,7 +60,7 @@ pub(crate) fn with_state(
     run: impl AsyncFnOnce(&AppState) -> Result<(), String>,
 ) -> Result<(), String> {
     let settings = settings.clone();
-    actix_web::rt::System::new().block_on(async move {
+    runtime()?.block_on(async move {
         let state = crate::startup::command_state(settings)
             .await
             .map_err(|e| e.to_string())?;
@@ -72,7 +76,7 @@ pub fn init(settings: &Settings) -> Result<(), String> {
     let existed = settings.db_path.is_file();
     let path = settings.db_path.clone();
     let settings = settings.clone();
-    actix_web::rt::System::new().block_on(async move {
+    runtime()?.block_on(async move {
         let database = db::Db::open(&settings.db_path, &settings.sqlite).map_err(db_err)?;
         let keep = crate::oidc::keys::keep_retired(&settings.lifetimes);
         crate::oidc::keys::ensure(
@@ -109,16 +113,17 @@ pub(crate) fn hash(settings: &Settings, password: &NewPassword) -> Result<String
 }
 
 pub fn backup(settings: &Settings, target: &Path) -> Result<(), String> {
-    let conn = open(settings)?;
-    db::maintenance::backup(&conn, target).map_err(db_err)?;
-    println!("backup written to {}", target.display());
-    Ok(())
+    let target = target.to_path_buf();
+    with_state(settings, async |state| {
+        state.db.backup(&target).await.map_err(db_err)?;
+        println!("backup written to {}", target.display());
+        Ok(())
+    })
 }
 
 pub fn check(settings: &Settings) -> Result<(), String> {
     // Read-only: a check never migrates, creates or changes anything.
-    let conn = connection::open_read_only(&settings.db_path, &settings.sqlite).map_err(db_err)?;
-    let problems = db::maintenance::check(&conn).map_err(db_err)?;
+    let problems = db::maintenance::check_file(&settings.db_path, &settings.sqlite).map_err(db_err)?;
     if problems.is_empty() {
         println!("{}: integrity ok, foreign keys ok", settings.db_path.display());
         return Ok(());

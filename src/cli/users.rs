@@ -3,12 +3,11 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{actor, admin_err, db_err, hash, open, read_password, with_state};
+use super::{actor, admin_err, db_err, hash, read_password, with_state};
 use crate::admin::{self, users::UserInput};
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::crypto::random::random_id;
-use crate::db::{self, DbError};
+use crate::db;
 use crate::domain::Username;
 use crate::state::AppState;
 
@@ -195,7 +194,14 @@ pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<
 }
 
 fn list(settings: &Settings, json: bool) -> Result<(), String> {
-    let users = db::users::list(&open(settings)?).map_err(db_err)?;
+    with_state(settings, async |state| {
+        let users = state.db.read(db::users::list).await.map_err(db_err)?;
+        print_users(&users, json);
+        Ok(())
+    })
+}
+
+fn print_users(users: &[db::users::User], json: bool) {
     if json {
         let list: Vec<_> = users
             .iter()
@@ -205,7 +211,7 @@ fn list(settings: &Settings, json: bool) -> Result<(), String> {
             })
             .collect();
         println!("{}", serde_json::Value::from(list));
-        return Ok(());
+        return;
     }
     println!("{:<24} {:<32} {:<6} {:<8}", "USERNAME", "EMAIL", "ADMIN", "STATUS");
     for u in users {
@@ -214,12 +220,11 @@ fn list(settings: &Settings, json: bool) -> Result<(), String> {
         println!(
             "{:<24} {:<32} {:<6} {:<8}",
             u.username,
-            u.email.unwrap_or_default(),
+            u.email.as_deref().unwrap_or_default(),
             admin,
             status
         );
     }
-    Ok(())
 }
 
 /// Load-test users in one transaction, with one audit entry for the batch.
@@ -228,35 +233,24 @@ fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
     let password = read_password()?;
     // One hash for all: seeding 500 users must not take 500 bcrypt rounds.
     let password_hash = hash(settings, &password)?;
-    let conn = open(settings)?;
-    let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
-    let mut created = 0;
-    for i in 1..=count {
-        let username = Username::parse(&format!("{prefix}{i}")).map_err(|e| e.to_string())?;
-        let email = format!("{}@stress.invalid", username.as_str());
-        let new = db::users::NewUser {
-            sub: &random_id(),
-            username: username.as_str(),
-            email: Some(&email),
-            name: None,
-            password_hash: &password_hash,
-            is_admin: false,
-            now,
-        };
-        match db::users::insert(&tx, &new) {
-            Ok(_) => created += 1,
-            Err(DbError::Conflict) => {}
-            Err(e) => return Err(db_err(e)),
-        }
-    }
-    actor()
-        .event("admin.users_seeded")
-        .detail(json!({"prefix": prefix, "created": created}))
-        .write(&tx, now)
-        .map_err(db_err)?;
-    tx.commit().map_err(|e| e.to_string())?;
-    println!("{created} users created ({prefix}1 … {prefix}{count})");
-    Ok(())
+    let names = (1..=count)
+        .map(|i| Username::parse(&format!("{prefix}{i}")).map(|u| u.as_str().to_string()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let detail = json!({"prefix": prefix, "count": count});
+    with_state(settings, async |state| {
+        let created = state
+            .db
+            .write(move |c| {
+                let created = db::users::insert_many(c, &names, "stress.invalid", &password_hash, now)?;
+                actor().event("admin.users_seeded").detail(detail).write(c, now)?;
+                Ok(created)
+            })
+            .await
+            .map_err(db_err)?;
+        println!("{created} users created ({prefix}1 … {prefix}{count})");
+        Ok(())
+    })
 }
 
 fn set_disabled(settings: &Settings, username: &str, disabled: bool) -> Result<(), String> {

@@ -168,14 +168,6 @@ impl KeySet {
         &self.jwks
     }
 
-    pub fn signing_algs(&self) -> Vec<&'static str> {
-        Alg::ALL
-            .into_iter()
-            .filter(|a| self.active.contains_key(a))
-            .map(Alg::as_str)
-            .collect()
-    }
-
     pub(crate) fn signer(&self, alg: Alg) -> Result<(&str, &dyn JwsSigner), KeyError> {
         self.active
             .get(&alg)

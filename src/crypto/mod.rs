@@ -7,6 +7,7 @@ pub mod keys;
 pub mod random;
 pub mod sealed;
 pub mod webauthn;
+#[cfg(any(test, feature = "testing"))]
 pub mod webauthn_testing;
 
 pub use jwt::{JwtError, Signed};

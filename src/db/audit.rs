@@ -1,10 +1,10 @@
 //! The audit log: one row per security event, filtered and paged for the admin pages
 //! and API, and pruned after the retention period.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Row};
 use serde::Serialize;
 
-use super::DbError;
+use super::{DbError, Tx};
 
 pub struct NewEntry<'a> {
     pub at: i64,
@@ -15,11 +15,10 @@ pub struct NewEntry<'a> {
     pub detail: &'a serde_json::Value,
 }
 
-pub fn record(conn: &Connection, e: &NewEntry<'_>) -> Result<(), DbError> {
-    conn.prepare_cached(
-        "INSERT INTO audit_log (at, event, actor, target, ip, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?
-    .execute(params![e.at, e.event, e.actor, e.target, e.ip, e.detail.to_string()])?;
+pub fn record(conn: &Tx<'_>, e: &NewEntry<'_>) -> Result<(), DbError> {
+    conn.sql()
+        .prepare_cached("INSERT INTO audit_log (at, event, actor, target, ip, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+        .execute(params![e.at, e.event, e.actor, e.target, e.ip, e.detail.to_string()])?;
     Ok(())
 }
 
@@ -58,7 +57,7 @@ pub struct Filter {
 }
 
 /// One page of entries, newest first, and how many match in all.
-pub fn list(conn: &Connection, f: &Filter, limit: i64, offset: i64) -> Result<(Vec<Entry>, i64), DbError> {
+pub fn list(conn: &Tx<'_>, f: &Filter, limit: i64, offset: i64) -> Result<(Vec<Entry>, i64), DbError> {
     let event_like = f.event.as_ref().map(|e| {
         let escaped = e.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
         if escaped.ends_with('.') {
@@ -71,12 +70,12 @@ pub fn list(conn: &Connection, f: &Filter, limit: i64, offset: i64) -> Result<(V
         AND (?2 IS NULL OR actor = ?2 OR target = ?2)
         AND (?3 IS NULL OR at >= ?3) AND (?4 IS NULL OR at < ?4)";
     let args = params![event_like, f.who, f.since, f.until];
-    let total = conn.query_row(
+    let total = conn.sql().query_row(
         &format!("SELECT count(*) FROM audit_log WHERE {condition}"),
         args,
         |r| r.get(0),
     )?;
-    let mut stmt = conn.prepare_cached(&format!(
+    let mut stmt = conn.sql().prepare_cached(&format!(
         "SELECT id, at, event, actor, target, ip, detail FROM audit_log WHERE {condition}
          ORDER BY at DESC, id DESC LIMIT ?5 OFFSET ?6"
     ))?;
@@ -85,8 +84,9 @@ pub fn list(conn: &Connection, f: &Filter, limit: i64, offset: i64) -> Result<(V
 }
 
 /// Counts events of one name since a time (the dashboard).
-pub fn count_since(conn: &Connection, event: &str, since: i64) -> Result<i64, DbError> {
+pub fn count_since(conn: &Tx<'_>, event: &str, since: i64) -> Result<i64, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached("SELECT count(*) FROM audit_log WHERE event = ?1 AND at >= ?2")?
         .query_row(params![event, since], |r| r.get(0))?)
 }

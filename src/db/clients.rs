@@ -1,8 +1,8 @@
 //! Relying parties: registration, lookup, secret rotation and removal.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Row};
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// When a client gets refresh tokens (OpenID Connect Core §11).
@@ -152,8 +152,8 @@ fn to_json(list: &[String]) -> String {
 }
 
 /// Registers a client; `DbError::Conflict` when the id is taken.
-pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
-    conn.prepare_cached(&format!(
+pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
+    conn.sql().prepare_cached(&format!(
         "INSERT INTO clients ({COLUMNS}, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?6)"
     ))?
@@ -186,8 +186,8 @@ pub fn insert(conn: &Connection, c: &Client) -> Result<(), DbError> {
 
 /// Replaces every editable setting of an existing client (not its id, secret or
 /// creation time); `false` when there is no such client.
-pub fn update(conn: &Connection, c: &Client, now: i64) -> Result<bool, DbError> {
-    let n = conn.execute(
+pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
+    let n = conn.sql().execute(
         "UPDATE clients SET name = ?2, redirect_uris = ?3, post_logout_redirect_uris = ?4,
             token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
             always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
@@ -223,8 +223,9 @@ pub fn update(conn: &Connection, c: &Client, now: i64) -> Result<bool, DbError> 
 
 /// Whether `user_id` may sign in to `client_id`: the client names no groups, or the
 /// user belongs to one of them.
-pub fn group_allowed(conn: &Connection, client_id: &str, user_id: i64) -> Result<bool, DbError> {
+pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<bool, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached(
             "SELECT allowed_groups = '[]' OR EXISTS (
                  SELECT 1 FROM user_groups ug JOIN groups g ON g.id = ug.group_id
@@ -238,14 +239,14 @@ pub fn group_allowed(conn: &Connection, client_id: &str, user_id: i64) -> Result
         })?)
 }
 
-pub fn find(conn: &Connection, client_id: &str) -> Result<Option<Client>, DbError> {
+pub fn find(conn: &Tx<'_>, client_id: &str) -> Result<Option<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE client_id = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([client_id], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([client_id], from_row))
 }
 
-pub fn list(conn: &Connection) -> Result<Vec<Client>, DbError> {
+pub fn list(conn: &Tx<'_>) -> Result<Vec<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients ORDER BY client_id");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map([], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
@@ -253,13 +254,13 @@ pub fn list(conn: &Connection) -> Result<Vec<Client>, DbError> {
 /// Replaces a confidential client's secret; `false` when there is no such client or
 /// it has no secret to rotate. `hmac_copy` is kept only for `client_secret_jwt`.
 pub fn set_secret(
-    conn: &Connection,
+    conn: &Tx<'_>,
     client_id: &str,
     hash: &TokenHash,
     hmac_copy: Option<&str>,
     now: i64,
 ) -> Result<bool, DbError> {
-    let n = conn.execute(
+    let n = conn.sql().execute(
         "UPDATE clients SET secret_hash = ?2, secret_for_hmac = ?3, updated_at = ?4
          WHERE client_id = ?1 AND secret_hash IS NOT NULL",
         params![client_id, hash.as_bytes().to_vec(), hmac_copy, now],
@@ -268,8 +269,8 @@ pub fn set_secret(
 }
 
 /// The client_secret_jwt keys stored in clear, as (client_id, secret).
-pub fn clear_hmac_secrets(conn: &Connection) -> Result<Vec<(String, String)>, DbError> {
-    let mut stmt = conn.prepare(
+pub fn clear_hmac_secrets(conn: &Tx<'_>) -> Result<Vec<(String, String)>, DbError> {
+    let mut stmt = conn.sql().prepare(
         "SELECT client_id, secret_for_hmac FROM clients
          WHERE secret_for_hmac IS NOT NULL AND secret_for_hmac NOT LIKE 'sealed:%'",
     )?;
@@ -278,8 +279,8 @@ pub fn clear_hmac_secrets(conn: &Connection) -> Result<Vec<(String, String)>, Db
 }
 
 /// Whether any client_secret_jwt key is stored sealed (a master key is then needed).
-pub fn any_sealed_hmac(conn: &Connection) -> Result<bool, DbError> {
-    Ok(conn.query_row(
+pub fn any_sealed_hmac(conn: &Tx<'_>) -> Result<bool, DbError> {
+    Ok(conn.sql().query_row(
         "SELECT EXISTS (SELECT 1 FROM clients WHERE secret_for_hmac LIKE 'sealed:%')",
         [],
         |r| r.get(0),
@@ -287,8 +288,8 @@ pub fn any_sealed_hmac(conn: &Connection) -> Result<bool, DbError> {
 }
 
 /// Replaces the stored form of a client_secret_jwt key (sealing it in place).
-pub fn set_hmac_secret(conn: &Connection, client_id: &str, stored: &str) -> Result<(), DbError> {
-    conn.execute(
+pub fn set_hmac_secret(conn: &Tx<'_>, client_id: &str, stored: &str) -> Result<(), DbError> {
+    conn.sql().execute(
         "UPDATE clients SET secret_for_hmac = ?2 WHERE client_id = ?1",
         params![client_id, stored],
     )?;
@@ -296,14 +297,18 @@ pub fn set_hmac_secret(conn: &Connection, client_id: &str, stored: &str) -> Resu
 }
 
 /// Deletes a client and, through foreign keys, its codes, grants and tokens.
-pub fn delete(conn: &Connection, client_id: &str) -> Result<bool, DbError> {
-    Ok(conn.execute("DELETE FROM clients WHERE client_id = ?1", [client_id])? == 1)
+pub fn delete(conn: &Tx<'_>, client_id: &str) -> Result<bool, DbError> {
+    Ok(conn
+        .sql()
+        .execute("DELETE FROM clients WHERE client_id = ?1", [client_id])?
+        == 1)
 }
 
 /// Remembers a client assertion's `jti` until it expires; `false` when it was seen
 /// before (a replay, RFC 7523 §3 item 7).
-pub fn record_assertion(conn: &Connection, client_id: &str, jti: &str, expires_at: i64) -> Result<bool, DbError> {
+pub fn record_assertion(conn: &Tx<'_>, client_id: &str, jti: &str, expires_at: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached("INSERT OR IGNORE INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3)")?
         .execute(params![jti, client_id, expires_at])?;
     Ok(n == 1)
@@ -311,7 +316,7 @@ pub fn record_assertion(conn: &Connection, client_id: &str, jti: &str, expires_a
 
 /// One page of clients whose id or name contains `q`; and how many match in all.
 pub fn search(
-    conn: &Connection,
+    conn: &Tx<'_>,
     q: Option<&str>,
     descending: bool,
     limit: i64,
@@ -320,17 +325,17 @@ pub fn search(
     let order = if descending { "DESC" } else { "ASC" };
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
     let condition = "(?1 IS NULL OR client_id LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
-    let total = conn.query_row(
+    let total = conn.sql().query_row(
         &format!("SELECT count(*) FROM clients WHERE {condition}"),
         [&pattern],
         |r| r.get(0),
     )?;
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
     Ok((rows.collect::<Result<_, _>>()?, total))
 }
 
-pub fn count(conn: &Connection) -> Result<i64, DbError> {
-    Ok(conn.query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?)
+pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
+    Ok(conn.sql().query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?)
 }

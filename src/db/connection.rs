@@ -1,4 +1,5 @@
-//! Connection pragmas, set in one place for the writer, the readers and the CLI.
+//! Connection pragmas, set in one place for the writer, the readers and read-only
+//! checks.
 
 use std::path::Path;
 
@@ -33,12 +34,13 @@ pub fn require_existing(path: &Path) -> Result<(), DbError> {
     )))
 }
 
-/// A short-lived read-write connection for CLI commands run beside a live server, on
-/// a database that exists.
-pub fn open_cli(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+/// A connection opened read-only that may still write another file: `VACUUM INTO`
+/// for backups (`query_only` would refuse that too).
+pub fn open_snapshot(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
     require_existing(path)?;
-    let mut conn = open_writer(path, settings)?;
-    super::migrations::apply(&mut conn)?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
+    configure_common(&conn, settings)?;
     Ok(conn)
 }
 

@@ -2,9 +2,9 @@
 //! Single-use values are consumed by one conditional UPDATE, so of two parallel
 //! redemptions exactly one wins.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Row};
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 use crate::crypto::TokenHash;
 
 pub struct NewCode<'a> {
@@ -24,28 +24,29 @@ pub struct NewCode<'a> {
     pub expires_at: i64,
 }
 
-pub fn insert_code(conn: &Connection, c: &NewCode<'_>) -> Result<(), DbError> {
-    conn.prepare_cached(
-        "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
+pub fn insert_code(conn: &Tx<'_>, c: &NewCode<'_>) -> Result<(), DbError> {
+    conn.sql()
+        .prepare_cached(
+            "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
                                  code_challenge, sid, auth_time, created_at, expires_at, claims_request, amr)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        c.code_hash.as_bytes(),
-        c.grant_id,
-        c.client_id,
-        c.user_id,
-        c.redirect_uri,
-        c.scope,
-        c.nonce,
-        c.code_challenge,
-        c.sid,
-        c.auth_time,
-        c.now,
-        c.expires_at,
-        c.claims_request,
-        c.amr
-    ])?;
+        )?
+        .execute(params![
+            c.code_hash.as_bytes(),
+            c.grant_id,
+            c.client_id,
+            c.user_id,
+            c.redirect_uri,
+            c.scope,
+            c.nonce,
+            c.code_challenge,
+            c.sid,
+            c.auth_time,
+            c.now,
+            c.expires_at,
+            c.claims_request,
+            c.amr
+        ])?;
     Ok(())
 }
 
@@ -77,35 +78,37 @@ pub enum Consumed<T> {
     Unknown,
 }
 
-pub fn consume_code(conn: &Connection, hash: &TokenHash, now: i64) -> Result<Consumed<Code>, DbError> {
+pub fn consume_code(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Consumed<Code>, DbError> {
     let fresh = optional(
-        conn.prepare_cached(
-            "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
+        conn.sql()
+            .prepare_cached(
+                "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
              RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
                        expires_at, claims_request, amr",
-        )?
-        .query_row(params![hash.as_bytes(), now], |r| {
-            Ok(Code {
-                grant_id: r.get(0)?,
-                client_id: r.get(1)?,
-                user_id: r.get(2)?,
-                redirect_uri: r.get(3)?,
-                scope: r.get(4)?,
-                nonce: r.get(5)?,
-                code_challenge: r.get(6)?,
-                sid: r.get(7)?,
-                auth_time: r.get(8)?,
-                expires_at: r.get(9)?,
-                claims_request: r.get(10)?,
-                amr: r.get(11)?,
-            })
-        }),
+            )?
+            .query_row(params![hash.as_bytes(), now], |r| {
+                Ok(Code {
+                    grant_id: r.get(0)?,
+                    client_id: r.get(1)?,
+                    user_id: r.get(2)?,
+                    redirect_uri: r.get(3)?,
+                    scope: r.get(4)?,
+                    nonce: r.get(5)?,
+                    code_challenge: r.get(6)?,
+                    sid: r.get(7)?,
+                    auth_time: r.get(8)?,
+                    expires_at: r.get(9)?,
+                    claims_request: r.get(10)?,
+                    amr: r.get(11)?,
+                })
+            }),
     )?;
     if let Some(code) = fresh {
         return Ok(Consumed::Fresh(code));
     }
     let used = optional(
-        conn.prepare_cached("SELECT grant_id FROM auth_codes WHERE code_hash = ?1")?
+        conn.sql()
+            .prepare_cached("SELECT grant_id FROM auth_codes WHERE code_hash = ?1")?
             .query_row([hash.as_bytes()], |r| r.get(0)),
     )?;
     Ok(match used {
@@ -132,8 +135,8 @@ pub struct Grant {
     pub created_at: i64,
 }
 
-pub fn insert_grant(conn: &Connection, g: &Grant, now: i64) -> Result<(), DbError> {
-    conn.prepare_cached(
+pub fn insert_grant(conn: &Tx<'_>, g: &Grant, now: i64) -> Result<(), DbError> {
+    conn.sql().prepare_cached(
         "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request, amr)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
@@ -173,32 +176,34 @@ fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
     })
 }
 
-pub fn find_grant(conn: &Connection, id: &str) -> Result<Option<Grant>, DbError> {
+pub fn find_grant(conn: &Tx<'_>, id: &str) -> Result<Option<Grant>, DbError> {
     let sql = format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([id], grant_from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([id], grant_from_row))
 }
 
 /// Revokes a grant and with it every access and refresh token of the family.
-pub fn revoke_grant(conn: &Connection, id: &str, now: i64) -> Result<bool, DbError> {
+pub fn revoke_grant(conn: &Tx<'_>, id: &str, now: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached("UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
         .execute(params![id, now])?;
     Ok(n == 1)
 }
 
 pub fn insert_refresh(
-    conn: &Connection,
+    conn: &Tx<'_>,
     hash: &TokenHash,
     grant_id: &str,
     scope: &str,
     now: i64,
     expires_at: i64,
 ) -> Result<(), DbError> {
-    conn.prepare_cached(
+    conn.sql().prepare_cached(
         "INSERT INTO refresh_tokens (token_hash, grant_id, scope, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![hash.as_bytes(), grant_id, scope, now, expires_at])?;
-    conn.prepare_cached("UPDATE grants SET expires_at = max(expires_at, ?2) WHERE id = ?1")?
+    conn.sql()
+        .prepare_cached("UPDATE grants SET expires_at = max(expires_at, ?2) WHERE id = ?1")?
         .execute(params![grant_id, expires_at])?;
     Ok(())
 }
@@ -212,14 +217,17 @@ pub struct Refresh {
     pub used_at: Option<i64>,
 }
 
-fn refresh_with_grant(conn: &Connection, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
+/// A refresh token with its grant, looked up without using it (refresh, introspection,
+/// revocation).
+pub fn find_refresh(conn: &Tx<'_>, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
     let row = optional(
-        conn.prepare_cached(
-            "SELECT grant_id, scope, created_at, expires_at, used_at FROM refresh_tokens WHERE token_hash = ?1",
-        )?
-        .query_row([hash.as_bytes()], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        }),
+        conn.sql()
+            .prepare_cached(
+                "SELECT grant_id, scope, created_at, expires_at, used_at FROM refresh_tokens WHERE token_hash = ?1",
+            )?
+            .query_row([hash.as_bytes()], |r| {
+                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            }),
     )?;
     let Some((grant_id, scope, created_at, expires_at, used_at)) = row else {
         return Ok(None);
@@ -235,11 +243,6 @@ fn refresh_with_grant(conn: &Connection, hash: &TokenHash) -> Result<Option<Refr
     }))
 }
 
-/// Looks a refresh token up without using it (introspection, revocation).
-pub fn find_refresh(conn: &Connection, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
-    refresh_with_grant(conn, hash)
-}
-
 /// `used_at` of a refresh token that was superseded before anyone used it: far
 /// outside any retry window, so presenting it is always reuse.
 pub const SUPERSEDED: i64 = 0;
@@ -247,15 +250,17 @@ pub const SUPERSEDED: i64 = 0;
 /// Before a retried refresh mints a new successor, the earlier successors die, so at
 /// most one branch of the family lives; whoever presents one of them later is caught
 /// as reusing it.
-pub fn retire_live_refresh(conn: &Connection, grant_id: &str) -> Result<usize, DbError> {
+pub fn retire_live_refresh(conn: &Tx<'_>, grant_id: &str) -> Result<usize, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE grant_id = ?1 AND used_at IS NULL")?
         .execute(params![grant_id, SUPERSEDED])?)
 }
 
 /// Revokes the user's grants, all of them or all but those of session `keep_sid`.
-pub fn revoke_user_grants(conn: &Connection, user_id: i64, keep_sid: Option<&str>, now: i64) -> Result<usize, DbError> {
+pub fn revoke_user_grants(conn: &Tx<'_>, user_id: i64, keep_sid: Option<&str>, now: i64) -> Result<usize, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached(
             "UPDATE grants SET revoked_at = ?3
              WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR sid IS NULL OR sid <> ?2)",
@@ -267,12 +272,13 @@ pub fn revoke_user_grants(conn: &Connection, user_id: i64, keep_sid: Option<&str
 /// any of them (after a membership change or a change of a client's groups); narrowed
 /// to one user or one client when given.
 pub fn revoke_outside_allowed_groups(
-    conn: &Connection,
+    conn: &Tx<'_>,
     user_id: Option<i64>,
     client_id: Option<&str>,
     now: i64,
 ) -> Result<usize, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached(
             "UPDATE grants SET revoked_at = ?3
              WHERE revoked_at IS NULL AND user_id IS NOT NULL
@@ -289,8 +295,9 @@ pub fn revoke_outside_allowed_groups(
 
 /// Marks a refresh token used; `false` when it already was (one UPDATE, so of two
 /// parallel uses exactly one wins).
-pub fn use_refresh(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn use_refresh(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
     let updated = conn
+        .sql()
         .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL")?
         .execute(params![hash.as_bytes(), now])?;
     Ok(updated == 1)
@@ -298,22 +305,24 @@ pub fn use_refresh(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool
 
 /// Whether an access token is still good as far as the database knows: its grant is
 /// neither revoked nor its user disabled, and the token itself was not revoked.
-pub fn access_token_active(conn: &Connection, grant_id: &str, jti: &str) -> Result<bool, DbError> {
+pub fn access_token_active(conn: &Tx<'_>, grant_id: &str, jti: &str) -> Result<bool, DbError> {
     let active = optional(
-        conn.prepare_cached(
-            "SELECT g.revoked_at IS NULL
+        conn.sql()
+            .prepare_cached(
+                "SELECT g.revoked_at IS NULL
                     AND coalesce(u.disabled, 0) = 0
                     AND NOT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)
              FROM grants g LEFT JOIN users u ON u.id = g.user_id WHERE g.id = ?1",
-        )?
-        .query_row(params![grant_id, jti], |r| r.get::<_, bool>(0)),
+            )?
+            .query_row(params![grant_id, jti], |r| r.get::<_, bool>(0)),
     )?;
     Ok(active.unwrap_or(false))
 }
 
 /// Revokes one access token (RFC 7009) until it would have expired anyway.
-pub fn revoke_jti(conn: &Connection, jti: &str, expires_at: i64) -> Result<(), DbError> {
-    conn.prepare_cached("INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2)")?
+pub fn revoke_jti(conn: &Tx<'_>, jti: &str, expires_at: i64) -> Result<(), DbError> {
+    conn.sql()
+        .prepare_cached("INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2)")?
         .execute(params![jti, expires_at])?;
     Ok(())
 }

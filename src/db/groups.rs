@@ -1,9 +1,9 @@
 //! Groups of users: named sets that clients may require and the `groups` claim lists.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 use serde::Serialize;
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {
@@ -18,8 +18,8 @@ pub struct Member {
     pub username: String,
 }
 
-pub fn list(conn: &Connection) -> Result<Vec<Group>, DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn list(conn: &Tx<'_>) -> Result<Vec<Group>, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT g.id, g.name, count(ug.user_id) FROM groups g LEFT JOIN user_groups ug ON ug.group_id = g.id
          GROUP BY g.id ORDER BY g.name",
     )?;
@@ -33,9 +33,9 @@ pub fn list(conn: &Connection) -> Result<Vec<Group>, DbError> {
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn find(conn: &Connection, id: i64) -> Result<Option<Group>, DbError> {
+pub fn find(conn: &Tx<'_>, id: i64) -> Result<Option<Group>, DbError> {
     optional(
-        conn.prepare_cached(
+        conn.sql().prepare_cached(
             "SELECT g.id, g.name, (SELECT count(*) FROM user_groups WHERE group_id = g.id) FROM groups g WHERE g.id = ?1",
         )?
         .query_row([id], |r| {
@@ -48,26 +48,28 @@ pub fn find(conn: &Connection, id: i64) -> Result<Option<Group>, DbError> {
     )
 }
 
-pub fn id_of(conn: &Connection, name: &str) -> Result<Option<i64>, DbError> {
+pub fn id_of(conn: &Tx<'_>, name: &str) -> Result<Option<i64>, DbError> {
     optional(
-        conn.prepare_cached("SELECT id FROM groups WHERE name = ?1")?
+        conn.sql()
+            .prepare_cached("SELECT id FROM groups WHERE name = ?1")?
             .query_row([name], |r| r.get(0)),
     )
 }
 
 /// Creates a group; `DbError::Conflict` when the name is taken.
-pub fn create(conn: &Connection, name: &str) -> Result<i64, DbError> {
-    conn.execute("INSERT INTO groups (name) VALUES (?1)", [name])?;
-    Ok(conn.last_insert_rowid())
+pub fn create(conn: &Tx<'_>, name: &str) -> Result<i64, DbError> {
+    conn.sql().execute("INSERT INTO groups (name) VALUES (?1)", [name])?;
+    Ok(conn.sql().last_insert_rowid())
 }
 
 /// Renames a group, and the clients that admit it follow the new name.
-pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<bool, DbError> {
+pub fn rename(conn: &Tx<'_>, id: i64, name: &str) -> Result<bool, DbError> {
     let Some(old) = find(conn, id)?.map(|g| g.name) else {
         return Ok(false);
     };
-    conn.execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])?;
-    conn.execute(
+    conn.sql()
+        .execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])?;
+    conn.sql().execute(
         "UPDATE clients SET allowed_groups = (
              SELECT json_group_array(CASE WHEN value = ?1 THEN ?2 ELSE value END) FROM json_each(clients.allowed_groups))
          WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)",
@@ -77,8 +79,8 @@ pub fn rename(conn: &Connection, id: i64, name: &str) -> Result<bool, DbError> {
 }
 
 /// The clients that admit only groups including `name`.
-pub fn clients_requiring(conn: &Connection, name: &str) -> Result<Vec<String>, DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn clients_requiring(conn: &Tx<'_>, name: &str) -> Result<Vec<String>, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT client_id FROM clients WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)
          ORDER BY client_id",
     )?;
@@ -86,12 +88,12 @@ pub fn clients_requiring(conn: &Connection, name: &str) -> Result<Vec<String>, D
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn delete(conn: &Connection, id: i64) -> Result<bool, DbError> {
-    Ok(conn.execute("DELETE FROM groups WHERE id = ?1", [id])? == 1)
+pub fn delete(conn: &Tx<'_>, id: i64) -> Result<bool, DbError> {
+    Ok(conn.sql().execute("DELETE FROM groups WHERE id = ?1", [id])? == 1)
 }
 
-pub fn members(conn: &Connection, id: i64) -> Result<Vec<Member>, DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn members(conn: &Tx<'_>, id: i64) -> Result<Vec<Member>, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT u.id, u.username FROM users u JOIN user_groups ug ON ug.user_id = u.id
          WHERE ug.group_id = ?1 ORDER BY u.username",
     )?;
@@ -105,14 +107,14 @@ pub fn members(conn: &Connection, id: i64) -> Result<Vec<Member>, DbError> {
 }
 
 /// Adds or removes a member; `false` when nothing changed.
-pub fn set_member(conn: &Connection, group_id: i64, user_id: i64, member: bool) -> Result<bool, DbError> {
+pub fn set_member(conn: &Tx<'_>, group_id: i64, user_id: i64, member: bool) -> Result<bool, DbError> {
     let n = if member {
-        conn.execute(
+        conn.sql().execute(
             "INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)",
             params![user_id, group_id],
         )?
     } else {
-        conn.execute(
+        conn.sql().execute(
             "DELETE FROM user_groups WHERE user_id = ?1 AND group_id = ?2",
             params![user_id, group_id],
         )?
@@ -121,9 +123,12 @@ pub fn set_member(conn: &Connection, group_id: i64, user_id: i64, member: bool) 
 }
 
 /// Makes a user's groups exactly `group_ids`.
-pub fn set_user_groups(conn: &Connection, user_id: i64, group_ids: &[i64]) -> Result<(), DbError> {
-    conn.execute("DELETE FROM user_groups WHERE user_id = ?1", [user_id])?;
-    let mut insert = conn.prepare_cached("INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)")?;
+pub fn set_user_groups(conn: &Tx<'_>, user_id: i64, group_ids: &[i64]) -> Result<(), DbError> {
+    conn.sql()
+        .execute("DELETE FROM user_groups WHERE user_id = ?1", [user_id])?;
+    let mut insert = conn
+        .sql()
+        .prepare_cached("INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)")?;
     for g in group_ids {
         insert.execute(params![user_id, g])?;
     }

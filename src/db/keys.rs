@@ -1,12 +1,12 @@
 //! Signing keys at rest.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::DbError;
+use super::{DbError, Tx};
 use crate::crypto::keys::{Alg, SigningKeyRecord};
 
-pub fn insert(conn: &Connection, key: &SigningKeyRecord) -> Result<(), DbError> {
-    conn.execute(
+pub fn insert(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<(), DbError> {
+    conn.sql().execute(
         "INSERT INTO signing_keys (kid, alg, private_pem, public_jwk, created_at, retired_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -21,8 +21,8 @@ pub fn insert(conn: &Connection, key: &SigningKeyRecord) -> Result<(), DbError> 
     Ok(())
 }
 
-pub fn list(conn: &Connection) -> Result<Vec<SigningKeyRecord>, DbError> {
-    let mut stmt = conn.prepare(
+pub fn list(conn: &Tx<'_>) -> Result<Vec<SigningKeyRecord>, DbError> {
+    let mut stmt = conn.sql().prepare(
         "SELECT kid, alg, private_pem, public_jwk, created_at, retired_at FROM signing_keys ORDER BY created_at",
     )?;
     let rows = stmt.query_map([], |r| {
@@ -52,16 +52,16 @@ pub fn list(conn: &Connection) -> Result<Vec<SigningKeyRecord>, DbError> {
 }
 
 /// Retires every active key of `alg`: it stops signing but stays published.
-pub fn retire_active(conn: &Connection, alg: Alg, now: i64) -> Result<usize, DbError> {
-    Ok(conn.execute(
+pub fn retire_active(conn: &Tx<'_>, alg: Alg, now: i64) -> Result<usize, DbError> {
+    Ok(conn.sql().execute(
         "UPDATE signing_keys SET retired_at = ?2 WHERE alg = ?1 AND retired_at IS NULL",
         params![alg.as_str(), now],
     )?)
 }
 
 /// A cheap fingerprint of the key table; when it changes, the key set is reloaded.
-pub fn fingerprint(conn: &Connection) -> Result<(i64, i64, i64), DbError> {
-    Ok(conn.query_row(
+pub fn fingerprint(conn: &Tx<'_>) -> Result<(i64, i64, i64), DbError> {
+    Ok(conn.sql().query_row(
         "SELECT count(*), coalesce(max(created_at), 0), coalesce(max(retired_at), 0) FROM signing_keys",
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
@@ -69,8 +69,8 @@ pub fn fingerprint(conn: &Connection) -> Result<(i64, i64, i64), DbError> {
 }
 
 /// Replaces a key's stored private part (sealing keys kept in clear).
-pub fn set_private(conn: &Connection, kid: &str, private_pem: &str) -> Result<(), DbError> {
-    conn.execute(
+pub fn set_private(conn: &Tx<'_>, kid: &str, private_pem: &str) -> Result<(), DbError> {
+    conn.sql().execute(
         "UPDATE signing_keys SET private_pem = ?2 WHERE kid = ?1",
         params![kid, private_pem],
     )?;

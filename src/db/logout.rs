@@ -1,8 +1,8 @@
 //! Back-Channel Logout deliveries waiting to be sent, and who must be told.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::DbError;
+use super::{DbError, Tx};
 
 /// A client to notify about the end of a session.
 #[derive(Debug, Clone)]
@@ -14,8 +14,8 @@ pub struct Audience {
 }
 
 /// Clients with a back-channel endpoint that hold a grant from session `sid`.
-pub fn audience_of_session(conn: &Connection, sid: &str) -> Result<Vec<Audience>, DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn audience_of_session(conn: &Tx<'_>, sid: &str) -> Result<Vec<Audience>, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT DISTINCT c.client_id, c.backchannel_logout_uri, c.backchannel_logout_session_required, c.id_token_alg
          FROM grants g JOIN clients c ON c.client_id = g.client_id
          WHERE g.sid = ?1 AND c.backchannel_logout_uri IS NOT NULL",
@@ -32,8 +32,8 @@ pub fn audience_of_session(conn: &Connection, sid: &str) -> Result<Vec<Audience>
 }
 
 /// Ends the grants of a session that were not granted for offline use.
-pub fn revoke_session_grants(conn: &Connection, sid: &str, now: i64) -> Result<usize, DbError> {
-    Ok(conn.execute(
+pub fn revoke_session_grants(conn: &Tx<'_>, sid: &str, now: i64) -> Result<usize, DbError> {
+    Ok(conn.sql().execute(
         "UPDATE grants SET revoked_at = ?2
          WHERE sid = ?1 AND revoked_at IS NULL AND ' ' || scope || ' ' NOT LIKE '% offline_access %'",
         params![sid, now],
@@ -51,32 +51,33 @@ pub struct Delivery {
 }
 
 pub fn enqueue(
-    conn: &Connection,
+    conn: &Tx<'_>,
     a: &Audience,
     sub: Option<&str>,
     sid: &str,
     now: i64,
     expires_at: i64,
 ) -> Result<(), DbError> {
-    conn.prepare_cached(
-        "INSERT INTO logout_deliveries (client_id, uri, sub, sid, wants_sid, alg, next_at, expires_at)
+    conn.sql()
+        .prepare_cached(
+            "INSERT INTO logout_deliveries (client_id, uri, sub, sid, wants_sid, alg, next_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        a.client_id,
-        a.uri,
-        sub,
-        sid,
-        a.wants_sid,
-        a.alg,
-        now,
-        expires_at
-    ])?;
+        )?
+        .execute(params![
+            a.client_id,
+            a.uri,
+            sub,
+            sid,
+            a.wants_sid,
+            a.alg,
+            now,
+            expires_at
+        ])?;
     Ok(())
 }
 
-pub fn due(conn: &Connection, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn due(conn: &Tx<'_>, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT id, client_id, uri, wants_sid, alg, sub, sid, attempts FROM logout_deliveries
          WHERE next_at <= ?1 AND expires_at > ?1 ORDER BY next_at LIMIT ?2",
     )?;
@@ -97,13 +98,14 @@ pub fn due(conn: &Connection, now: i64, limit: i64) -> Result<Vec<Delivery>, DbE
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn delivered(conn: &Connection, id: i64) -> Result<(), DbError> {
-    conn.execute("DELETE FROM logout_deliveries WHERE id = ?1", [id])?;
+pub fn delivered(conn: &Tx<'_>, id: i64) -> Result<(), DbError> {
+    conn.sql()
+        .execute("DELETE FROM logout_deliveries WHERE id = ?1", [id])?;
     Ok(())
 }
 
-pub fn retry_later(conn: &Connection, id: i64, next_at: i64) -> Result<(), DbError> {
-    conn.execute(
+pub fn retry_later(conn: &Tx<'_>, id: i64, next_at: i64) -> Result<(), DbError> {
+    conn.sql().execute(
         "UPDATE logout_deliveries SET attempts = attempts + 1, next_at = ?2 WHERE id = ?1",
         params![id, next_at],
     )?;
@@ -111,8 +113,8 @@ pub fn retry_later(conn: &Connection, id: i64, next_at: i64) -> Result<(), DbErr
 }
 
 /// Ends every live session of a user with this sid; returns whether one was live.
-pub fn end_session_by_sid(conn: &Connection, sid: &str, now: i64) -> Result<bool, DbError> {
-    Ok(conn.execute(
+pub fn end_session_by_sid(conn: &Tx<'_>, sid: &str, now: i64) -> Result<bool, DbError> {
+    Ok(conn.sql().execute(
         "UPDATE sessions SET ended_at = ?2 WHERE sid = ?1 AND ended_at IS NULL",
         params![sid, now],
     )? == 1)

@@ -1,9 +1,9 @@
 //! Second factors: a user's TOTP secret (sealed when a master key is set) with the
 //! last time step it accepted, and hashed single-use recovery codes.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// `Debug` leaves the secret out.
@@ -27,33 +27,34 @@ impl std::fmt::Debug for Totp {
     }
 }
 
-pub fn find(conn: &Connection, user_id: i64) -> Result<Option<Totp>, DbError> {
+pub fn find(conn: &Tx<'_>, user_id: i64) -> Result<Option<Totp>, DbError> {
     optional(
-        conn.prepare_cached(
-            "SELECT secret, confirmed_at IS NOT NULL, last_step, confirmed_at FROM totp WHERE user_id = ?1",
-        )?
-        .query_row([user_id], |r| {
-            Ok(Totp {
-                secret: r.get(0)?,
-                confirmed: r.get(1)?,
-                last_step: r.get(2)?,
-                confirmed_at: r.get(3)?,
-            })
-        }),
+        conn.sql()
+            .prepare_cached(
+                "SELECT secret, confirmed_at IS NOT NULL, last_step, confirmed_at FROM totp WHERE user_id = ?1",
+            )?
+            .query_row([user_id], |r| {
+                Ok(Totp {
+                    secret: r.get(0)?,
+                    confirmed: r.get(1)?,
+                    last_step: r.get(2)?,
+                    confirmed_at: r.get(3)?,
+                })
+            }),
     )
 }
 
-pub fn enabled(conn: &Connection, user_id: i64) -> Result<bool, DbError> {
+pub fn enabled(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
     Ok(find(conn, user_id)?.is_some_and(|t| t.confirmed))
 }
 
 /// Stores a new unconfirmed secret, replacing an earlier unconfirmed one; `false`
 /// when a confirmed secret exists (it must be disabled first).
-pub fn begin(conn: &Connection, user_id: i64, secret: &str, now: i64) -> Result<bool, DbError> {
+pub fn begin(conn: &Tx<'_>, user_id: i64, secret: &str, now: i64) -> Result<bool, DbError> {
     if find(conn, user_id)?.is_some_and(|t| t.confirmed) {
         return Ok(false);
     }
-    conn.execute(
+    conn.sql().execute(
         "INSERT OR REPLACE INTO totp (user_id, secret, confirmed_at, last_step, created_at) VALUES (?1, ?2, NULL, 0, ?3)",
         params![user_id, secret, now],
     )?;
@@ -61,16 +62,19 @@ pub fn begin(conn: &Connection, user_id: i64, secret: &str, now: i64) -> Result<
 }
 
 /// Marks the secret confirmed at `step` and replaces the recovery codes.
-pub fn confirm(conn: &Connection, user_id: i64, step: i64, recovery: &[TokenHash], now: i64) -> Result<bool, DbError> {
-    let n = conn.execute(
+pub fn confirm(conn: &Tx<'_>, user_id: i64, step: i64, recovery: &[TokenHash], now: i64) -> Result<bool, DbError> {
+    let n = conn.sql().execute(
         "UPDATE totp SET confirmed_at = ?2, last_step = ?3 WHERE user_id = ?1 AND confirmed_at IS NULL",
         params![user_id, now, step],
     )?;
     if n != 1 {
         return Ok(false);
     }
-    conn.execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
-    let mut insert = conn.prepare_cached("INSERT INTO recovery_codes (user_id, code_hash) VALUES (?1, ?2)")?;
+    conn.sql()
+        .execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
+    let mut insert = conn
+        .sql()
+        .prepare_cached("INSERT INTO recovery_codes (user_id, code_hash) VALUES (?1, ?2)")?;
     for hash in recovery {
         insert.execute(params![user_id, hash.as_bytes()])?;
     }
@@ -79,8 +83,9 @@ pub fn confirm(conn: &Connection, user_id: i64, step: i64, recovery: &[TokenHash
 
 /// Records `step` as used; `false` when it (or a later one) already was, so of two
 /// submissions of one code exactly one wins.
-pub fn use_step(conn: &Connection, user_id: i64, step: i64) -> Result<bool, DbError> {
+pub fn use_step(conn: &Tx<'_>, user_id: i64, step: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached(
             "UPDATE totp SET last_step = ?2 WHERE user_id = ?1 AND confirmed_at IS NOT NULL AND last_step < ?2",
         )?
@@ -89,8 +94,9 @@ pub fn use_step(conn: &Connection, user_id: i64, step: i64) -> Result<bool, DbEr
 }
 
 /// Spends a recovery code; `false` when unknown or already used.
-pub fn use_recovery(conn: &Connection, user_id: i64, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn use_recovery(conn: &Tx<'_>, user_id: i64, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached(
             "UPDATE recovery_codes SET used_at = ?3 WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
         )?
@@ -98,14 +104,16 @@ pub fn use_recovery(conn: &Connection, user_id: i64, hash: &TokenHash, now: i64)
     Ok(n == 1)
 }
 
-pub fn recovery_left(conn: &Connection, user_id: i64) -> Result<i64, DbError> {
+pub fn recovery_left(conn: &Tx<'_>, user_id: i64) -> Result<i64, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached("SELECT count(*) FROM recovery_codes WHERE user_id = ?1 AND used_at IS NULL")?
         .query_row([user_id], |r| r.get(0))?)
 }
 
 /// Removes the secret and the recovery codes; `false` when there was none.
-pub fn disable(conn: &Connection, user_id: i64) -> Result<bool, DbError> {
-    conn.execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
-    Ok(conn.execute("DELETE FROM totp WHERE user_id = ?1", [user_id])? == 1)
+pub fn disable(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
+    conn.sql()
+        .execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
+    Ok(conn.sql().execute("DELETE FROM totp WHERE user_id = ?1", [user_id])? == 1)
 }

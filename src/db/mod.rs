@@ -18,6 +18,8 @@ pub mod purge;
 pub mod secrets;
 pub mod sessions;
 pub mod setup;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod users;
 mod writer;
 
@@ -26,8 +28,25 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::Connection;
 
-/// The connection type write and read operations receive.
-pub type Conn = Connection;
+/// What every domain operation runs on: one storage transaction (a savepoint in the
+/// writer's group commit) or a read snapshot. The engine behind it is visible only
+/// inside `db`, so the rest of the code cannot depend on it, and a second engine
+/// (PostgreSQL) can stand behind the same operations.
+#[derive(Clone, Copy)]
+pub struct Tx<'a> {
+    conn: &'a Connection,
+}
+
+impl<'a> Tx<'a> {
+    pub(in crate::db) fn new(conn: &'a Connection) -> Self {
+        Self { conn }
+    }
+
+    /// The SQLite connection, for the operations in this module.
+    pub(in crate::db) fn sql(&self) -> &'a Connection {
+        self.conn
+    }
+}
 
 use crate::config::SqliteSettings;
 pub use writer::WriterStats;
@@ -82,6 +101,9 @@ pub struct Db {
     /// microseconds of CPU, less than handing it to another thread. With the rollback
     /// journal a read can wait on a lock, so it moves off the async threads.
     inline_reads: bool,
+    /// The file, for operations that need a connection of their own (backups).
+    path: std::sync::Arc<std::path::Path>,
+    settings: SqliteSettings,
 }
 
 impl Db {
@@ -115,14 +137,29 @@ impl Db {
             writer,
             readers,
             inline_reads: settings.wal,
+            path: std::sync::Arc::from(path),
+            settings: settings.clone(),
         })
+    }
+
+    /// Writes a consistent copy of the database to `target` (which must not exist),
+    /// owner-only, while everything else goes on: on a connection of its own, since
+    /// the pooled readers may not write even elsewhere.
+    pub async fn backup(&self, target: &std::path::Path) -> Result<(), DbError> {
+        let (path, settings, target) = (self.path.clone(), self.settings.clone(), target.to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            let conn = connection::open_snapshot(&path, &settings)?;
+            maintenance::backup(&Tx::new(&conn), &target)
+        })
+        .await
+        .map_err(|_| DbError::Panicked)?
     }
 
     /// Runs `op` in the writer's next group commit, under its own SAVEPOINT: an error
     /// rolls back this operation only. Resolves once the batch is durable.
     pub async fn write<T, F>(&self, op: F) -> Result<T, DbError>
     where
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         let reply = self.writer.submit(op)?;
@@ -137,26 +174,20 @@ impl Db {
     /// makes the read lock-free).
     pub async fn read<T, F>(&self, op: F) -> Result<T, DbError>
     where
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         if self.inline_reads {
             let conn = self.readers.get()?;
-            return op(&conn);
+            return op(&Tx::new(&conn));
         }
         let pool = self.readers.clone();
         tokio::task::spawn_blocking(move || {
             let conn = pool.get()?;
-            op(&conn)
+            op(&Tx::new(&conn))
         })
         .await
         .map_err(|_| DbError::Panicked)?
-    }
-
-    /// Synchronous read for startup code that is not yet on the async runtime.
-    pub fn read_now<T>(&self, op: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
-        let conn = self.readers.get()?;
-        op(&conn)
     }
 
     pub fn writer_stats(&self) -> WriterStats {

@@ -1,10 +1,10 @@
 //! Passkeys: stored WebAuthn credentials and the one-time challenges of their
 //! ceremonies.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 use serde::Serialize;
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone, Serialize)]
@@ -47,8 +47,8 @@ pub struct NewPasskey<'a> {
 }
 
 /// Stores a credential; `DbError::Conflict` when its id is already registered.
-pub fn insert(conn: &Connection, p: &NewPasskey<'_>) -> Result<i64, DbError> {
-    conn.execute(
+pub fn insert(conn: &Tx<'_>, p: &NewPasskey<'_>) -> Result<i64, DbError> {
+    conn.sql().execute(
         "INSERT INTO passkeys (user_id, credential_id, public_jwk, alg, sign_count, name, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -61,41 +61,44 @@ pub fn insert(conn: &Connection, p: &NewPasskey<'_>) -> Result<i64, DbError> {
             p.now
         ],
     )?;
-    Ok(conn.last_insert_rowid())
+    Ok(conn.sql().last_insert_rowid())
 }
 
-pub fn find_by_credential(conn: &Connection, credential_id: &[u8]) -> Result<Option<Passkey>, DbError> {
+pub fn find_by_credential(conn: &Tx<'_>, credential_id: &[u8]) -> Result<Option<Passkey>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE credential_id = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([credential_id], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([credential_id], from_row))
 }
 
-pub fn list_for_user(conn: &Connection, user_id: i64) -> Result<Vec<Passkey>, DbError> {
+pub fn list_for_user(conn: &Tx<'_>, user_id: i64) -> Result<Vec<Passkey>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE user_id = ?1 ORDER BY created_at");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map([user_id], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The credential ids a user already has (excluded when registering another).
-pub fn credential_ids(conn: &Connection, user_id: i64) -> Result<Vec<Vec<u8>>, DbError> {
-    let mut stmt = conn.prepare_cached("SELECT credential_id FROM passkeys WHERE user_id = ?1")?;
+pub fn credential_ids(conn: &Tx<'_>, user_id: i64) -> Result<Vec<Vec<u8>>, DbError> {
+    let mut stmt = conn
+        .sql()
+        .prepare_cached("SELECT credential_id FROM passkeys WHERE user_id = ?1")?;
     let rows = stmt.query_map([user_id], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Records a use; `false` when the counter did not grow past the stored one (two
 /// assertions raced, or the authenticator was cloned).
-pub fn record_use(conn: &Connection, id: i64, old_count: u32, new_count: u32, now: i64) -> Result<bool, DbError> {
-    let n = conn.execute(
+pub fn record_use(conn: &Tx<'_>, id: i64, old_count: u32, new_count: u32, now: i64) -> Result<bool, DbError> {
+    let n = conn.sql().execute(
         "UPDATE passkeys SET sign_count = ?3, last_used_at = ?4 WHERE id = ?1 AND sign_count = ?2",
         params![id, old_count, new_count, now],
     )?;
     Ok(n == 1)
 }
 
-pub fn delete(conn: &Connection, user_id: i64, id: i64) -> Result<Option<String>, DbError> {
+pub fn delete(conn: &Tx<'_>, user_id: i64, id: i64) -> Result<Option<String>, DbError> {
     let name: Option<String> = optional(
-        conn.prepare_cached("DELETE FROM passkeys WHERE id = ?1 AND user_id = ?2 RETURNING name")?
+        conn.sql()
+            .prepare_cached("DELETE FROM passkeys WHERE id = ?1 AND user_id = ?2 RETURNING name")?
             .query_row(params![id, user_id], |r| r.get(0)),
     )?;
     Ok(name)
@@ -107,17 +110,12 @@ pub enum Binding {
     Login(TokenHash),
 }
 
-pub fn create_challenge(
-    conn: &Connection,
-    hash: &TokenHash,
-    binding: &Binding,
-    expires_at: i64,
-) -> Result<(), DbError> {
+pub fn create_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, expires_at: i64) -> Result<(), DbError> {
     let (purpose, user, request) = match binding {
         Binding::Register(uid) => ("register", Some(*uid), None),
         Binding::Login(r) => ("login", None, Some(r.as_bytes().to_vec())),
     };
-    conn.execute(
+    conn.sql().execute(
         "INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, request_hash, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
         params![hash.as_bytes(), purpose, user, request, expires_at],
@@ -127,14 +125,14 @@ pub fn create_challenge(
 
 /// Spends a challenge issued for this binding; `false` when unknown, used, expired or
 /// issued for something else.
-pub fn consume_challenge(conn: &Connection, hash: &TokenHash, binding: &Binding, now: i64) -> Result<bool, DbError> {
+pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now: i64) -> Result<bool, DbError> {
     let n = match binding {
-        Binding::Register(uid) => conn.execute(
+        Binding::Register(uid) => conn.sql().execute(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'register'
              AND user_id = ?2 AND used_at IS NULL AND expires_at > ?3",
             params![hash.as_bytes(), uid, now],
         )?,
-        Binding::Login(r) => conn.execute(
+        Binding::Login(r) => conn.sql().execute(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'login'
              AND request_hash = ?2 AND used_at IS NULL AND expires_at > ?3",
             params![hash.as_bytes(), r.as_bytes(), now],
@@ -144,12 +142,15 @@ pub fn consume_challenge(conn: &Connection, hash: &TokenHash, binding: &Binding,
 }
 
 /// Removes every passkey of a user (a lost device, an administrator's reset).
-pub fn delete_all(conn: &Connection, user_id: i64) -> Result<usize, DbError> {
-    Ok(conn.execute("DELETE FROM passkeys WHERE user_id = ?1", [user_id])?)
+pub fn delete_all(conn: &Tx<'_>, user_id: i64) -> Result<usize, DbError> {
+    Ok(conn
+        .sql()
+        .execute("DELETE FROM passkeys WHERE user_id = ?1", [user_id])?)
 }
 
-pub fn count_for_user(conn: &Connection, user_id: i64) -> Result<i64, DbError> {
+pub fn count_for_user(conn: &Tx<'_>, user_id: i64) -> Result<i64, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached("SELECT count(*) FROM passkeys WHERE user_id = ?1")?
         .query_row([user_id], |r| r.get(0))?)
 }

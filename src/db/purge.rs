@@ -1,9 +1,9 @@
 //! Removal of expired rows in small batches, so a purge never holds the write lock
 //! long enough to stall requests.
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::DbError;
+use super::{DbError, Tx};
 
 /// Rows deleted per statement; a batch of this size commits in well under a millisecond.
 pub const BATCH: usize = 500;
@@ -29,10 +29,11 @@ const TARGETS: &[(&str, &str)] = &[
 
 /// Deletes up to `BATCH` expired rows from each table, and audit entries older than
 /// the retention (seconds, 0 keeps them); returns how many went.
-pub fn purge_expired(conn: &Connection, now: i64, audit_retention: i64) -> Result<usize, DbError> {
+pub fn purge_expired(conn: &Tx<'_>, now: i64, audit_retention: i64) -> Result<usize, DbError> {
     let mut total = 0;
     if audit_retention > 0 {
         total += conn
+            .sql()
             .prepare_cached(&format!(
                 "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 LIMIT {BATCH})"
             ))?
@@ -41,7 +42,7 @@ pub fn purge_expired(conn: &Connection, now: i64, audit_retention: i64) -> Resul
     for (table, condition) in TARGETS {
         let sql =
             format!("DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE {condition} LIMIT {BATCH})");
-        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut stmt = conn.sql().prepare_cached(&sql)?;
         total += if condition.contains("?2") {
             stmt.execute(params![now, CODE_REPLAY_WINDOW])?
         } else {

@@ -2,13 +2,13 @@
 //! active administrator exists (users made before one, say with the command line, do
 //! not close it).
 
-use rusqlite::{params, Connection};
+use rusqlite::params;
 
-use super::{optional, users, DbError};
+use super::{optional, users, DbError, Tx};
 use crate::crypto::TokenHash;
 
-pub fn create(conn: &Connection, hash: &TokenHash, now: i64, expires_at: i64) -> Result<(), DbError> {
-    conn.execute(
+pub fn create(conn: &Tx<'_>, hash: &TokenHash, now: i64, expires_at: i64) -> Result<(), DbError> {
+    conn.sql().execute(
         "INSERT INTO setup_tokens (token_hash, created_at, expires_at) VALUES (?1, ?2, ?3)",
         params![hash.as_bytes(), now, expires_at],
     )?;
@@ -16,8 +16,8 @@ pub fn create(conn: &Connection, hash: &TokenHash, now: i64, expires_at: i64) ->
 }
 
 /// Whether the link still works: unused, unexpired, and no active administrator yet.
-pub fn usable(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
-    let found = optional(conn.query_row(
+pub fn usable(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+    let found = optional(conn.sql().query_row(
         "SELECT 1 FROM setup_tokens WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
         params![hash.as_bytes(), now],
         |r| r.get::<_, i64>(0),
@@ -27,11 +27,11 @@ pub fn usable(conn: &Connection, hash: &TokenHash, now: i64) -> Result<bool, DbE
 
 /// Uses the link and creates the administrator in one transaction step; `false`
 /// when the link was used, expired, or an administrator appeared meanwhile.
-pub fn complete(conn: &Connection, hash: &TokenHash, admin: &users::NewUser<'_>, now: i64) -> Result<bool, DbError> {
+pub fn complete(conn: &Tx<'_>, hash: &TokenHash, admin: &users::NewUser<'_>, now: i64) -> Result<bool, DbError> {
     if !usable(conn, hash, now)? {
         return Ok(false);
     }
-    conn.execute(
+    conn.sql().execute(
         "UPDATE setup_tokens SET used_at = ?2 WHERE token_hash = ?1",
         params![hash.as_bytes(), now],
     )?;

@@ -1,8 +1,8 @@
 //! People who sign in: lookups by name, id and subject; creation and account changes.
 
-use rusqlite::{params, Connection, Row};
+use rusqlite::{params, Row};
 
-use super::{optional, DbError};
+use super::{optional, DbError, Tx};
 
 /// An account. `Debug` leaves the password hash and claims out.
 #[derive(Clone)]
@@ -69,8 +69,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
 }
 
 /// Fills `user.groups` with the names of the groups the user belongs to.
-pub fn load_groups(conn: &Connection, user: &mut User) -> Result<(), DbError> {
-    let mut stmt = conn.prepare_cached(
+pub fn load_groups(conn: &Tx<'_>, user: &mut User) -> Result<(), DbError> {
+    let mut stmt = conn.sql().prepare_cached(
         "SELECT g.name FROM groups g JOIN user_groups ug ON ug.group_id = g.id WHERE ug.user_id = ?1 ORDER BY g.name",
     )?;
     let names = stmt.query_map([user.id], |r| r.get(0))?;
@@ -80,12 +80,12 @@ pub fn load_groups(conn: &Connection, user: &mut User) -> Result<(), DbError> {
 
 /// Replaces the extra standard claims of a user.
 pub fn set_claims(
-    conn: &Connection,
+    conn: &Tx<'_>,
     user_id: i64,
     claims: &serde_json::Map<String, serde_json::Value>,
     now: i64,
 ) -> Result<(), DbError> {
-    conn.execute(
+    conn.sql().execute(
         "UPDATE users SET claims = ?2, updated_at = ?3 WHERE id = ?1",
         params![user_id, serde_json::Value::Object(claims.clone()).to_string(), now],
     )?;
@@ -93,9 +93,10 @@ pub fn set_claims(
 }
 
 /// Adds a user to a group, creating the group if needed.
-pub fn add_to_group(conn: &Connection, user_id: i64, group: &str) -> Result<(), DbError> {
-    conn.execute("INSERT OR IGNORE INTO groups (name) VALUES (?1)", [group])?;
-    conn.execute(
+pub fn add_to_group(conn: &Tx<'_>, user_id: i64, group: &str) -> Result<(), DbError> {
+    conn.sql()
+        .execute("INSERT OR IGNORE INTO groups (name) VALUES (?1)", [group])?;
+    conn.sql().execute(
         "INSERT OR IGNORE INTO user_groups (user_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2",
         params![user_id, group],
     )?;
@@ -103,47 +104,79 @@ pub fn add_to_group(conn: &Connection, user_id: i64, group: &str) -> Result<(), 
 }
 
 /// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken.
-pub fn insert(conn: &Connection, u: &NewUser<'_>) -> Result<i64, DbError> {
-    conn.prepare_cached(
-        "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
+pub fn insert(conn: &Tx<'_>, u: &NewUser<'_>) -> Result<i64, DbError> {
+    conn.sql()
+        .prepare_cached(
+            "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-    )?
-    .execute(params![
-        u.sub,
-        u.username,
-        u.email,
-        u.name,
-        u.password_hash,
-        u.is_admin,
-        u.now
-    ])?;
-    Ok(conn.last_insert_rowid())
+        )?
+        .execute(params![
+            u.sub,
+            u.username,
+            u.email,
+            u.name,
+            u.password_hash,
+            u.is_admin,
+            u.now
+        ])?;
+    Ok(conn.sql().last_insert_rowid())
 }
 
-pub fn find_by_username(conn: &Connection, username: &str) -> Result<Option<User>, DbError> {
+/// Creates users with these names sharing one password hash, each with the address
+/// `NAME@domain`; names that exist are skipped. Returns how many were created.
+pub fn insert_many(
+    conn: &Tx<'_>,
+    names: &[String],
+    domain: &str,
+    password_hash: &str,
+    now: i64,
+) -> Result<usize, DbError> {
+    let mut created = 0;
+    for name in names {
+        let email = format!("{name}@{domain}");
+        let new = NewUser {
+            sub: &crate::crypto::random::random_id(),
+            username: name,
+            email: Some(&email),
+            name: None,
+            password_hash,
+            is_admin: false,
+            now,
+        };
+        match insert(conn, &new) {
+            Ok(_) => created += 1,
+            Err(DbError::Conflict) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(created)
+}
+
+pub fn find_by_username(conn: &Tx<'_>, username: &str) -> Result<Option<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE username = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([username], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([username], from_row))
 }
 
-pub fn find_by_id(conn: &Connection, id: i64) -> Result<Option<User>, DbError> {
+pub fn find_by_id(conn: &Tx<'_>, id: i64) -> Result<Option<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([id], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([id], from_row))
 }
 
-pub fn list(conn: &Connection) -> Result<Vec<User>, DbError> {
+pub fn list(conn: &Tx<'_>) -> Result<Vec<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map([], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub fn count(conn: &Connection) -> Result<i64, DbError> {
-    Ok(conn.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?)
+pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
+    Ok(conn.sql().query_row("SELECT count(*) FROM users", [], |r| r.get(0))?)
 }
 
 /// Replaces the password hash; `false` when no such user exists.
-pub fn set_password(conn: &Connection, username: &str, hash: &str, now: i64) -> Result<bool, DbError> {
+pub fn set_password(conn: &Tx<'_>, username: &str, hash: &str, now: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE username = ?1")?
         .execute(params![username, hash, now])?;
     Ok(n == 1)
@@ -151,20 +184,20 @@ pub fn set_password(conn: &Connection, username: &str, hash: &str, now: i64) -> 
 
 /// Disables or enables an account. Disabling also ends its sessions and revokes its
 /// grants, so no token issued before keeps working.
-pub fn set_disabled(conn: &Connection, username: &str, disabled: bool, now: i64) -> Result<bool, DbError> {
+pub fn set_disabled(conn: &Tx<'_>, username: &str, disabled: bool, now: i64) -> Result<bool, DbError> {
     let Some(user) = find_by_username(conn, username)? else {
         return Ok(false);
     };
-    conn.execute(
+    conn.sql().execute(
         "UPDATE users SET disabled = ?2, updated_at = ?3 WHERE id = ?1",
         params![user.id, disabled, now],
     )?;
     if disabled {
-        conn.execute(
+        conn.sql().execute(
             "UPDATE sessions SET ended_at = ?2 WHERE user_id = ?1 AND ended_at IS NULL",
             params![user.id, now],
         )?;
-        conn.execute(
+        conn.sql().execute(
             "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
             params![user.id, now],
         )?;
@@ -172,9 +205,9 @@ pub fn set_disabled(conn: &Connection, username: &str, disabled: bool, now: i64)
     Ok(true)
 }
 
-pub fn find_by_sub(conn: &Connection, sub: &str) -> Result<Option<User>, DbError> {
+pub fn find_by_sub(conn: &Tx<'_>, sub: &str) -> Result<Option<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE sub = ?1");
-    optional(conn.prepare_cached(&sql)?.query_row([sub], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([sub], from_row))
 }
 
 /// Failed passwords in a row and the lock they caused.
@@ -184,9 +217,10 @@ pub struct LockState {
     pub locked_until: Option<i64>,
 }
 
-pub fn lock_state(conn: &Connection, user_id: i64) -> Result<LockState, DbError> {
+pub fn lock_state(conn: &Tx<'_>, user_id: i64) -> Result<LockState, DbError> {
     let row = optional(
-        conn.prepare_cached("SELECT failed_logins, locked_until FROM users WHERE id = ?1")?
+        conn.sql()
+            .prepare_cached("SELECT failed_logins, locked_until FROM users WHERE id = ?1")?
             .query_row([user_id], |r| {
                 Ok(LockState {
                     failed_logins: r.get(0)?,
@@ -199,36 +233,36 @@ pub fn lock_state(conn: &Connection, user_id: i64) -> Result<LockState, DbError>
 
 /// Counts a failed password and sets the lock the policy derives from the count.
 pub fn record_failure(
-    conn: &Connection,
+    conn: &Tx<'_>,
     user_id: i64,
     lock_for: impl Fn(i64) -> Option<i64>,
     now: i64,
 ) -> Result<LockState, DbError> {
     let failed = lock_state(conn, user_id)?.failed_logins + 1;
     let locked_until = lock_for(failed).map(|secs| now + secs);
-    conn.prepare_cached(
-        "UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1",
-    )?
-    .execute(params![user_id, failed, locked_until])?;
+    conn.sql()
+        .prepare_cached("UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1")?
+        .execute(params![user_id, failed, locked_until])?;
     lock_state(conn, user_id)
 }
 
 /// Clears the failure count and any lock (a successful sign-in, or an administrator).
-pub fn clear_failures(conn: &Connection, user_id: i64) -> Result<(), DbError> {
-    conn.prepare_cached("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?1")?
+pub fn clear_failures(conn: &Tx<'_>, user_id: i64) -> Result<(), DbError> {
+    conn.sql()
+        .prepare_cached("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?1")?
         .execute([user_id])?;
     Ok(())
 }
 
 /// Changes the profile fields people edit (name and email); a new email is unverified.
 pub fn update_profile(
-    conn: &Connection,
+    conn: &Tx<'_>,
     user_id: i64,
     name: Option<&str>,
     email: Option<&str>,
     now: i64,
 ) -> Result<bool, DbError> {
-    let n = conn.execute(
+    let n = conn.sql().execute(
         "UPDATE users SET name = ?2, email_verified = CASE WHEN email IS ?3 THEN email_verified ELSE 0 END,
             email = ?3, updated_at = ?4 WHERE id = ?1",
         params![user_id, name, email, now],
@@ -238,8 +272,9 @@ pub fn update_profile(
 
 /// Swaps in a rehash of the same password, unless the hash changed meanwhile (a
 /// password change wins). The user's record is otherwise untouched.
-pub fn replace_hash(conn: &Connection, user_id: i64, old: &str, new: &str) -> Result<bool, DbError> {
+pub fn replace_hash(conn: &Tx<'_>, user_id: i64, old: &str, new: &str) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached("UPDATE users SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2")?
         .execute(params![user_id, old, new])?;
     Ok(n == 1)
@@ -247,8 +282,9 @@ pub fn replace_hash(conn: &Connection, user_id: i64, old: &str, new: &str) -> Re
 
 /// A stored password hash picked at random (none without users): two indexed
 /// lookups, not a scan.
-pub fn sample_hash(conn: &Connection) -> Result<Option<String>, DbError> {
+pub fn sample_hash(conn: &Tx<'_>) -> Result<Option<String>, DbError> {
     let max: Option<i64> = conn
+        .sql()
         .prepare_cached("SELECT max(id) FROM users")?
         .query_row([], |r| r.get(0))?;
     let Some(max) = max else {
@@ -256,21 +292,24 @@ pub fn sample_hash(conn: &Connection) -> Result<Option<String>, DbError> {
     };
     let pick = rand::Rng::gen_range(&mut rand::thread_rng(), 1..=max.max(1));
     optional(
-        conn.prepare_cached("SELECT password_hash FROM users WHERE id >= ?1 ORDER BY id LIMIT 1")?
+        conn.sql()
+            .prepare_cached("SELECT password_hash FROM users WHERE id >= ?1 ORDER BY id LIMIT 1")?
             .query_row([pick], |r| r.get(0)),
     )
 }
 
-pub fn set_password_by_id(conn: &Connection, user_id: i64, hash: &str, now: i64) -> Result<bool, DbError> {
+pub fn set_password_by_id(conn: &Tx<'_>, user_id: i64, hash: &str, now: i64) -> Result<bool, DbError> {
     let n = conn
+        .sql()
         .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1")?
         .execute(params![user_id, hash, now])?;
     Ok(n == 1)
 }
 
 /// Accounts locked right now (the dashboard).
-pub fn count_locked(conn: &Connection, now: i64) -> Result<i64, DbError> {
+pub fn count_locked(conn: &Tx<'_>, now: i64) -> Result<i64, DbError> {
     Ok(conn
+        .sql()
         .prepare_cached("SELECT count(*) FROM users WHERE locked_until > ?1")?
         .query_row([now], |r| r.get(0))?)
 }
@@ -281,7 +320,7 @@ pub const SORTS: &[&str] = &["username", "email", "name", "created_at", "updated
 /// One page of users whose username, email or name contains `q`, sorted by one of
 /// `SORTS`; and how many match in all.
 pub fn search(
-    conn: &Connection,
+    conn: &Tx<'_>,
     q: Option<&str>,
     sort: &str,
     descending: bool,
@@ -293,7 +332,7 @@ pub fn search(
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
     let condition =
         "(?1 IS NULL OR username LIKE ?1 ESCAPE '\\' OR email LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
-    let total = conn.query_row(
+    let total = conn.sql().query_row(
         &format!("SELECT count(*) FROM users WHERE {condition}"),
         [&pattern],
         |r| r.get(0),
@@ -301,7 +340,7 @@ pub fn search(
     let sql = format!(
         "SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY {sort} COLLATE NOCASE {order}, id {order} LIMIT ?2 OFFSET ?3"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
     let mut users: Vec<User> = rows.collect::<Result<_, _>>()?;
     for u in &mut users {
@@ -311,8 +350,8 @@ pub fn search(
 }
 
 /// Sets or clears the administrator flag.
-pub fn set_admin(conn: &Connection, user_id: i64, admin: bool, now: i64) -> Result<(), DbError> {
-    conn.execute(
+pub fn set_admin(conn: &Tx<'_>, user_id: i64, admin: bool, now: i64) -> Result<(), DbError> {
+    conn.sql().execute(
         "UPDATE users SET is_admin = ?2, updated_at = ?3 WHERE id = ?1",
         params![user_id, admin, now],
     )?;
@@ -320,21 +359,21 @@ pub fn set_admin(conn: &Connection, user_id: i64, admin: bool, now: i64) -> Resu
 }
 
 /// Deletes a user; sessions, grants, codes and consents go with it (foreign keys).
-pub fn delete(conn: &Connection, user_id: i64) -> Result<bool, DbError> {
-    Ok(conn.execute("DELETE FROM users WHERE id = ?1", [user_id])? == 1)
+pub fn delete(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
+    Ok(conn.sql().execute("DELETE FROM users WHERE id = ?1", [user_id])? == 1)
 }
 
 /// Administrators who can still sign in (the last one may not be removed).
-pub fn count_active_admins(conn: &Connection) -> Result<i64, DbError> {
-    Ok(conn.query_row(
+pub fn count_active_admins(conn: &Tx<'_>) -> Result<i64, DbError> {
+    Ok(conn.sql().query_row(
         "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
         [],
         |r| r.get(0),
     )?)
 }
 
-pub fn set_email_verified(conn: &Connection, user_id: i64, verified: bool) -> Result<(), DbError> {
-    conn.execute(
+pub fn set_email_verified(conn: &Tx<'_>, user_id: i64, verified: bool) -> Result<(), DbError> {
+    conn.sql().execute(
         "UPDATE users SET email_verified = ?2 WHERE id = ?1",
         params![user_id, verified],
     )?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::DbError;
+use super::{DbError, Tx};
 
 /// Upper bound on operations per transaction, so one batch cannot hold the lock long.
 const MAX_BATCH: usize = 512;
@@ -32,12 +32,13 @@ struct Job<F, T> {
 
 impl<F, T> WriteJob for Job<F, T>
 where
-    F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
     T: Send + 'static,
 {
     fn run(self: Box<Self>, conn: &Connection) -> (bool, Completion) {
         let Job { op, reply } = *self;
-        let result = catch_unwind(AssertUnwindSafe(|| op(conn))).unwrap_or(Err(DbError::Panicked));
+        let tx = Tx::new(conn);
+        let result = catch_unwind(AssertUnwindSafe(|| op(&tx))).unwrap_or(Err(DbError::Panicked));
         let ok = result.is_ok();
         let completion: Completion = Box::new(move |commit| {
             // A result is only reported once it is committed: a client is never told
@@ -96,7 +97,7 @@ impl Writer {
 
     pub fn submit<T, F>(&self, op: F) -> Result<oneshot::Receiver<Result<T, DbError>>, DbError>
     where
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, rx) = oneshot::channel();

@@ -7,6 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::errors;
 
+use crate::db;
 use crate::oidc::discovery;
 use crate::state::AppState;
 
@@ -32,10 +33,7 @@ pub async fn healthz() -> HttpResponse {
 
 /// Ready when the database answers a read and the writer commits.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let read = state
-        .db
-        .read(|c| Ok(c.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
-        .await;
+    let read = state.db.read(db::maintenance::ping).await;
     let write = state.db.write(|_| Ok(())).await;
     let (status, body) = match (read, write) {
         (Ok(_), Ok(())) => (StatusCode::OK, serde_json::json!({ "status": "ready" })),

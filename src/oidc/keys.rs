@@ -128,17 +128,10 @@ pub async fn seal_client_secrets(db: &Db, master: Option<&MasterKey>) -> Result<
     Ok(())
 }
 
-/// Adds a new key for `alg` and retires the previous one, in one transaction.
-pub fn rotate(conn: &db::Conn, alg: Alg, now: i64, master: Option<&MasterKey>) -> Result<SigningKeyRecord, KeysError> {
-    let tx = conn.unchecked_transaction().map_err(DbError::from)?;
-    let key = rotate_within(&tx, alg, now, master)?;
-    tx.commit().map_err(DbError::from)?;
-    Ok(key)
-}
-
-/// The rotation inside a transaction the caller owns (the writer's savepoint).
-pub fn rotate_within(
-    conn: &db::Conn,
+/// Adds a new key for `alg` and retires the previous one, inside the caller's write
+/// (the writer's savepoint).
+pub fn rotate(
+    conn: &db::Tx<'_>,
     alg: Alg,
     now: i64,
     master: Option<&MasterKey>,

@@ -93,7 +93,7 @@ impl ParkRow {
         Ok((row, parked))
     }
 
-    fn insert(&self, conn: &db::Conn, now: i64) -> Result<(), db::DbError> {
+    fn insert(&self, conn: &db::Tx<'_>, now: i64) -> Result<(), db::DbError> {
         db::sessions::create_login_request(
             conn,
             &db::sessions::NewLoginRequest {
@@ -270,7 +270,7 @@ pub fn new_session(state: &AppState, who: &SignIn) -> Session {
 }
 
 pub fn store_session(
-    conn: &db::Conn,
+    conn: &db::Tx<'_>,
     cookie_hash: &TokenHash,
     s: &Session,
     who: &SignIn,

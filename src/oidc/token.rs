@@ -23,7 +23,7 @@ fn wants_groups(scope: &str, claims_request: Option<&str>) -> bool {
 
 /// The user a grant is for, if still enabled, with what its tokens will carry.
 pub(super) fn active_user(
-    c: &db::Conn,
+    c: &db::Tx<'_>,
     user_id: i64,
     scope: &str,
     claims_request: Option<&str>,
@@ -57,7 +57,7 @@ impl RefreshRule {
 /// Stores a new grant and, when the rule gives one, its first refresh token
 /// (valid until the grant expires); returns whether a refresh token was stored.
 pub(super) fn open_grant(
-    c: &db::Conn,
+    c: &db::Tx<'_>,
     grant: &Grant,
     rule: RefreshRule,
     refresh: &TokenHash,

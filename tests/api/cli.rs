@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+use tessera::db::testing;
+
 fn tessera(db: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Output {
     tessera_with(db, args, stdin, &[])
 }
@@ -46,16 +48,13 @@ fn initialised(dir: &tempfile::TempDir, name: &str) -> std::path::PathBuf {
 
 /// The audit events recorded so far, as (event, actor, target), read from the file.
 fn audit(db: &std::path::Path) -> Vec<(String, String, String)> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT event, coalesce(actor, ''), coalesce(target, '') FROM audit_log ORDER BY id")
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    rows
+    let filter = tessera::db::audit::Filter::default();
+    let (entries, _) = testing::with_file(db, |c| tessera::db::audit::list(c, &filter, 10_000, 0)).unwrap();
+    entries
+        .into_iter()
+        .rev()
+        .map(|e| (e.event, e.actor.unwrap_or_default(), e.target.unwrap_or_default()))
+        .collect()
 }
 
 #[test]
@@ -299,16 +298,13 @@ fn commands_on_a_mistyped_database_path_fail_without_creating_it() {
 fn check_opens_read_only_and_never_migrates() {
     let dir = tempfile::tempdir().unwrap();
     let db = initialised(&dir, "ro.db");
-    let conn = rusqlite::Connection::open(&db).unwrap();
     // Pretend the file is from an older release: check must report, not upgrade.
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-    conn.pragma_update(None, "user_version", version - 1).unwrap();
-    drop(conn);
+    let version = testing::with_file(&db, testing::schema_version).unwrap();
+    testing::with_file(&db, |c| testing::set_schema_version(c, version - 1)).unwrap();
     let modified = std::fs::metadata(&db).unwrap().modified().unwrap();
     let out = tessera(&db, &["check"], None);
     assert!(out.status.success(), "{}", stderr(&out));
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let after: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let after = testing::with_file(&db, testing::schema_version).unwrap();
     assert_eq!(after, version - 1, "check migrated the database");
     assert_eq!(std::fs::metadata(&db).unwrap().modified().unwrap(), modified);
 }
@@ -384,12 +380,10 @@ fn the_command_line_goes_through_the_admin_operations_and_is_audited() {
     }
     let list = stdout(&tessera(&db, &["user", "list", "--json"], None));
     assert!(list.contains("root@example.com"));
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let verified: bool = conn
-        .query_row("SELECT email_verified FROM users WHERE username = 'root'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    let verified = testing::with_file(&db, |c| tessera::db::users::find_by_username(c, "root"))
+        .unwrap()
+        .unwrap()
+        .email_verified;
     assert!(verified, "--email-verified marks the address verified");
 }
 

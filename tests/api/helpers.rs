@@ -26,8 +26,34 @@ pub async fn spawn_app() -> TestApp {
     spawn_with(|_| {}).await
 }
 
+/// A migrated database with signing keys, made once per test run and copied for each
+/// test: generating RSA, P-256 and Ed25519 keys for every test would cost more than
+/// most tests themselves.
+async fn template() -> &'static std::path::Path {
+    static TEMPLATE: tokio::sync::OnceCell<(tempfile::TempDir, std::path::PathBuf)> =
+        tokio::sync::OnceCell::const_new();
+    let (_, path) = TEMPLATE
+        .get_or_init(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let live = dir.path().join("live.db");
+            let db = db::Db::open(&live, &Settings::default().sqlite).unwrap();
+            let keep = tessera::oidc::keys::keep_retired(&Default::default());
+            tessera::oidc::keys::ensure(&db, &Clock::system(), keep, None)
+                .await
+                .unwrap();
+            // One self-contained file, whatever is still in the write-ahead log.
+            let path = dir.path().join("template.db");
+            db.backup(&path).await.unwrap();
+            db.shutdown();
+            (dir, path)
+        })
+        .await;
+    path
+}
+
 pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(template().await, dir.path().join("tessera.db")).unwrap();
     let mut settings = Settings {
         db_path: dir.path().join("tessera.db"),
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -334,10 +360,7 @@ impl TestApp {
     pub async fn make_admin(&self, user_id: i64) {
         self.state
             .db
-            .write(move |c| {
-                c.execute("UPDATE users SET is_admin = 1 WHERE id = ?1", [user_id])?;
-                Ok(())
-            })
+            .write(move |c| db::users::set_admin(c, user_id, true, 0))
             .await
             .unwrap();
     }

@@ -140,11 +140,7 @@ async fn signing_keys_are_encrypted_at_rest_with_a_master_key() {
     let stored: Vec<String> = app
         .state
         .db
-        .read(|c| {
-            let mut stmt = c.prepare("SELECT private_pem FROM signing_keys")?;
-            let rows = stmt.query_map([], |r| r.get(0))?;
-            Ok(rows.collect::<Result<Vec<String>, _>>()?)
-        })
+        .read(|c| Ok(tessera::db::keys::list(c)?.into_iter().map(|k| k.private_pem).collect()))
         .await
         .unwrap();
     assert_eq!(stored.len(), 3);

@@ -205,16 +205,7 @@ async fn a_failing_back_channel_is_retried_without_blocking_the_user() {
         .unwrap()
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let pending = app
-        .state
-        .db
-        .read(|c| {
-            Ok(c.query_row("SELECT attempts, next_at FROM logout_deliveries", [], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-            })?)
-        })
-        .await
-        .unwrap();
+    let pending = app.state.db.read(tessera::db::testing::deliveries).await.unwrap()[0];
     assert_eq!(pending.0, 1, "the failure is counted and kept for a retry");
     assert!(pending.1 > app.clock.now() - 1);
 }

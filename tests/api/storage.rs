@@ -13,22 +13,23 @@ fn settings(wal: bool) -> SqliteSettings {
 }
 
 async fn count(db: &Db) -> i64 {
-    db.read(|c| Ok(c.query_row("SELECT count(*) FROM revoked_tokens", [], |r| r.get(0))?))
-        .await
-        .unwrap()
+    db.read(|c| db::testing::count_rows(c, "revoked_tokens")).await.unwrap()
 }
 
 async fn many_writers(wal: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.db");
     let db = Db::open(&path, &settings(wal)).unwrap();
-    // A second process-like connection writing at the same time, as the CLI does.
+    // A second handle with a writer of its own on the same file, as a CLI command
+    // beside the server has.
     let cli_path = path.clone();
-    let cli = std::thread::spawn(move || {
-        let conn = db::connection::open_cli(&cli_path, &settings(wal)).unwrap();
+    let cli = tokio::spawn(async move {
+        let other = Db::open_existing(&cli_path, &settings(wal)).unwrap();
         for i in 0..200 {
-            db::grants::revoke_jti(&conn, &format!("cli-{i}"), 0).unwrap();
+            let jti = format!("cli-{i}");
+            other.write(move |c| db::grants::revoke_jti(c, &jti, 0)).await.unwrap();
         }
+        other.shutdown();
     });
     let mut tasks = Vec::new();
     for t in 0..50 {
@@ -43,7 +44,7 @@ async fn many_writers(wal: bool) {
     for t in tasks {
         t.await.unwrap();
     }
-    cli.join().unwrap();
+    cli.await.unwrap();
     assert_eq!(count(&db).await, 50 * 40 + 200, "every write committed exactly once");
     let stats = db.writer_stats();
     assert_eq!(stats.operations, 2000);

@@ -33,7 +33,7 @@ pub fn denied_response(state: &AppState, req: &AuthRequest) -> AuthResponse {
 /// Whether the user must (again) approve this client for this scope and these
 /// claims: always for `prompt=consent`, otherwise when the client asks for consent
 /// and no remembered consent covers both.
-pub fn consent_needed(conn: &db::Conn, req: &AuthRequest, user_id: i64) -> Result<bool, DbError> {
+pub fn consent_needed(conn: &db::Tx<'_>, req: &AuthRequest, user_id: i64) -> Result<bool, DbError> {
     if req.prompt.consent {
         return Ok(true);
     }

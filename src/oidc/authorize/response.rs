@@ -84,7 +84,7 @@ pub struct CodeRecord {
 }
 
 impl CodeRecord {
-    pub fn insert(&self, conn: &db::Conn, now: i64) -> Result<(), db::DbError> {
+    pub fn insert(&self, conn: &db::Tx<'_>, now: i64) -> Result<(), db::DbError> {
         db::grants::insert_code(
             conn,
             &db::grants::NewCode {
