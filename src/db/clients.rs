@@ -106,7 +106,7 @@ impl Client {
 
 const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
     token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
-    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, allowed_groups, access_token_ttl,
+    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, access_token_ttl,
     refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime";
 
 fn json_list(text: String, col: usize) -> rusqlite::Result<Vec<String>> {
@@ -137,13 +137,14 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
         secret_for_hmac: r.get(12)?,
         backchannel_logout_uri: r.get(13)?,
         backchannel_logout_session_required: r.get(14)?,
-        allowed_groups: json_list(r.get(15)?, 15)?,
-        access_token_ttl: r.get(16)?,
-        refresh_token_ttl: r.get(17)?,
-        admin: r.get(18)?,
-        client_scopes: json_list(r.get(19)?, 19)?,
-        web_origins: json_list(r.get(20)?, 20)?,
-        grant_lifetime: r.get(21)?,
+        // Filled from client_allowed_groups by `with_groups`.
+        allowed_groups: Vec::new(),
+        access_token_ttl: r.get(15)?,
+        refresh_token_ttl: r.get(16)?,
+        admin: r.get(17)?,
+        client_scopes: json_list(r.get(18)?, 18)?,
+        web_origins: json_list(r.get(19)?, 19)?,
+        grant_lifetime: r.get(20)?,
     })
 }
 
@@ -153,35 +154,35 @@ fn to_json(list: &[String]) -> String {
 
 /// Registers a client; `DbError::Conflict` when the id is taken.
 pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
-    conn.sql().prepare_cached(&format!(
-        "INSERT INTO clients ({COLUMNS}, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?6)"
-    ))?
-    .execute(params![
-        c.client_id,
-        c.name,
-        c.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
-        to_json(&c.redirect_uris),
-        to_json(&c.post_logout_redirect_uris),
-        c.created_at,
-        c.auth_method,
-        c.id_token_alg,
-        c.consent_required,
-        to_json(&c.grant_types),
-        c.refresh == RefreshPolicy::Always,
-        c.jwks,
-        c.secret_for_hmac,
-        c.backchannel_logout_uri,
-        c.backchannel_logout_session_required,
-        to_json(&c.allowed_groups),
-        c.access_token_ttl,
-        c.refresh_token_ttl,
-        c.admin,
-        to_json(&c.client_scopes),
-        to_json(&c.web_origins),
-        c.grant_lifetime,
-    ])?;
-    Ok(())
+    conn.sql()
+        .prepare_cached(&format!(
+            "INSERT INTO clients ({COLUMNS}, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?6)"
+        ))?
+        .execute(params![
+            c.client_id,
+            c.name,
+            c.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
+            to_json(&c.redirect_uris),
+            to_json(&c.post_logout_redirect_uris),
+            c.created_at,
+            c.auth_method,
+            c.id_token_alg,
+            c.consent_required,
+            to_json(&c.grant_types),
+            c.refresh == RefreshPolicy::Always,
+            c.jwks,
+            c.secret_for_hmac,
+            c.backchannel_logout_uri,
+            c.backchannel_logout_session_required,
+            c.access_token_ttl,
+            c.refresh_token_ttl,
+            c.admin,
+            to_json(&c.client_scopes),
+            to_json(&c.web_origins),
+            c.grant_lifetime,
+        ])?;
+    set_allowed_groups(conn, &c.client_id, &c.allowed_groups)
 }
 
 /// Replaces every editable setting of an existing client (not its id, secret or
@@ -191,9 +192,9 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
         "UPDATE clients SET name = ?2, redirect_uris = ?3, post_logout_redirect_uris = ?4,
             token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
             always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
-            backchannel_logout_session_required = ?12, allowed_groups = ?13, access_token_ttl = ?14,
-            refresh_token_ttl = ?15, admin = ?16, updated_at = ?17, client_scopes = ?18, web_origins = ?19,
-            grant_lifetime = ?20
+            backchannel_logout_session_required = ?12, access_token_ttl = ?13,
+            refresh_token_ttl = ?14, admin = ?15, updated_at = ?16, client_scopes = ?17, web_origins = ?18,
+            grant_lifetime = ?19
          WHERE client_id = ?1",
         params![
             c.client_id,
@@ -208,7 +209,6 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             c.jwks,
             c.backchannel_logout_uri,
             c.backchannel_logout_session_required,
-            to_json(&c.allowed_groups),
             c.access_token_ttl,
             c.refresh_token_ttl,
             c.admin,
@@ -218,7 +218,47 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             c.grant_lifetime
         ],
     )?;
-    Ok(n == 1)
+    if n != 1 {
+        return Ok(false);
+    }
+    set_allowed_groups(conn, &c.client_id, &c.allowed_groups)?;
+    Ok(true)
+}
+
+/// Makes the client's allowed groups exactly `names`; a name that is no group is an
+/// error, never a silently dropped restriction.
+fn set_allowed_groups(conn: &Tx<'_>, client_id: &str, names: &[String]) -> Result<(), DbError> {
+    conn.sql()
+        .prepare_cached("DELETE FROM client_allowed_groups WHERE client_id = ?1")?
+        .execute([client_id])?;
+    let mut insert = conn.sql().prepare_cached(
+        "INSERT INTO client_allowed_groups (client_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2
+         ON CONFLICT DO NOTHING",
+    )?;
+    for name in names {
+        if insert.execute(params![client_id, name])? == 0 && !names_a_group(conn, name)? {
+            return Err(DbError::Corrupt(format!("no group named {name}")));
+        }
+    }
+    Ok(())
+}
+
+fn names_a_group(conn: &Tx<'_>, name: &str) -> Result<bool, DbError> {
+    Ok(conn
+        .sql()
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM groups WHERE name = ?1)")?
+        .query_row([name], |r| r.get(0))?)
+}
+
+/// The registration as read, with its allowed groups by name.
+fn with_groups(conn: &Tx<'_>, mut c: Client) -> Result<Client, DbError> {
+    let mut stmt = conn.sql().prepare_cached(
+        "SELECT g.name FROM client_allowed_groups a JOIN groups g ON g.id = a.group_id
+         WHERE a.client_id = ?1 ORDER BY g.name",
+    )?;
+    let rows = stmt.query_map([&c.client_id], |r| r.get(0))?;
+    c.allowed_groups = rows.collect::<Result<_, _>>()?;
+    Ok(c)
 }
 
 /// Whether `user_id` may sign in to `client_id`: the client names no groups, or the
@@ -227,10 +267,10 @@ pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<boo
     Ok(conn
         .sql()
         .prepare_cached(
-            "SELECT allowed_groups = '[]' OR EXISTS (
-                 SELECT 1 FROM user_groups ug JOIN groups g ON g.id = ug.group_id
-                 WHERE ug.user_id = ?2 AND g.name IN (SELECT value FROM json_each(c.allowed_groups)))
-             FROM clients c WHERE client_id = ?1",
+            "SELECT NOT EXISTS (SELECT 1 FROM client_allowed_groups WHERE client_id = c.client_id)
+                 OR EXISTS (SELECT 1 FROM client_allowed_groups a JOIN user_groups ug ON ug.group_id = a.group_id
+                            WHERE a.client_id = c.client_id AND ug.user_id = ?2)
+             FROM clients c WHERE c.client_id = ?1",
         )?
         .query_row(params![client_id, user_id], |r| r.get(0))
         .or_else(|e| match e {
@@ -241,14 +281,19 @@ pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<boo
 
 pub fn find(conn: &Tx<'_>, client_id: &str) -> Result<Option<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE client_id = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([client_id], from_row))
+    optional(conn.sql().prepare_cached(&sql)?.query_row([client_id], from_row))?
+        .map(|c| with_groups(conn, c))
+        .transpose()
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients ORDER BY client_id");
     let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map([], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    rows.collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .map(|c| with_groups(conn, c))
+        .collect()
 }
 
 /// Replaces a confidential client's secret; `false` when there is no such client or
@@ -309,7 +354,9 @@ pub fn delete(conn: &Tx<'_>, client_id: &str) -> Result<bool, DbError> {
 pub fn record_assertion(conn: &Tx<'_>, client_id: &str, jti: &str, expires_at: i64) -> Result<bool, DbError> {
     let n = conn
         .sql()
-        .prepare_cached("INSERT OR IGNORE INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3)")?
+        .prepare_cached(
+            "INSERT INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+        )?
         .execute(params![jti, client_id, expires_at])?;
     Ok(n == 1)
 }
@@ -324,7 +371,8 @@ pub fn search(
 ) -> Result<(Vec<Client>, i64), DbError> {
     let order = if descending { "DESC" } else { "ASC" };
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
-    let condition = "(?1 IS NULL OR client_id LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
+    let condition =
+        "(?1 IS NULL OR lower(client_id) LIKE lower(?1) ESCAPE '\\' OR lower(name) LIKE lower(?1) ESCAPE '\\')";
     let total = conn.sql().query_row(
         &format!("SELECT count(*) FROM clients WHERE {condition}"),
         [&pattern],
@@ -333,7 +381,12 @@ pub fn search(
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3");
     let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
-    Ok((rows.collect::<Result<_, _>>()?, total))
+    let clients = rows
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .map(|c| with_groups(conn, c))
+        .collect::<Result<_, _>>()?;
+    Ok((clients, total))
 }
 
 pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {

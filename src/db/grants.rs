@@ -283,12 +283,10 @@ pub fn revoke_outside_allowed_groups(
             "UPDATE grants SET revoked_at = ?3
              WHERE revoked_at IS NULL AND user_id IS NOT NULL
                AND (?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR client_id = ?2)
-               AND EXISTS (SELECT 1 FROM clients c WHERE c.client_id = grants.client_id AND c.allowed_groups <> '[]')
+               AND EXISTS (SELECT 1 FROM client_allowed_groups a WHERE a.client_id = grants.client_id)
                AND NOT EXISTS (
-                   SELECT 1 FROM clients c JOIN user_groups ug ON ug.user_id = grants.user_id
-                   JOIN groups g ON g.id = ug.group_id
-                   WHERE c.client_id = grants.client_id
-                     AND g.name IN (SELECT value FROM json_each(c.allowed_groups)))",
+                   SELECT 1 FROM client_allowed_groups a JOIN user_groups ug ON ug.group_id = a.group_id
+                   WHERE a.client_id = grants.client_id AND ug.user_id = grants.user_id)",
         )?
         .execute(params![user_id, client_id, now])?)
 }
@@ -322,7 +320,7 @@ pub fn access_token_active(conn: &Tx<'_>, grant_id: &str, jti: &str) -> Result<b
 /// Revokes one access token (RFC 7009) until it would have expired anyway.
 pub fn revoke_jti(conn: &Tx<'_>, jti: &str, expires_at: i64) -> Result<(), DbError> {
     conn.sql()
-        .prepare_cached("INSERT OR IGNORE INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2)")?
+        .prepare_cached("INSERT INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING")?
         .execute(params![jti, expires_at])?;
     Ok(())
 }

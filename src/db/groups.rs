@@ -58,31 +58,26 @@ pub fn id_of(conn: &Tx<'_>, name: &str) -> Result<Option<i64>, DbError> {
 
 /// Creates a group; `DbError::Conflict` when the name is taken.
 pub fn create(conn: &Tx<'_>, name: &str) -> Result<i64, DbError> {
-    conn.sql().execute("INSERT INTO groups (name) VALUES (?1)", [name])?;
-    Ok(conn.sql().last_insert_rowid())
+    Ok(conn
+        .sql()
+        .query_row("INSERT INTO groups (name) VALUES (?1) RETURNING id", [name], |r| {
+            r.get(0)
+        })?)
 }
 
-/// Renames a group, and the clients that admit it follow the new name.
+/// Renames a group; the clients that admit it name it by id, so they follow.
 pub fn rename(conn: &Tx<'_>, id: i64, name: &str) -> Result<bool, DbError> {
-    let Some(old) = find(conn, id)?.map(|g| g.name) else {
-        return Ok(false);
-    };
-    conn.sql()
+    let n = conn
+        .sql()
         .execute("UPDATE groups SET name = ?2 WHERE id = ?1", params![id, name])?;
-    conn.sql().execute(
-        "UPDATE clients SET allowed_groups = (
-             SELECT json_group_array(CASE WHEN value = ?1 THEN ?2 ELSE value END) FROM json_each(clients.allowed_groups))
-         WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)",
-        params![old, name],
-    )?;
-    Ok(true)
+    Ok(n == 1)
 }
 
 /// The clients that admit only groups including `name`.
 pub fn clients_requiring(conn: &Tx<'_>, name: &str) -> Result<Vec<String>, DbError> {
     let mut stmt = conn.sql().prepare_cached(
-        "SELECT client_id FROM clients WHERE EXISTS (SELECT 1 FROM json_each(clients.allowed_groups) WHERE value = ?1)
-         ORDER BY client_id",
+        "SELECT a.client_id FROM client_allowed_groups a JOIN groups g ON g.id = a.group_id
+         WHERE g.name = ?1 ORDER BY a.client_id",
     )?;
     let rows = stmt.query_map([name], |r| r.get(0))?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -110,7 +105,7 @@ pub fn members(conn: &Tx<'_>, id: i64) -> Result<Vec<Member>, DbError> {
 pub fn set_member(conn: &Tx<'_>, group_id: i64, user_id: i64, member: bool) -> Result<bool, DbError> {
     let n = if member {
         conn.sql().execute(
-            "INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)",
+            "INSERT INTO user_groups (user_id, group_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![user_id, group_id],
         )?
     } else {
@@ -128,7 +123,7 @@ pub fn set_user_groups(conn: &Tx<'_>, user_id: i64, group_ids: &[i64]) -> Result
         .execute("DELETE FROM user_groups WHERE user_id = ?1", [user_id])?;
     let mut insert = conn
         .sql()
-        .prepare_cached("INSERT OR IGNORE INTO user_groups (user_id, group_id) VALUES (?1, ?2)")?;
+        .prepare_cached("INSERT INTO user_groups (user_id, group_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING")?;
     for g in group_ids {
         insert.execute(params![user_id, g])?;
     }

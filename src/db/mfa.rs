@@ -55,7 +55,9 @@ pub fn begin(conn: &Tx<'_>, user_id: i64, secret: &str, now: i64) -> Result<bool
         return Ok(false);
     }
     conn.sql().execute(
-        "INSERT OR REPLACE INTO totp (user_id, secret, confirmed_at, last_step, created_at) VALUES (?1, ?2, NULL, 0, ?3)",
+        "INSERT INTO totp (user_id, secret, confirmed_at, last_step, created_at) VALUES (?1, ?2, NULL, 0, ?3)
+         ON CONFLICT (user_id) DO UPDATE
+         SET secret = excluded.secret, confirmed_at = NULL, last_step = 0, created_at = excluded.created_at",
         params![user_id, secret, now],
     )?;
     Ok(true)

@@ -48,9 +48,9 @@ pub struct NewPasskey<'a> {
 
 /// Stores a credential; `DbError::Conflict` when its id is already registered.
 pub fn insert(conn: &Tx<'_>, p: &NewPasskey<'_>) -> Result<i64, DbError> {
-    conn.sql().execute(
+    Ok(conn.sql().query_row(
         "INSERT INTO passkeys (user_id, credential_id, public_jwk, alg, sign_count, name, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
         params![
             p.user_id,
             p.credential_id,
@@ -60,8 +60,8 @@ pub fn insert(conn: &Tx<'_>, p: &NewPasskey<'_>) -> Result<i64, DbError> {
             p.name,
             p.now
         ],
-    )?;
-    Ok(conn.sql().last_insert_rowid())
+        |r| r.get(0),
+    )?)
 }
 
 pub fn find_by_credential(conn: &Tx<'_>, credential_id: &[u8]) -> Result<Option<Passkey>, DbError> {

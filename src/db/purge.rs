@@ -12,19 +12,19 @@ pub const BATCH: usize = 500;
 /// recognised as a replay (and revokes its grant) rather than as an unknown code.
 const CODE_REPLAY_WINDOW: i64 = 600;
 
-/// Table, and the condition that makes a row disposable.
-const TARGETS: &[(&str, &str)] = &[
-    ("auth_codes", "expires_at < ?1 - ?2"),
-    ("login_requests", "expires_at < ?1"),
-    ("sessions", "expires_at < ?1 OR ended_at IS NOT NULL"),
-    ("revoked_tokens", "expires_at < ?1"),
-    ("refresh_tokens", "expires_at < ?1"),
-    ("grants", "expires_at < ?1"),
-    ("logout_deliveries", "expires_at < ?1"),
-    ("client_assertions", "expires_at < ?1"),
-    ("device_codes", "expires_at < ?1"),
-    ("setup_tokens", "expires_at < ?1"),
-    ("webauthn_challenges", "expires_at < ?1"),
+/// Table, its primary key, and the condition that makes a row disposable.
+const TARGETS: &[(&str, &str, &str)] = &[
+    ("auth_codes", "code_hash", "expires_at < ?1 - ?2"),
+    ("login_requests", "id_hash", "expires_at < ?1"),
+    ("sessions", "id_hash", "expires_at < ?1 OR ended_at IS NOT NULL"),
+    ("revoked_tokens", "jti", "expires_at < ?1"),
+    ("refresh_tokens", "token_hash", "expires_at < ?1"),
+    ("grants", "id", "expires_at < ?1"),
+    ("logout_deliveries", "id", "expires_at < ?1"),
+    ("client_assertions", "client_id, jti", "expires_at < ?1"),
+    ("device_codes", "device_hash", "expires_at < ?1"),
+    ("setup_tokens", "token_hash", "expires_at < ?1"),
+    ("webauthn_challenges", "challenge_hash", "expires_at < ?1"),
 ];
 
 /// Deletes up to `BATCH` expired rows from each table, and audit entries older than
@@ -39,9 +39,9 @@ pub fn purge_expired(conn: &Tx<'_>, now: i64, audit_retention: i64) -> Result<us
             ))?
             .execute(params![now - audit_retention])?;
     }
-    for (table, condition) in TARGETS {
+    for (table, key, condition) in TARGETS {
         let sql =
-            format!("DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE {condition} LIMIT {BATCH})");
+            format!("DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE {condition} LIMIT {BATCH})");
         let mut stmt = conn.sql().prepare_cached(&sql)?;
         total += if condition.contains("?2") {
             stmt.execute(params![now, CODE_REPLAY_WINDOW])?

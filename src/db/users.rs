@@ -95,9 +95,9 @@ pub fn set_claims(
 /// Adds a user to a group, creating the group if needed.
 pub fn add_to_group(conn: &Tx<'_>, user_id: i64, group: &str) -> Result<(), DbError> {
     conn.sql()
-        .execute("INSERT OR IGNORE INTO groups (name) VALUES (?1)", [group])?;
+        .execute("INSERT INTO groups (name) VALUES (?1) ON CONFLICT DO NOTHING", [group])?;
     conn.sql().execute(
-        "INSERT OR IGNORE INTO user_groups (user_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2",
+        "INSERT INTO user_groups (user_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2 ON CONFLICT DO NOTHING",
         params![user_id, group],
     )?;
     Ok(())
@@ -108,18 +108,13 @@ pub fn insert(conn: &Tx<'_>, u: &NewUser<'_>) -> Result<i64, DbError> {
     conn.sql()
         .prepare_cached(
             "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
         )?
-        .execute(params![
-            u.sub,
-            u.username,
-            u.email,
-            u.name,
-            u.password_hash,
-            u.is_admin,
-            u.now
-        ])?;
-    Ok(conn.sql().last_insert_rowid())
+        .query_row(
+            params![u.sub, u.username, u.email, u.name, u.password_hash, u.is_admin, u.now],
+            |r| r.get(0),
+        )
+        .map_err(DbError::from)
 }
 
 /// Creates users with these names sharing one password hash, each with the address
@@ -153,7 +148,8 @@ pub fn insert_many(
 }
 
 pub fn find_by_username(conn: &Tx<'_>, username: &str) -> Result<Option<User>, DbError> {
-    let sql = format!("SELECT {COLUMNS} FROM users WHERE username = ?1");
+    // Usernames match case-insensitively (an index on lower(username) keeps them unique).
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE lower(username) = lower(?1)");
     optional(conn.sql().prepare_cached(&sql)?.query_row([username], from_row))
 }
 
@@ -177,7 +173,7 @@ pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
 pub fn set_password(conn: &Tx<'_>, username: &str, hash: &str, now: i64) -> Result<bool, DbError> {
     let n = conn
         .sql()
-        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE username = ?1")?
+        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE lower(username) = lower(?1)")?
         .execute(params![username, hash, now])?;
     Ok(n == 1)
 }
@@ -331,14 +327,15 @@ pub fn search(
     let order = if descending { "DESC" } else { "ASC" };
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
     let condition =
-        "(?1 IS NULL OR username LIKE ?1 ESCAPE '\\' OR email LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')";
+        "(?1 IS NULL OR lower(username) LIKE lower(?1) ESCAPE '\\' OR lower(email) LIKE lower(?1) ESCAPE '\\'
+          OR lower(name) LIKE lower(?1) ESCAPE '\\')";
     let total = conn.sql().query_row(
         &format!("SELECT count(*) FROM users WHERE {condition}"),
         [&pattern],
         |r| r.get(0),
     )?;
     let sql = format!(
-        "SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY {sort} COLLATE NOCASE {order}, id {order} LIMIT ?2 OFFSET ?3"
+        "SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY lower({sort}) {order}, id {order} LIMIT ?2 OFFSET ?3"
     );
     let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
