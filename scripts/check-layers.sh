@@ -20,5 +20,8 @@ forbid() {
 forbid '\b(rusqlite|r2d2|r2d2_sqlite)::' 'src/db/' 'the SQLite engine is used only in src/db/'
 forbid '\bactix_web\b|\bactix_rt\b' 'src/http/|src/startup\.rs:|src/main\.rs:' 'actix is used only in src/http/, startup.rs and main.rs'
 forbid '\bjosekit::' 'src/crypto/' 'josekit is used only in src/crypto/'
+# Handlers and commands make one call into a use case (oidc/, auth/, account/, admin/);
+# the storage operations are those layers' business.
+forbid 'db::[a-z_]+::[a-z_]+\(|\.db\.(read|write)\(' 'src/(db|oidc|auth|account|admin|audit\.rs|startup\.rs|metrics\.rs)' 'src/http/ and src/cli/ call use cases, not storage operations'
 
 exit $status

@@ -1,5 +1,6 @@
 //! Tessera: a single-binary OpenID Connect provider on SQLite.
 
+pub mod account;
 pub mod admin;
 pub mod audit;
 pub mod auth;

@@ -140,6 +140,23 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
     })
 }
 
+/// `tessera init`: creates the database (owner-only) or brings it up to date, and
+/// makes sure it has signing keys.
+pub async fn init_database(settings: Settings) -> Result<(), StartupError> {
+    let db = Db::open(&settings.db_path, &settings.sqlite)?;
+    let keep = oidc::keys::keep_retired(&settings.lifetimes);
+    oidc::keys::ensure(&db, &Clock::system(), keep, settings.master_key.as_ref())
+        .await
+        .map_err(|e| StartupError::Keys(e.to_string()))?;
+    db.shutdown();
+    Ok(())
+}
+
+/// `tessera check`: the integrity and foreign-key problems of the database, read-only.
+pub fn check_database(settings: &Settings) -> Result<Vec<String>, StartupError> {
+    Ok(db::maintenance::check_file(&settings.db_path, &settings.sqlite)?)
+}
+
 /// The database's pseudonym key, made on first start.
 async fn log_key(db: &Db) -> Result<crate::crypto::random::LogKey, StartupError> {
     let fresh = crate::crypto::random::LogKey::generate();

@@ -341,6 +341,20 @@ fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>,
     Ok(None)
 }
 
+/// One page of registrations as stored (the admin pages show more than the view).
+pub async fn page(state: &AppState, q: &ListQuery) -> Result<(Vec<Client>, i64), AdminError> {
+    let (search, limit, offset) = (q.q.clone(), q.limit, q.offset);
+    Ok(state
+        .db
+        .read(move |c| db::clients::search(c, search.as_deref(), false, limit, offset))
+        .await?)
+}
+
+/// Every registration, by id (the command line's list).
+pub async fn all(state: &AppState) -> Result<Vec<Client>, AdminError> {
+    Ok(state.db.read(db::clients::list).await?)
+}
+
 pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
     q.sort_among(&["client_id"], "client_id")?;
     let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);

@@ -161,3 +161,17 @@ pub async fn set_member(
         .await??;
     get(state, id).await
 }
+
+/// Makes sure groups with these names exist, creating (and auditing) the new ones;
+/// returns the names created.
+pub async fn ensure(state: &AppState, actor: &Actor, names: &[String]) -> Result<Vec<String>, AdminError> {
+    let mut created = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let n = name.to_string();
+        if state.db.read(move |c| db::groups::id_of(c, &n)).await?.is_none() {
+            create(state, actor, name).await?;
+            created.push(name.to_string());
+        }
+    }
+    Ok(created)
+}

@@ -55,16 +55,29 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
     let kid = state
         .db
         .write(move |c| {
-            let key = crate::oidc::keys::rotate(c, alg, now, master.as_ref())
-                .map_err(|e| db::DbError::Corrupt(e.to_string()))?;
+            // Everything but a storage failure is found before anything changes; a
+            // storage failure rolls the rotation back.
+            let key = match crate::oidc::keys::rotate(c, alg, now, master.as_ref()) {
+                Ok(key) => key,
+                Err(crate::oidc::keys::KeysError::Db(e)) => return Err(e),
+                Err(other) => return Ok(Err(other)),
+            };
             actor
                 .event("admin.key_rotated")
                 .target(&key.kid)
                 .detail(json!({"alg": alg.as_str()}))
                 .write(c, now)?;
-            Ok(key.kid)
+            Ok(Ok(key.kid))
         })
-        .await?;
+        .await?
+        .map_err(|e| match e {
+            // Sealed keys and no (or another) master key: the operator must supply it.
+            crate::oidc::keys::KeysError::Sealed(why) => AdminError::Conflict(why),
+            other => {
+                tracing::error!(error = %other, "key rotation failed");
+                AdminError::Server(crate::oidc::OAuthError::server_error())
+            }
+        })?;
     if let Err(e) = crate::oidc::keys::reload(state).await {
         tracing::error!(error = %e, "reloading keys after rotation failed; the reloader will retry");
     }

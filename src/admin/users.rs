@@ -481,3 +481,41 @@ pub async fn revoke_consent(state: &AppState, actor: &Actor, id: i64, client_id:
         })
         .await?
 }
+
+/// Every account as stored (the command line's list).
+pub async fn all(state: &AppState) -> Result<Vec<User>, AdminError> {
+    Ok(state.db.read(db::users::list).await?)
+}
+
+/// The id of the account with this name (matched without regard to case).
+pub async fn id_by_username(state: &AppState, username: &str) -> Result<Option<i64>, AdminError> {
+    let name = username.to_string();
+    Ok(state
+        .db
+        .read(move |c| db::users::find_by_username(c, &name))
+        .await?
+        .map(|u| u.id))
+}
+
+/// Load-test accounts `NAME@domain` sharing one password hash, in one transaction
+/// with one audit entry; names that exist are skipped. Returns how many were made.
+pub async fn seed(
+    state: &AppState,
+    actor: &Actor,
+    names: Vec<String>,
+    domain: &str,
+    password_hash: String,
+) -> Result<usize, AdminError> {
+    let (now, actor, domain) = (state.clock.now(), actor.clone(), domain.to_string());
+    Ok(state
+        .db
+        .write(move |c| {
+            let created = db::users::insert_many(c, &names, &domain, &password_hash, now)?;
+            actor
+                .event("admin.users_seeded")
+                .detail(json!({"requested": names.len(), "created": created}))
+                .write(c, now)?;
+            Ok(created)
+        })
+        .await?)
+}

@@ -3,8 +3,9 @@
 //! Secrets are sealed with the master key when one is set.
 
 use super::totp;
+use crate::audit::Event;
 use crate::crypto::{sealed, TokenHash};
-use crate::db::{self, DbError};
+use crate::db::{self, users::User, DbError};
 use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
@@ -135,4 +136,68 @@ pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, M
 
 pub async fn disable(state: &AppState, user_id: i64) -> Result<bool, DbError> {
     state.db.write(move |c| db::mfa::disable(c, user_id)).await
+}
+
+/// What the second step of a sign-in came to.
+pub enum SecondFactor {
+    /// The code was right: the sign-in may complete.
+    Passed { user: User, used: Used },
+    /// A wrong code, counted toward the lockout.
+    Wrong { user: User },
+    /// Too many wrong codes (or passwords): the account is locked for now.
+    Locked { user: User },
+    /// The account was disabled or deleted meanwhile.
+    Gone,
+}
+
+/// The second step of a sign-in for `user_id`, with the same lockout as the password
+/// step: a locked account is refused before the code is looked at, a wrong code counts
+/// as a failure, a right one clears the count. Audited as `mfa.ok` / `mfa.failed`.
+pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str) -> Result<SecondFactor, MfaError> {
+    let Some(user) = state
+        .db
+        .read(move |c| db::users::find_by_id(c, user_id))
+        .await?
+        .filter(|u| !u.disabled)
+    else {
+        return Ok(SecondFactor::Gone);
+    };
+    let now = state.clock.now();
+    let lockout = state.settings.lockout;
+    let locked = |until: Option<i64>| lockout && until.is_some_and(|t| t > now);
+    let lock = state.db.read(move |c| db::users::lock_state(c, user_id)).await?;
+    if locked(lock.locked_until) {
+        return Ok(SecondFactor::Locked { user });
+    }
+    match check(state, user_id, code).await {
+        Ok(used) => {
+            state.db.write(move |c| db::users::clear_failures(c, user_id)).await?;
+            let method = if used == Used::Totp { "totp" } else { "recovery_code" };
+            Event::new("mfa.ok")
+                .actor(&user.username)
+                .ip(Some(ip.to_string()))
+                .detail(serde_json::json!({"method": method}))
+                .log(state)
+                .await;
+            Ok(SecondFactor::Passed { user, used })
+        }
+        Err(MfaError::InvalidCode) => {
+            Event::new("mfa.failed")
+                .actor(&user.username)
+                .ip(Some(ip.to_string()))
+                .log(state)
+                .await;
+            if lockout {
+                let after = state
+                    .db
+                    .write(move |c| db::users::record_failure(c, user_id, super::login::lock_for, now))
+                    .await?;
+                if locked(after.locked_until) {
+                    return Ok(SecondFactor::Locked { user });
+                }
+            }
+            Ok(SecondFactor::Wrong { user })
+        }
+        Err(e) => Err(e),
+    }
 }

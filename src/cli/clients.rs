@@ -3,14 +3,13 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{actor, admin_err, db_err, with_state};
+use super::{actor, admin_err, with_state};
 use crate::admin::{
     self,
     clients::{view, ClientSpec, AUTH_METHODS, GRANT_TYPES},
 };
 use crate::config::Settings;
 use crate::crypto::Secret;
-use crate::db;
 
 #[derive(Subcommand)]
 pub enum ClientCommand {
@@ -177,7 +176,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             })
         }
         ClientCommand::List { json } => with_state(settings, async |state| {
-            let clients = state.db.read(db::clients::list).await.map_err(db_err)?;
+            let clients = admin::clients::all(state).await.map_err(|e| admin_err(e, "client"))?;
             if json {
                 println!(
                     "{}",

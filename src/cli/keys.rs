@@ -1,13 +1,10 @@
 //! `tessera keys …`: signing keys.
 
 use clap::Subcommand;
-use serde_json::json;
 
-use super::{db_err, with_state};
-use crate::clock::Clock;
+use super::{actor, admin_err, with_state};
+use crate::admin;
 use crate::config::Settings;
-use crate::crypto::keys::Alg;
-use crate::db;
 
 #[derive(Subcommand)]
 pub enum KeysCommand {
@@ -28,50 +25,32 @@ pub enum KeysCommand {
 pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
     with_state(settings, async |state| match cmd {
         KeysCommand::List { json } => {
-            let keys = state.db.read(db::keys::list).await.map_err(db_err)?;
+            let keys = admin::overview::keys(state).await.map_err(|e| admin_err(e, "key"))?;
             if json {
-                let list: Vec<_> = keys
-                    .iter()
-                    .map(|k| json!({"kid": k.kid, "alg": k.alg.as_str(), "created_at": k.created_at, "retired_at": k.retired_at}))
-                    .collect();
-                println!("{}", serde_json::Value::from(list));
+                println!("{}", serde_json::Value::from(keys));
             } else {
                 println!("{:<24} {:<6} {:<12} STATUS", "KID", "ALG", "CREATED");
                 for k in keys {
-                    let status = match k.retired_at {
+                    let status = match k["retired_at"].as_i64() {
                         None => "active".to_string(),
                         Some(t) => format!("retired at {t}"),
                     };
-                    println!("{:<24} {:<6} {:<12} {status}", k.kid, k.alg.as_str(), k.created_at);
+                    let text = |name: &str| k[name].as_str().unwrap_or_default().to_string();
+                    println!(
+                        "{:<24} {:<6} {:<12} {status}",
+                        text("kid"),
+                        text("alg"),
+                        k["created_at"]
+                    );
                 }
             }
             Ok(())
         }
         KeysCommand::Rotate { alg } => {
-            let alg = Alg::parse(&alg).ok_or_else(|| format!("unknown algorithm {alg}"))?;
-            let now = Clock::system().now();
-            let master = state.settings.master_key.clone();
-            let key = state
-                .db
-                .write(move |c| {
-                    // Everything but a storage failure is found before anything changes;
-                    // a storage failure rolls the rotation back.
-                    let key = match crate::oidc::keys::rotate(c, alg, now, master.as_ref()) {
-                        Ok(key) => key,
-                        Err(crate::oidc::keys::KeysError::Db(e)) => return Err(e),
-                        Err(other) => return Ok(Err(other)),
-                    };
-                    super::actor()
-                        .event("admin.key_rotated")
-                        .target(&key.kid)
-                        .detail(json!({"alg": alg.as_str()}))
-                        .write(c, now)?;
-                    Ok(Ok(key))
-                })
+            let key = admin::overview::rotate_key(state, &actor(), &alg)
                 .await
-                .map_err(db_err)?
-                .map_err(|e| e.to_string())?;
-            println!("new {} signing key {}", alg.as_str(), key.kid);
+                .map_err(|e| admin_err(e, "key"))?;
+            println!("new {alg} signing key {}", key["kid"].as_str().unwrap_or_default());
             Ok(())
         }
     })

@@ -14,7 +14,7 @@ pub use users::{user, UserCommand};
 
 use crate::admin::{Actor, AdminError};
 use crate::config::Settings;
-use crate::db::{self, DbError};
+use crate::db::DbError;
 use crate::domain::NewPassword;
 use crate::state::AppState;
 
@@ -76,20 +76,9 @@ pub fn init(settings: &Settings) -> Result<(), String> {
     let existed = settings.db_path.is_file();
     let path = settings.db_path.clone();
     let settings = settings.clone();
-    runtime()?.block_on(async move {
-        let database = db::Db::open(&settings.db_path, &settings.sqlite).map_err(db_err)?;
-        let keep = crate::oidc::keys::keep_retired(&settings.lifetimes);
-        crate::oidc::keys::ensure(
-            &database,
-            &crate::clock::Clock::system(),
-            keep,
-            settings.master_key.as_ref(),
-        )
-        .await
+    runtime()?
+        .block_on(crate::startup::init_database(settings))
         .map_err(|e| e.to_string())?;
-        database.shutdown();
-        Ok::<(), String>(())
-    })?;
     if existed {
         println!("database {} is up to date", path.display());
     } else {
@@ -123,7 +112,7 @@ pub fn backup(settings: &Settings, target: &Path) -> Result<(), String> {
 
 pub fn check(settings: &Settings) -> Result<(), String> {
     // Read-only: a check never migrates, creates or changes anything.
-    let problems = db::maintenance::check_file(&settings.db_path, &settings.sqlite).map_err(db_err)?;
+    let problems = crate::startup::check_database(settings).map_err(|e| e.to_string())?;
     if problems.is_empty() {
         println!("{}: integrity ok, foreign keys ok", settings.db_path.display());
         return Ok(());

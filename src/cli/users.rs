@@ -3,9 +3,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::{actor, admin_err, db_err, hash, read_password, with_state};
+use super::{actor, admin_err, hash, read_password, with_state};
 use crate::admin::{self, users::UserInput};
-use crate::clock::Clock;
 use crate::config::Settings;
 use crate::db;
 use crate::domain::Username;
@@ -163,39 +162,26 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
 
 /// The id of the user with this name, or the one-line error naming it.
 async fn user_id(state: &AppState, username: &str) -> Result<i64, String> {
-    let name = username.to_string();
-    state
-        .db
-        .read(move |c| db::users::find_by_username(c, &name))
+    admin::users::id_by_username(state, username)
         .await
-        .map_err(db_err)?
-        .map(|u| u.id)
+        .map_err(|e| admin_err(e, "user"))?
         .ok_or_else(|| format!("no user named {username}"))
 }
 
 /// Groups named on the command line are created when new (audited like any other).
 pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<(), String> {
-    for g in names.iter().map(|g| g.trim()).filter(|g| !g.is_empty()) {
-        let name = g.to_string();
-        if state
-            .db
-            .read(move |c| db::groups::id_of(c, &name))
-            .await
-            .map_err(db_err)?
-            .is_none()
-        {
-            admin::groups::create(state, &actor(), g)
-                .await
-                .map_err(|e| admin_err(e, "group"))?;
-            eprintln!("group {g} created");
-        }
+    let created = admin::groups::ensure(state, &actor(), names)
+        .await
+        .map_err(|e| admin_err(e, "group"))?;
+    for g in created {
+        eprintln!("group {g} created");
     }
     Ok(())
 }
 
 fn list(settings: &Settings, json: bool) -> Result<(), String> {
     with_state(settings, async |state| {
-        let users = state.db.read(db::users::list).await.map_err(db_err)?;
+        let users = admin::users::all(state).await.map_err(|e| admin_err(e, "user"))?;
         print_users(&users, json);
         Ok(())
     })
@@ -229,7 +215,6 @@ fn print_users(users: &[db::users::User], json: bool) {
 
 /// Load-test users in one transaction, with one audit entry for the batch.
 fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
-    let now = Clock::system().now();
     let password = read_password()?;
     // One hash for all: seeding 500 users must not take 500 bcrypt rounds.
     let password_hash = hash(settings, &password)?;
@@ -237,17 +222,10 @@ fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
         .map(|i| Username::parse(&format!("{prefix}{i}")).map(|u| u.as_str().to_string()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
-    let detail = json!({"prefix": prefix, "count": count});
     with_state(settings, async |state| {
-        let created = state
-            .db
-            .write(move |c| {
-                let created = db::users::insert_many(c, &names, "stress.invalid", &password_hash, now)?;
-                actor().event("admin.users_seeded").detail(detail).write(c, now)?;
-                Ok(created)
-            })
+        let created = admin::users::seed(state, &actor(), names, "stress.invalid", password_hash)
             .await
-            .map_err(db_err)?;
+            .map_err(|e| admin_err(e, "user"))?;
         println!("{created} users created ({prefix}1 … {prefix}{count})");
         Ok(())
     })

@@ -190,6 +190,17 @@ impl Db {
         .map_err(|_| DbError::Panicked)?
     }
 
+    /// Whether the database answers a read (readiness probes).
+    pub async fn ping(&self) -> Result<(), DbError> {
+        self.read(maintenance::ping).await
+    }
+
+    /// Whether the writer commits (readiness probes): an empty operation through the
+    /// queue and a group commit.
+    pub async fn write_probe(&self) -> Result<(), DbError> {
+        self.write(|_| Ok(())).await
+    }
+
     pub fn writer_stats(&self) -> WriterStats {
         self.writer.stats()
     }

@@ -110,6 +110,15 @@ fn flash_text(code: &str) -> Option<&'static str> {
     })
 }
 
+/// The viewer as the account operations know them.
+pub(super) fn me<'a>(req: &HttpRequest, state: &AppState, v: &'a Viewer) -> crate::account::Me<'a> {
+    crate::account::Me {
+        user: &v.user,
+        sid: &v.session.sid,
+        ip: super::login::ip_text(req, state),
+    }
+}
+
 /// Form fields, the viewer and a verified CSRF token, or the response that refuses.
 pub async fn posted(
     req: &HttpRequest,
@@ -141,21 +150,14 @@ pub(super) async fn render(
     problems: Problems,
     fields: Option<(&str, &str)>,
 ) -> HttpResponse {
-    let (uid, now) = (v.user.id, state.clock.now());
-    let loaded = state
-        .db
-        .read(move |c| {
-            Ok((
-                db::sessions::list_for_user(c, uid, now)?,
-                db::mfa::find(c, uid)?.filter(|t| t.confirmed),
-                db::mfa::recovery_left(c, uid)?,
-                db::passkeys::list_for_user(c, uid)?,
-                db::consents::list_named(c, uid)?,
-            ))
-        })
-        .await;
-    let (sessions, totp, recovery_left, passkeys, apps) = match loaded {
-        Ok(l) => l,
+    let crate::account::Overview {
+        sessions,
+        totp,
+        recovery_left,
+        passkeys,
+        apps,
+    } = match crate::account::overview(state, v.user.id).await {
+        Ok(o) => o,
         Err(e) => return errors::server_page(&e.into()),
     };
     let (name, email) = fields.unwrap_or((
@@ -234,25 +236,11 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     if problems.name.is_some() || problems.email.is_some() {
         return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, Some((name, email))).await;
     }
-    let before = serde_json::json!({"name": v.user.name, "email": v.user.email});
-    let (uid, now) = (v.user.id, state.clock.now());
     let (n, e) = (
         (!name.is_empty()).then(|| name.to_string()),
         (!email.is_empty()).then(|| email.to_string()),
     );
-    let after = serde_json::json!({"name": n, "email": e});
-    let event = Event::new("account.profile_changed")
-        .actor(&v.user.username)
-        .target(&v.user.username)
-        .ip(Some(super::login::ip_text(&req, &state)))
-        .detail(serde_json::json!({"before": before, "after": after}));
-    let result = state
-        .db
-        .write(move |c| {
-            db::users::update_profile(c, uid, n.as_deref(), e.as_deref(), now)?;
-            event.write(c, now)
-        })
-        .await;
+    let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
     match result {
         Ok(()) => back("profile"),
         Err(e) => errors::server_page(&e.into()),
@@ -314,27 +302,8 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(h) => h,
         Err(e) => return errors::server_page(&e.into()),
     };
-    let (uid, now, sid) = (v.user.id, state.clock.now(), v.session.sid.clone());
     let remove_passkeys = get(&form, "remove_passkeys") == "on";
-    let ip = super::login::ip_text(&req, &state);
-    let event = Event::new("account.password_changed")
-        .actor(&v.user.username)
-        .target(&v.user.username)
-        .ip(Some(ip.clone()))
-        .detail(serde_json::json!({"passkeys_removed": remove_passkeys}));
-    let saved = state
-        .db
-        .write(move |c| {
-            db::users::set_password_by_id(c, uid, &hash, now)?;
-            // Whoever knew the old password may hold tokens from another sign-in,
-            // offline ones included: only this session's grants survive.
-            db::grants::revoke_user_grants(c, uid, Some(&sid), now)?;
-            if remove_passkeys {
-                db::passkeys::delete_all(c, uid)?;
-            }
-            event.write(c, now)
-        })
-        .await;
+    let saved = crate::account::change_password(&state, &me(&req, &state, &v), hash, remove_passkeys).await;
     if let Err(e) = saved {
         return errors::server_page(&e.into());
     }
@@ -351,10 +320,7 @@ async fn end_sessions(
     v: &Viewer,
     pick: impl Fn(&SessionInfo) -> bool,
 ) -> Result<usize, HttpResponse> {
-    let (uid, now) = (v.user.id, state.clock.now());
-    let sessions = state
-        .db
-        .read(move |c| db::sessions::list_for_user(c, uid, now))
+    let sessions = crate::account::sessions(state, v.user.id)
         .await
         .map_err(|e| errors::server_page(&e.into()))?;
     let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
@@ -418,22 +384,8 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let client_id = get(&form, "client_id").to_string();
-    let (uid, now) = (v.user.id, state.clock.now());
-    let event = Event::new("consent.revoked")
-        .actor(&v.user.username)
-        .target(format!("client:{client_id}"))
-        .ip(Some(super::login::ip_text(&req, &state)));
-    let revoked = state
-        .db
-        .write(move |c| {
-            let had = db::consents::revoke(c, uid, &client_id, now)?;
-            if had {
-                event.write(c, now)?;
-            }
-            Ok(had)
-        })
-        .await;
+    let client_id = get(&form, "client_id");
+    let revoked = crate::account::revoke_consent(&state, &me(&req, &state, &v), client_id).await;
     match revoked {
         Ok(true) => back("app-removed"),
         Ok(false) => pages::error_page(

@@ -13,7 +13,6 @@ use super::portal::{self, Viewer};
 use super::{errors, guard, pages};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::db;
 use crate::state::AppState;
 
 /// Seconds after a sign-in or a password confirmation during which credentials may
@@ -101,18 +100,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(resp) => return resp,
     }
-    let (sid, now) = (v.session.sid.clone(), state.clock.now());
-    let event = Event::new("account.reauthenticated")
-        .actor(&v.user.username)
-        .target(&v.user.username)
-        .ip(Some(ip));
-    let marked = state
-        .db
-        .write(move |c| {
-            db::sessions::mark_reauthenticated(c, &sid, now)?;
-            event.write(c, now)
-        })
-        .await;
+    let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
     match marked {
         Ok(()) => errors::redirect(next_path(&next)),
         Err(e) => errors::server_page(&e.into()),

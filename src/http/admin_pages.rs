@@ -34,14 +34,10 @@ pub async fn clients(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         Err(e) => return error_page(&e),
     };
     let text = q.q.clone().unwrap_or_default();
-    let (search, limit, offset) = (q.q.clone(), q.limit, q.offset);
-    let found = state
-        .db
-        .read(move |c| crate::db::clients::search(c, search.as_deref(), false, limit, offset))
-        .await;
-    let (clients, total) = match found {
+    let (limit, offset) = (q.limit, q.offset);
+    let (clients, total) = match admin::clients::page(&state, &q).await {
         Ok(f) => f,
-        Err(e) => return error_page(&AdminError::from(e)),
+        Err(e) => return error_page(&e),
     };
     let (prev, next) = pager("/admin/clients", &[("q", &text)], limit, offset, total);
     pages::render(

@@ -8,7 +8,6 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::{cookies, errors, guard, pages, params};
 use crate::auth::limits::Bucket;
 use crate::crypto::{Secret, TokenHash};
-use crate::db;
 use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
 use crate::oidc::login::{self, Parked, Pending};
 use crate::state::AppState;
@@ -152,9 +151,9 @@ pub async fn login_page(
 
 pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64, parked: &Parked) -> HttpResponse {
     let client_name = client_name(state, &request.client_id).await;
-    let username = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
-        Ok(Some(u)) => u.username,
-        _ => String::new(),
+    let username = match crate::account::username(state, user_id).await {
+        Ok(name) => name.unwrap_or_default(),
+        Err(e) => return errors::server_page(&e.into()),
     };
     let scopes = request.scope.split(' ').filter_map(pages::describe_scope).collect();
     let claims = crate::oidc::authorize::claims_beyond_scope(request)

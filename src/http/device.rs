@@ -87,7 +87,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     let Some(session) = session else {
         return login_page(&req, &state, Pending::DeviceLogin(code), &client.name, "").await;
     };
-    match group_allowed(&state, &client.client_id, session.user_id).await {
+    match device::admits(&state, &client.client_id, session.user_id).await {
         Ok(true) => {}
         Ok(false) => return not_admitted(&client.name),
         Err(e) => return errors::server_page(&e),
@@ -149,7 +149,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             Ok(None) => return entry_page("", Some("This code is unknown, expired or already used.")),
             Err(e) => return errors::server_page(&e),
         };
-        match group_allowed(&state, &client.client_id, session.user_id).await {
+        match device::admits(&state, &client.client_id, session.user_id).await {
             Ok(true) => {}
             Ok(false) => return not_admitted(&client.name),
             Err(e) => return errors::server_page(&e),
@@ -171,14 +171,6 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         Ok(false) => entry_page("", Some("This code is unknown, expired or already used.")),
         Err(e) => errors::server_page(&e),
     }
-}
-
-async fn group_allowed(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, crate::oidc::OAuthError> {
-    let cid = client_id.to_string();
-    Ok(state
-        .db
-        .read(move |c| crate::db::clients::group_allowed(c, &cid, user_id))
-        .await?)
 }
 
 /// A client with allowed groups refuses a user outside them (403).

@@ -14,10 +14,9 @@ use super::authorize::{bad_request_page, client_name, denied, respond, show_cons
 use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::auth::login::{authenticate, lock_for, LoginError, Outcome};
-use crate::auth::mfa::{self, MfaError, Used};
+use crate::auth::login::{authenticate, LoginError, Outcome};
+use crate::auth::mfa::{self, MfaError, SecondFactor};
 use crate::crypto::TokenHash;
-use crate::db;
 use crate::oidc::login::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
 use crate::oidc::OAuthError;
 use crate::state::AppState;
@@ -193,41 +192,11 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     if let Some(limited) = guard::limit_second_factor(&state, user_id) {
         return limited;
     }
-    let user = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
-        Ok(Some(u)) if !u.disabled => u,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return errors::server_page(&e.into()),
-    };
-    let now = state.clock.now();
     let ip = ip_text(&req, &state);
-    let locked = |until: Option<i64>| state.settings.lockout && until.is_some_and(|t| t > now);
-    match state.db.read(move |c| db::users::lock_state(c, user_id)).await {
-        Ok(s) if locked(s.locked_until) => return locked_out(&state, request_id, &user.username, ip).await,
-        Ok(_) => {}
-        Err(e) => return errors::server_page(&e.into()),
-    }
-    let used = match mfa::check(&state, user_id, field(&form, "code")).await {
-        Ok(used) => used,
-        Err(MfaError::InvalidCode) => {
+    let user = match mfa::second_factor(&state, user_id, field(&form, "code"), &ip).await {
+        Ok(SecondFactor::Passed { user, .. }) => user,
+        Ok(SecondFactor::Wrong { .. }) => {
             state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-            Event::new("mfa.failed")
-                .actor(&user.username)
-                .ip(Some(ip.clone()))
-                .log(&state)
-                .await;
-            if state.settings.lockout {
-                match state
-                    .db
-                    .write(move |c| db::users::record_failure(c, user_id, lock_for, now))
-                    .await
-                {
-                    Ok(s) if locked(s.locked_until) => {
-                        return locked_out(&state, request_id, &user.username, ip).await;
-                    }
-                    Ok(_) => {}
-                    Err(e) => return errors::server_page(&e.into()),
-                }
-            }
             return mfa_page(
                 StatusCode::UNAUTHORIZED,
                 request_id,
@@ -235,22 +204,14 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
                 Some("That code is not valid. Check your authenticator app and try again."),
             );
         }
+        Ok(SecondFactor::Locked { user }) => return locked_out(&state, request_id, &user.username, ip).await,
+        Ok(SecondFactor::Gone) => return resume_error(ResumeError::Expired),
         Err(MfaError::Db(e)) => return errors::server_page(&e.into()),
         Err(e) => {
             tracing::error!(error = %e, user_id, "second factor could not be checked");
             return errors::server_page(&OAuthError::server_error());
         }
     };
-    if let Err(e) = state.db.write(move |c| db::users::clear_failures(c, user_id)).await {
-        return errors::server_page(&e.into());
-    }
-    let method = if used == Used::Totp { "totp" } else { "recovery_code" };
-    Event::new("mfa.ok")
-        .actor(&user.username)
-        .ip(Some(ip.clone()))
-        .detail(serde_json::json!({"method": method}))
-        .log(&state)
-        .await;
     let who = SignIn {
         user_id,
         amr: AMR_PASSWORD_OTP,
@@ -346,15 +307,10 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     };
     match login::decide_consent(&state, request_id, &request, &session, approve).await {
         Ok(r) => {
-            let uid = session.user_id;
-            let name = state
-                .db
-                .read(move |c| db::users::find_by_id(c, uid))
-                .await
-                .ok()
-                .flatten()
-                .map(|u| u.username)
-                .unwrap_or_default();
+            let name = match crate::account::username(&state, session.user_id).await {
+                Ok(n) => n.unwrap_or_default(),
+                Err(e) => return errors::server_page(&e.into()),
+            };
             Event::new(if approve { "consent.granted" } else { "consent.denied" })
                 .actor(name)
                 .target(format!("client:{}", request.client_id))

@@ -8,7 +8,6 @@ use askama::Template;
 use subtle::ConstantTimeEq;
 
 use super::{cookies, errors, guard, pages, params};
-use crate::db;
 use crate::oidc::login::current_session;
 use crate::oidc::logout::{self, LogoutError, LogoutRequest};
 use crate::state::AppState;
@@ -102,15 +101,12 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if let Err(e) = logout::end_session(state, &session).await {
         return errors::server_page(&e);
     }
-    let uid = session.user_id;
-    let who = state
-        .db
-        .read(move |c| db::users::find_by_id(c, uid))
-        .await
-        .ok()
-        .flatten();
+    let who = match crate::account::username(state, session.user_id).await {
+        Ok(who) => who.unwrap_or_default(),
+        Err(e) => return errors::server_page(&e.into()),
+    };
     crate::audit::Event::new("logout")
-        .actor(who.map(|u| u.username).unwrap_or_default())
+        .actor(who)
         .target(format!("session:{}", session.sid))
         .ip(Some(super::login::ip_text(req, state)))
         .log(state)
@@ -120,9 +116,9 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
 
 async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str, user_id: i64) -> HttpResponse {
     let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
-    let username = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
-        Ok(Some(u)) => u.username,
-        _ => String::new(),
+    let username = match crate::account::username(state, user_id).await {
+        Ok(name) => name.unwrap_or_default(),
+        Err(e) => return errors::server_page(&e.into()),
     };
     let csrf = logout::confirmation_token(cookie);
     let page = ConfirmPage {

@@ -7,7 +7,6 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::errors;
 
-use crate::db;
 use crate::oidc::discovery;
 use crate::state::AppState;
 
@@ -33,8 +32,8 @@ pub async fn healthz() -> HttpResponse {
 
 /// Ready when the database answers a read and the writer commits.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
-    let read = state.db.read(db::maintenance::ping).await;
-    let write = state.db.write(|_| Ok(())).await;
+    let read = state.db.ping().await;
+    let write = state.db.write_probe().await;
     let (status, body) = match (read, write) {
         (Ok(_), Ok(())) => (StatusCode::OK, serde_json::json!({ "status": "ready" })),
         (r, w) => {

@@ -13,7 +13,6 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::auth::passkeys::{self, Assertion, PasskeyError};
 use crate::crypto::TokenHash;
-use crate::db;
 use crate::oidc::login::{self, Pending, SignIn, AMR_PASSKEY};
 use crate::state::AppState;
 
@@ -209,7 +208,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         }
         Err(PasskeyError::Db(e)) => return errors::server_page(&e.into()),
     };
-    let user = match state.db.read(move |c| db::users::find_by_id(c, user_id)).await {
+    let user = match crate::account::signed_in_user(&state, user_id).await {
         Ok(Some(u)) if !u.disabled => u,
         Ok(_) => {
             return pages::error_page(

@@ -8,7 +8,7 @@ use subtle::ConstantTimeEq;
 
 use super::authorize::login_page;
 use super::{cookies, errors, pages, params};
-use crate::db::{self, sessions::Session, users::User};
+use crate::db::{sessions::Session, users::User};
 use crate::oidc::login::{self, Pending};
 use crate::state::AppState;
 
@@ -45,17 +45,7 @@ pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer
         Ok(None) => return Ok(None),
         Err(e) => return Err(errors::server_page(&e)),
     };
-    let uid = session.user_id;
-    let user = state
-        .db
-        .read(move |c| {
-            let Some(mut u) = db::users::find_by_id(c, uid)? else {
-                return Ok(None);
-            };
-            db::users::load_groups(c, &mut u)?;
-            Ok(Some(u))
-        })
-        .await;
+    let user = crate::account::signed_in_user(state, session.user_id).await;
     match user {
         Ok(Some(user)) => Ok(Some(Viewer {
             session,

@@ -241,6 +241,16 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
     }
 }
 
+/// Whether the client's allowed groups admit the user approving a device (the same
+/// rule as at authorization).
+pub async fn admits(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, OAuthError> {
+    let cid = client_id.to_string();
+    Ok(state
+        .db
+        .read(move |c| db::clients::group_allowed(c, &cid, user_id))
+        .await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,164 @@
+//! The signed-in user's own account: what the account pages show and every change a
+//! user makes to their own profile, password, sessions and allowed applications. The
+//! account pages call these, as the admin pages call `admin`; each change is one
+//! transaction with its audit entry.
+
+use serde_json::json;
+
+use crate::audit::Event;
+use crate::db::{self, consents::Granted, mfa::Totp, passkeys::Passkey, sessions::SessionInfo, users::User, DbError};
+use crate::state::AppState;
+
+/// Who acts on their own account, and from where.
+pub struct Me<'a> {
+    pub user: &'a User,
+    /// The session the request came with.
+    pub sid: &'a str,
+    pub ip: String,
+}
+
+impl Me<'_> {
+    fn event(&self, name: &'static str) -> Event {
+        Event::new(name)
+            .actor(&self.user.username)
+            .target(&self.user.username)
+            .ip(Some(self.ip.clone()))
+    }
+}
+
+/// Everything the account page lists.
+pub struct Overview {
+    pub sessions: Vec<SessionInfo>,
+    /// The confirmed authenticator app, if any.
+    pub totp: Option<Totp>,
+    pub recovery_left: i64,
+    pub passkeys: Vec<Passkey>,
+    pub apps: Vec<Granted>,
+}
+
+pub async fn overview(state: &AppState, user_id: i64) -> Result<Overview, DbError> {
+    let now = state.clock.now();
+    state
+        .db
+        .read(move |c| {
+            Ok(Overview {
+                sessions: db::sessions::list_for_user(c, user_id, now)?,
+                totp: db::mfa::find(c, user_id)?.filter(|t| t.confirmed),
+                recovery_left: db::mfa::recovery_left(c, user_id)?,
+                passkeys: db::passkeys::list_for_user(c, user_id)?,
+                apps: db::consents::list_named(c, user_id)?,
+            })
+        })
+        .await
+}
+
+/// The enabled user behind a session, with their groups (for the portal pages).
+pub async fn signed_in_user(state: &AppState, user_id: i64) -> Result<Option<User>, DbError> {
+    state
+        .db
+        .read(move |c| {
+            let Some(mut u) = db::users::find_by_id(c, user_id)? else {
+                return Ok(None);
+            };
+            db::users::load_groups(c, &mut u)?;
+            Ok(Some(u))
+        })
+        .await
+}
+
+/// A user's name for pages and audit entries; `None` when the account is gone.
+pub async fn username(state: &AppState, user_id: i64) -> Result<Option<String>, DbError> {
+    Ok(state
+        .db
+        .read(move |c| db::users::find_by_id(c, user_id))
+        .await?
+        .map(|u| u.username))
+}
+
+/// The user's live sessions, newest first.
+pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>, DbError> {
+    let now = state.clock.now();
+    state
+        .db
+        .read(move |c| db::sessions::list_for_user(c, user_id, now))
+        .await
+}
+
+/// Saves the name and email (`None` clears them); both were checked by the caller.
+pub async fn update_profile(
+    state: &AppState,
+    me: &Me<'_>,
+    name: Option<String>,
+    email: Option<String>,
+) -> Result<(), DbError> {
+    let before = json!({"name": me.user.name, "email": me.user.email});
+    let after = json!({"name": name, "email": email});
+    let event = me
+        .event("account.profile_changed")
+        .detail(json!({"before": before, "after": after}));
+    let (uid, now) = (me.user.id, state.clock.now());
+    state
+        .db
+        .write(move |c| {
+            db::users::update_profile(c, uid, name.as_deref(), email.as_deref(), now)?;
+            event.write(c, now)
+        })
+        .await
+}
+
+/// Stores a new password hash. Whoever knew the old password may hold tokens from
+/// another sign-in, offline ones included: only this session's grants survive; the
+/// passkeys go too when asked. The caller then ends the other sessions.
+pub async fn change_password(
+    state: &AppState,
+    me: &Me<'_>,
+    hash: String,
+    remove_passkeys: bool,
+) -> Result<(), DbError> {
+    let (uid, now, sid) = (me.user.id, state.clock.now(), me.sid.to_string());
+    let event = me
+        .event("account.password_changed")
+        .detail(json!({"passkeys_removed": remove_passkeys}));
+    state
+        .db
+        .write(move |c| {
+            db::users::set_password_by_id(c, uid, &hash, now)?;
+            db::grants::revoke_user_grants(c, uid, Some(&sid), now)?;
+            if remove_passkeys {
+                db::passkeys::delete_all(c, uid)?;
+            }
+            event.write(c, now)
+        })
+        .await
+}
+
+/// Withdraws consent for an application and ends its grants; `false` when there was
+/// none to withdraw.
+pub async fn revoke_consent(state: &AppState, me: &Me<'_>, client_id: &str) -> Result<bool, DbError> {
+    let (uid, now) = (me.user.id, state.clock.now());
+    let event = me.event("consent.revoked").target(format!("client:{client_id}"));
+    let client_id = client_id.to_string();
+    state
+        .db
+        .write(move |c| {
+            let had = db::consents::revoke(c, uid, &client_id, now)?;
+            if had {
+                event.write(c, now)?;
+            }
+            Ok(had)
+        })
+        .await
+}
+
+/// Records that the user confirmed their password again in this session.
+pub async fn mark_reauthenticated(state: &AppState, me: &Me<'_>) -> Result<(), DbError> {
+    let (sid, now) = (me.sid.to_string(), state.clock.now());
+    let event = me.event("account.reauthenticated");
+    state
+        .db
+        .write(move |c| {
+            db::sessions::mark_reauthenticated(c, &sid, now)?;
+            event.write(c, now)
+        })
+        .await
+}
