@@ -115,7 +115,10 @@ pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, M
             .ok_or(MfaError::InvalidCode)?;
         let secret = open(state, &t.secret)?;
         let step = totp::verify(&secret, &digits, now, t.last_step).ok_or(MfaError::InvalidCode)?;
-        let fresh = state.db.write(move |c| db::mfa::use_step(c, user_id, step)).await?;
+        let fresh = state
+            .db
+            .write(move |c| Ok(db::mfa::use_step(c, user_id, step)?.won()))
+            .await?;
         return if fresh {
             Ok(Used::Totp)
         } else {
@@ -125,7 +128,7 @@ pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, M
     let hash = TokenHash::of(&totp::normalise_recovery(code));
     let spent = state
         .db
-        .write(move |c| db::mfa::use_recovery(c, user_id, &hash, now))
+        .write(move |c| Ok(db::mfa::use_recovery(c, user_id, &hash, now)?.won()))
         .await?;
     if spent {
         Ok(Used::RecoveryCode)

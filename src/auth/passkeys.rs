@@ -106,7 +106,7 @@ pub async fn register(
     state
         .db
         .write(move |c| {
-            if !db::passkeys::consume_challenge(c, &hash, &Binding::Register(uid), now)? {
+            if !db::passkeys::consume_challenge(c, &hash, &Binding::Register(uid), now)?.won() {
                 return Ok(Err(PasskeyError::Refused("the ceremony expired; try again")));
             }
             let stored = NewPasskey {
@@ -175,7 +175,7 @@ pub async fn authenticate(state: &AppState, request_id: &str, a: &Assertion<'_>)
         .db
         .write(move |c| {
             Ok(
-                db::passkeys::consume_challenge(c, &challenge, &Binding::Login(request), now)?
+                db::passkeys::consume_challenge(c, &challenge, &Binding::Login(request), now)?.won()
                     && db::passkeys::record_use(c, pk, old, new, now)?,
             )
         })

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, Row};
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// When a client gets refresh tokens (OpenID Connect Core §11).
@@ -351,14 +351,14 @@ pub fn delete(conn: &Tx<'_>, client_id: &str) -> Result<bool, DbError> {
 
 /// Remembers a client assertion's `jti` until it expires; `false` when it was seen
 /// before (a replay, RFC 7523 §3 item 7).
-pub fn record_assertion(conn: &Tx<'_>, client_id: &str, jti: &str, expires_at: i64) -> Result<bool, DbError> {
+pub fn record_assertion(conn: &Tx<'_>, client_id: &str, jti: &str, expires_at: i64) -> Result<Claim, DbError> {
     let n = conn
         .sql()
         .prepare_cached(
             "INSERT INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
         )?
         .execute(params![jti, client_id, expires_at])?;
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }
 
 /// One page of clients whose id or name contains `q`; and how many match in all.

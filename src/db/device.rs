@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Row};
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone)]
@@ -120,10 +120,10 @@ pub fn decide(conn: &Tx<'_>, d: &Decision<'_>) -> Result<bool, DbError> {
 }
 
 /// Marks a decided request redeemed; `false` when it already was.
-pub fn consume(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn consume(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
     let n = conn
         .sql()
         .prepare_cached("UPDATE device_codes SET used_at = ?2 WHERE device_hash = ?1 AND used_at IS NULL")?
         .execute(params![hash.as_bytes(), now])?;
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }

@@ -4,7 +4,7 @@
 
 use rusqlite::{params, Row};
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 pub struct NewCode<'a> {
@@ -293,12 +293,12 @@ pub fn revoke_outside_allowed_groups(
 
 /// Marks a refresh token used; `false` when it already was (one UPDATE, so of two
 /// parallel uses exactly one wins).
-pub fn use_refresh(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn use_refresh(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
     let updated = conn
         .sql()
         .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL")?
         .execute(params![hash.as_bytes(), now])?;
-    Ok(updated == 1)
+    Ok(Claim::of(updated))
 }
 
 /// Whether an access token is still good as far as the database knows: its grant is

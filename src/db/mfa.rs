@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// `Debug` leaves the secret out.
@@ -85,25 +85,25 @@ pub fn confirm(conn: &Tx<'_>, user_id: i64, step: i64, recovery: &[TokenHash], n
 
 /// Records `step` as used; `false` when it (or a later one) already was, so of two
 /// submissions of one code exactly one wins.
-pub fn use_step(conn: &Tx<'_>, user_id: i64, step: i64) -> Result<bool, DbError> {
+pub fn use_step(conn: &Tx<'_>, user_id: i64, step: i64) -> Result<Claim, DbError> {
     let n = conn
         .sql()
         .prepare_cached(
             "UPDATE totp SET last_step = ?2 WHERE user_id = ?1 AND confirmed_at IS NOT NULL AND last_step < ?2",
         )?
         .execute(params![user_id, step])?;
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }
 
 /// Spends a recovery code; `false` when unknown or already used.
-pub fn use_recovery(conn: &Tx<'_>, user_id: i64, hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn use_recovery(conn: &Tx<'_>, user_id: i64, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
     let n = conn
         .sql()
         .prepare_cached(
             "UPDATE recovery_codes SET used_at = ?3 WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
         )?
         .execute(params![user_id, hash.as_bytes(), now])?;
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }
 
 pub fn recovery_left(conn: &Tx<'_>, user_id: i64) -> Result<i64, DbError> {

@@ -211,6 +211,31 @@ impl Db {
     }
 }
 
+/// The outcome of claiming a single-use value (a code, a refresh token, a one-time
+/// step) with one conditional UPDATE: of two parallel claims exactly one is `Won`.
+/// Ignoring it would hand out what another request already spent, so it cannot be
+/// dropped unread.
+#[must_use = "a single-use value may already have been spent by another request"]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    Won,
+    Lost,
+}
+
+impl Claim {
+    pub(crate) fn of(rows: usize) -> Self {
+        if rows == 1 {
+            Claim::Won
+        } else {
+            Claim::Lost
+        }
+    }
+
+    pub fn won(self) -> bool {
+        self == Claim::Won
+    }
+}
+
 /// Maps "no row" to `None` while keeping every other error: a failing database is never
 /// mistaken for a missing record.
 pub(crate) fn optional<T>(r: rusqlite::Result<T>) -> Result<Option<T>, DbError> {

@@ -4,7 +4,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone, Serialize)]
@@ -125,7 +125,7 @@ pub fn create_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, expi
 
 /// Spends a challenge issued for this binding; `false` when unknown, used, expired or
 /// issued for something else.
-pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now: i64) -> Result<bool, DbError> {
+pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now: i64) -> Result<Claim, DbError> {
     let n = match binding {
         Binding::Register(uid) => conn.sql().execute(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'register'
@@ -138,7 +138,7 @@ pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now
             params![hash.as_bytes(), r.as_bytes(), now],
         )?,
     };
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }
 
 /// Removes every passkey of a user (a lost device, an administrator's reset).

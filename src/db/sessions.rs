@@ -2,7 +2,7 @@
 
 use rusqlite::params;
 
-use super::{optional, DbError, Tx};
+use super::{optional, Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone)]
@@ -168,14 +168,14 @@ pub fn find_login_request(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Resul
 }
 
 /// Marks a pending request used; `false` when another submission got there first.
-pub fn consume_login_request(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<bool, DbError> {
+pub fn consume_login_request(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
     let n = conn
         .sql()
         .prepare_cached(
             "UPDATE login_requests SET used_at = ?2 WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
         )?
         .execute(params![id_hash.as_bytes(), now])?;
-    Ok(n == 1)
+    Ok(Claim::of(n))
 }
 
 /// A live session as the account and admin pages list it.

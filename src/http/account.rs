@@ -115,7 +115,7 @@ pub(super) fn me<'a>(req: &HttpRequest, state: &AppState, v: &'a Viewer) -> crat
     crate::account::Me {
         user: &v.user,
         sid: &v.session.sid,
-        ip: super::login::ip_text(req, state),
+        ip: super::guard::ip_text(req, state),
     }
 }
 
@@ -348,7 +348,7 @@ pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
             Event::new("session.ended")
                 .actor(&v.user.username)
                 .target(&v.user.username)
-                .ip(Some(super::login::ip_text(&req, &state)))
+                .ip(Some(super::guard::ip_text(&req, &state)))
                 .log(&state)
                 .await;
             back("session")
@@ -367,7 +367,7 @@ pub async fn end_others(req: HttpRequest, state: web::Data<AppState>, body: Byte
             Event::new("session.ended_others")
                 .actor(&v.user.username)
                 .target(&v.user.username)
-                .ip(Some(super::login::ip_text(&req, &state)))
+                .ip(Some(super::guard::ip_text(&req, &state)))
                 .detail(serde_json::json!({"count": n}))
                 .log(&state)
                 .await;

@@ -81,7 +81,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         Err(resp) => return resp,
     };
     let next = get(&form, "next").to_string();
-    let ip = super::login::ip_text(&req, &state);
+    let ip = super::guard::ip_text(&req, &state);
     match password_ok(&state, &v, get(&form, "password")).await {
         Ok(true) => {}
         Ok(false) => {

@@ -74,7 +74,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
             Event::new("mfa.enrolled")
                 .actor(&v.user.username)
                 .target(&v.user.username)
-                .ip(Some(super::login::ip_text(&req, &state)))
+                .ip(Some(super::guard::ip_text(&req, &state)))
                 .log(&state)
                 .await;
             pages::render(
@@ -126,7 +126,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
     Event::new("mfa.disabled")
         .actor(&v.user.username)
         .target(&v.user.username)
-        .ip(Some(super::login::ip_text(&req, &state)))
+        .ip(Some(super::guard::ip_text(&req, &state)))
         .log(&state)
         .await;
     back("totp-off")

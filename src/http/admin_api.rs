@@ -11,7 +11,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{errors, login::ip_text, portal, userinfo::header_token};
+use super::{errors, guard::ip_text, portal, userinfo::header_token};
 use crate::admin::{self, clients::ClientSpec, users::UserInput, Actor, AdminError, ListQuery};
 use crate::oidc::token::ADMIN_SCOPE;
 use crate::oidc::{introspect, ErrorCode, OAuthError};

@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::portal::{self, Viewer};
-use super::{errors, guard, login::ip_text, pages, params};
+use super::{errors, guard, guard::ip_text, pages, params};
 use crate::admin::{self, overview::Stats, Actor, AdminError, ListQuery};
 use crate::state::AppState;
 

@@ -25,6 +25,17 @@ pub fn client_ip(req: &HttpRequest, state: &AppState) -> IpAddr {
     client_ip::client_ip(peer, chosen, lines, &state.settings.trusted_proxies)
 }
 
+/// The requester's address as text, for the audit log and the session list.
+pub fn ip_text(req: &HttpRequest, state: &AppState) -> String {
+    client_ip(req, state).to_string()
+}
+
+/// The browser's own description, shortened, for the session list.
+pub fn user_agent(req: &HttpRequest) -> Option<String> {
+    let ua = req.headers().get(header::USER_AGENT)?.to_str().ok()?;
+    Some(ua.chars().take(200).collect())
+}
+
 fn too_many_json(wait: Duration) -> HttpResponse {
     let e = OAuthError::new(ErrorCode::TemporarilyUnavailable, "too many requests; retry later");
     let mut resp = errors::oauth_json(&e);

@@ -11,6 +11,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::authorize::{bad_request_page, client_name, denied, respond, show_consent};
+use super::guard::{ip_text, user_agent};
 use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
@@ -35,16 +36,6 @@ fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
     params::require_form(req).and_then(|_| params::unique_form(body)).ok()
-}
-
-/// The requester's address as text, for the audit log and the session list.
-pub fn ip_text(req: &HttpRequest, state: &AppState) -> String {
-    guard::client_ip(req, state).to_string()
-}
-
-pub fn user_agent(req: &HttpRequest) -> Option<String> {
-    let ua = req.headers().get(header::USER_AGENT)?.to_str().ok()?;
-    Some(ua.chars().take(200).collect())
 }
 
 /// What the login form says the sign-in is for.

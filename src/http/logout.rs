@@ -108,7 +108,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     crate::audit::Event::new("logout")
         .actor(who)
         .target(format!("session:{}", session.sid))
-        .ip(Some(super::login::ip_text(req, state)))
+        .ip(Some(super::guard::ip_text(req, state)))
         .log(state)
         .await;
     finished(state, &request)

@@ -6,7 +6,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use serde_json::json;
 
-use super::login::{complete_sign_in, ip_text, resume_error, user_agent};
+use super::guard::{ip_text, user_agent};
+use super::login::{complete_sign_in, resume_error};
 use super::portal::{self, Viewer};
 use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;

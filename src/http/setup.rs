@@ -73,7 +73,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             crate::audit::Event::new("setup.completed")
                 .actor("setup-link")
                 .target(username.trim())
-                .ip(Some(super::login::ip_text(&req, &state)))
+                .ip(Some(super::guard::ip_text(&req, &state)))
                 .log(&state)
                 .await;
             let page = SetupPage {

@@ -38,7 +38,7 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
-        let resp = grants::grant(&state, &client, &form, &super::login::ip_text(&req, &state)).await?;
+        let resp = grants::grant(&state, &client, &form, &super::guard::ip_text(&req, &state)).await?;
         state
             .metrics
             .token_issued(form.get("grant_type").map(String::as_str).unwrap_or_default());
@@ -82,7 +82,7 @@ pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         let token = form
             .get("token")
             .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
-        let ip = super::login::ip_text(&req, &state);
+        let ip = super::guard::ip_text(&req, &state);
         inspect::revoke(
             &state,
             &client,

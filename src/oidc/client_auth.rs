@@ -138,7 +138,7 @@ async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Resu
     let (client_id, jti) = (client.client_id.clone(), jti.to_string());
     let fresh = state
         .db
-        .write(move |c| db::clients::record_assertion(c, &client_id, &jti, exp))
+        .write(move |c| Ok(db::clients::record_assertion(c, &client_id, &jti, exp)?.won()))
         .await?;
     if fresh {
         Ok(())

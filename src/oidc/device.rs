@@ -184,7 +184,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                     })
                 }
                 (Some(false), _) | (Some(true), None) => {
-                    if !db::device::consume(c, &hash, now)? {
+                    if !db::device::consume(c, &hash, now)?.won() {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
                     }
                     Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
@@ -195,7 +195,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                     };
                     // The conditional UPDATE decides: of two polls that both read an
                     // approved request, only the one that consumes it gets tokens.
-                    if !db::device::consume(c, &hash, now)? {
+                    if !db::device::consume(c, &hash, now)?.won() {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
                     }
                     let grant = Grant {

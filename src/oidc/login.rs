@@ -133,7 +133,7 @@ pub async fn park_mfa(
     let consumed = state
         .db
         .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
                 return Ok(false);
             }
             row.insert(c, now)?;
@@ -214,7 +214,7 @@ pub async fn finish(
     let outcome = state
         .db
         .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
                 return Ok(None);
             }
             if let Some(old) = previous {
@@ -308,7 +308,7 @@ pub async fn finish_session_only(
     let consumed = state
         .db
         .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
                 return Ok(false);
             }
             if let Some(old) = previous {
@@ -329,7 +329,7 @@ pub async fn consume(state: &AppState, request_id: &str) -> Result<(), ResumeErr
     let (id_hash, now) = (TokenHash::of(request_id), state.clock.now());
     if state
         .db
-        .write(move |c| db::sessions::consume_login_request(c, &id_hash, now))
+        .write(move |c| Ok(db::sessions::consume_login_request(c, &id_hash, now)?.won()))
         .await?
     {
         Ok(())
@@ -360,7 +360,7 @@ pub async fn decide_consent(
     let consumed = state
         .db
         .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)? {
+            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
                 return Ok(false);
             }
             if approve {

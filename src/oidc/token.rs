@@ -351,7 +351,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
             };
             match r.used_at {
                 None => {
-                    if !db::grants::use_refresh(c, &presented, now)? {
+                    if !db::grants::use_refresh(c, &presented, now)?.won() {
                         return refuse("the refresh token is not valid");
                     }
                 }

@@ -20,7 +20,7 @@ fn ready() -> bool {
             std::env::var_os("CI").is_none(),
             "Chromium or playwright-core is missing; .ci/run installs them"
         );
-        eprintln!("skipping: install chromium and run `npm ci --prefix tests/browser` (or .ci/run)");
+        eprintln!("SKIPPED: the browser tests need Chromium and playwright-core: install chromium and run `npm ci --prefix tests/browser` (or .ci/run)");
     }
     ok
 }

@@ -16,7 +16,7 @@ fn available(check: &mut Command, what: &str) -> bool {
             std::env::var_os("CI").is_none(),
             "{what} is not installed; .ci/run installs it"
         );
-        eprintln!("skipping: {what} is not installed (run .ci/run or see tests/interop)");
+        eprintln!("SKIPPED: {what} is not installed (run .ci/run or see tests/interop)");
     }
     ok
 }
