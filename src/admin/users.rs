@@ -104,7 +104,7 @@ const RESERVED_CLAIMS: &[&str] = &[
     "amr",
 ];
 
-/// Checks the fields present; returns the cleaned email and name.
+/// Checks the fields present, recording what is wrong with each in `problems`.
 fn check(input: &UserInput, problems: &mut Problems) {
     if let Some(e) = input.email.as_deref().filter(|e| !e.trim().is_empty()) {
         if let Err(err) = Email::parse(e.trim()) {

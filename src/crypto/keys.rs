@@ -51,7 +51,8 @@ pub struct SigningKeyRecord {
     pub private_pem: String,
     pub public_jwk: String,
     pub created_at: i64,
-    /// When set, the key no longer signs; it stays in the JWKS until `expires_at`.
+    /// When set, the key no longer signs; it stays in the JWKS until the tokens it
+    /// signed have expired (`keep_retired` seconds after this).
     pub retired_at: Option<i64>,
 }
 

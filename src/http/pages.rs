@@ -1,4 +1,6 @@
-//! HTML pages: one view struct per askama template, and the headers every page gets.
+//! The pages people see around sign-in (login, consent, device approval, form post,
+//! errors): one view struct per askama template, words for scopes and claims, and
+//! the headers every page gets.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;

@@ -5,8 +5,8 @@ use rand::Rng;
 use serde_json::{json, Value};
 
 use super::claims::SUPPORTED_SCOPES;
+use super::grant::{access_ttl, active_user, client_alg, open_grant, refresh_ttl, Form, RefreshRule, DEVICE_CODE};
 use super::issue::{mint, Mint, TokenResponse};
-use super::token::{active_user, client_alg, open_grant, Form, RefreshRule};
 use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
@@ -45,7 +45,7 @@ pub fn normalize(input: &str) -> Option<String> {
 
 /// RFC 8628 §3.1–3.2.
 pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Value, OAuthError> {
-    if !client.allows_grant(super::token::DEVICE_CODE) {
+    if !client.allows_grant(DEVICE_CODE) {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
             "the client is not registered for the device flow",
@@ -157,7 +157,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
     let client_id = client.client_id.clone();
     let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), super::token::refresh_ttl(state, client));
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(state, client));
     let polled = state
         .db
         .write(move |c| {
@@ -234,7 +234,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                     nonce: None,
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
-                    access_ttl: super::token::access_ttl(state, client),
+                    access_ttl: access_ttl(state, client),
                 },
             )
         }

@@ -8,6 +8,7 @@ pub mod cors;
 pub mod device;
 pub mod discovery;
 pub mod error;
+pub mod grant;
 pub mod introspect;
 pub mod issue;
 pub mod keys;
