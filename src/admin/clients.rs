@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::{invalid, Actor, AdminError, ListQuery, Listed, Problems};
 use crate::crypto::Secret;
 use crate::db::{self, clients::Client, clients::RefreshPolicy};
-use crate::domain::{ClientId, RedirectUri};
+use crate::domain::{ClientId, GrantType, RedirectUri};
 use crate::state::AppState;
 
 pub const AUTH_METHODS: &[&str] = &[
@@ -18,10 +18,10 @@ pub const AUTH_METHODS: &[&str] = &[
     "none",
 ];
 pub const GRANT_TYPES: &[&str] = &[
-    "authorization_code",
-    "refresh_token",
-    "client_credentials",
-    "urn:ietf:params:oauth:grant-type:device_code",
+    GrantType::AuthorizationCode.as_str(),
+    GrantType::RefreshToken.as_str(),
+    GrantType::ClientCredentials.as_str(),
+    GrantType::DeviceCode.as_str(),
 ];
 pub const ALGS: &[&str] = &["RS256", "ES256", "EdDSA"];
 

@@ -1,8 +1,10 @@
 //! Domain newtypes, each made by parsing: once built, a value is known to be valid.
 
+mod grant_type;
 mod redirect_uri;
 mod scope;
 
+pub use grant_type::GrantType;
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 

@@ -82,7 +82,7 @@ pub fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuth
     param(form, name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
-pub const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+pub const DEVICE_CODE: &str = crate::domain::GrantType::DeviceCode.as_str();
 
 /// The client's own access-token lifetime, or the server's.
 pub fn access_ttl(state: &AppState, client: &Client) -> i64 {

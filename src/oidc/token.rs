@@ -1,16 +1,14 @@
 //! The token endpoint's grants (RFC 6749 §4.1.3 and §6): exchanging a code and
 //! rotating a refresh token. Each is one write transaction; signing happens after it.
 
-use super::grant::{
-    access_ttl, active_user, client_alg, open_grant, param, refresh_ttl, required, Form, RefreshRule, DEVICE_CODE,
-};
+use super::grant::{access_ttl, active_user, client_alg, open_grant, param, refresh_ttl, required, Form, RefreshRule};
 use super::issue::{mint, Mint, TokenResponse};
 use super::{pkce, ErrorCode, OAuthError};
 use crate::audit;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::grants::{Consumed, Grant};
 use crate::db::{self, clients::Client, users::User};
-use crate::domain::Scope;
+use crate::domain::{GrantType, Scope};
 use crate::state::AppState;
 
 /// Seconds after a refresh token's use during which a confidential client presenting
@@ -20,27 +18,19 @@ pub const REFRESH_RETRY_GRACE: i64 = 10;
 
 /// Answers a token request; `ip` is the client's address, for the audit log.
 pub async fn grant(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
-    let grant_type = required(form, "grant_type")?;
-    if !matches!(
-        grant_type,
-        "authorization_code" | "refresh_token" | "client_credentials" | DEVICE_CODE
-    ) {
-        return Err(OAuthError::new(
-            ErrorCode::UnsupportedGrantType,
-            "this grant type is not supported",
-        ));
-    }
-    if !client.allows_grant(grant_type) {
+    let grant_type = GrantType::parse(required(form, "grant_type")?)
+        .map_err(|e| OAuthError::new(ErrorCode::UnsupportedGrantType, e.0))?;
+    if !client.allows_grant(grant_type.as_str()) {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
             "the client is not registered for this grant type",
         ));
     }
     match grant_type {
-        "authorization_code" => exchange_code(state, client, form, ip).await,
-        "refresh_token" => refresh(state, client, form, ip).await,
-        "client_credentials" => client_credentials(state, client, form, ip).await,
-        _ => super::device::poll(state, client, form, ip).await,
+        GrantType::AuthorizationCode => exchange_code(state, client, form, ip).await,
+        GrantType::RefreshToken => refresh(state, client, form, ip).await,
+        GrantType::ClientCredentials => client_credentials(state, client, form, ip).await,
+        GrantType::DeviceCode => super::device::poll(state, client, form, ip).await,
     }
 }
 
