@@ -183,24 +183,7 @@ async fn a_public_client_uses_pkce_and_no_secret() {
     let app = spawn_app().await;
     app.add_user("dave").await;
     app.add_client("spa", true).await;
-    let pkce = Pkce::new();
-    let url = app.authorize_url(
-        "spa",
-        &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
-    );
-    let params = app.login(&browser(), &url, "dave").await;
-    let resp = app
-        .token(
-            None,
-            &[
-                ("grant_type", "authorization_code"),
-                ("client_id", "spa"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &pkce.verifier),
-            ],
-        )
-        .await;
+    let resp = app.public_tokens("spa", "dave").await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["cache-control"], "no-store");
     assert_eq!(resp.headers()["pragma"], "no-cache");

@@ -187,24 +187,7 @@ async fn a_public_clients_replayed_refresh_token_revokes_the_family_at_once() {
     let app = spawn_app().await;
     app.add_user("alice").await;
     app.add_client("spa", true).await;
-    let pkce = Pkce::new();
-    let url = app.authorize_url(
-        "spa",
-        &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
-    );
-    let params = app.login(&browser(), &url, "alice").await;
-    let resp = app
-        .token(
-            None,
-            &[
-                ("grant_type", "authorization_code"),
-                ("client_id", "spa"),
-                ("code", &params["code"]),
-                ("redirect_uri", REDIRECT),
-                ("code_verifier", &pkce.verifier),
-            ],
-        )
-        .await;
+    let resp = app.public_tokens("spa", "alice").await;
     assert_eq!(resp.status(), 200);
     let tokens: Value = resp.json().await.unwrap();
     let first = text(&tokens, "refresh_token").to_string();

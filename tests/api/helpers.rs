@@ -239,6 +239,28 @@ impl TestApp {
         resp.json().await.unwrap()
     }
 
+    /// A full code flow with PKCE for a public client (no secret); returns the token
+    /// endpoint's answer unread.
+    pub async fn public_tokens(&self, client_id: &str, username: &str) -> reqwest::Response {
+        let pkce = Pkce::new();
+        let url = self.authorize_url(
+            client_id,
+            &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
+        );
+        let params = self.login(&browser(), &url, username).await;
+        self.token(
+            None,
+            &[
+                ("grant_type", "authorization_code"),
+                ("client_id", client_id),
+                ("code", &params["code"]),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", &pkce.verifier),
+            ],
+        )
+        .await
+    }
+
     /// Exchanges a code issued without PKCE at the registered redirect URI.
     pub async fn exchange(&self, client: &str, secret: &str, code: &str) -> serde_json::Value {
         let form = [

@@ -110,6 +110,18 @@ async fn without_a_hint_the_user_confirms_with_a_csrf_protected_form() {
 }
 
 /// A one-shot HTTP endpoint that records request bodies and answers `status`.
+/// The next logout token the receiver is sent, within `secs` seconds.
+pub(crate) async fn next_logout_token(bodies: &mut mpsc::UnboundedReceiver<String>, secs: u64) -> String {
+    let body = tokio::time::timeout(std::time::Duration::from_secs(secs), bodies.recv())
+        .await
+        .expect("a logout token is delivered in time")
+        .unwrap();
+    url::form_urlencoded::parse(body.as_bytes())
+        .find(|(k, _)| k == "logout_token")
+        .map(|(_, v)| v.into_owned())
+        .expect("the delivery carries logout_token")
+}
+
 pub(crate) async fn receiver(status: u16) -> (String, mpsc::UnboundedReceiver<String>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/backchannel", listener.local_addr().unwrap());
@@ -162,14 +174,7 @@ async fn back_channel_logout_posts_a_signed_logout_token() {
         .unwrap();
     assert_eq!(resp.status(), 200);
 
-    let body = tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    let token: String = url::form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == "logout_token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let token = next_logout_token(&mut bodies, 10).await;
     let (header, claims) = jwt_parts(&token);
     assert_eq!(header["typ"], "logout+jwt");
     assert_eq!(claims["iss"], app.address);
@@ -322,14 +327,7 @@ async fn a_logout_token_is_no_id_token_hint() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
-    let body = tokio::time::timeout(std::time::Duration::from_secs(10), bodies.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    let logout_token: String = url::form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == "logout_token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let logout_token = next_logout_token(&mut bodies, 10).await;
     // Signed by us, for this client, with a `sub`: but it is not an ID token.
     let (b, _) = signed_in(&app, &secret).await;
     let resp = b

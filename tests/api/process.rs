@@ -502,14 +502,7 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
         &["user", "set-password", "alice", "--password-stdin"],
         Some("another long password\n"),
     );
-    let body = tokio::time::timeout(std::time::Duration::from_secs(15), bodies.recv())
-        .await
-        .expect("the CLI's logout is delivered")
-        .unwrap();
-    let token: String = url::form_urlencoded::parse(body.as_bytes())
-        .find(|(k, _)| k == "logout_token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let token = crate::logout::next_logout_token(&mut bodies, 15).await;
     let (_, claims) = jwt_parts(&token);
     assert_eq!(claims["iss"], server.address, "the server's issuer, not a CLI default");
     assert!(claims["exp"].as_i64().unwrap() > claims["iat"].as_i64().unwrap());
