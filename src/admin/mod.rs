@@ -31,8 +31,7 @@ impl Actor {
     }
 }
 
-/// Field name → what is wrong with it, shown next to the field or returned as JSON.
-pub type Problems = BTreeMap<String, String>;
+pub use crate::domain::Problems;
 
 #[derive(Debug)]
 pub enum AdminError {

@@ -4,7 +4,7 @@
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, users::NewUser, DbError};
-use crate::domain::{Email, NewPassword, Username};
+use crate::domain::{Email, NewPassword, Problems, Username};
 use crate::oidc::OAuthError;
 use crate::state::AppState;
 
@@ -31,21 +31,6 @@ pub async fn usable(state: &AppState, token: &str) -> Result<bool, DbError> {
     }
     let (hash, now) = (TokenHash::of(token), state.clock.now());
     state.db.read(move |c| db::setup::usable(c, &hash, now)).await
-}
-
-/// The form as typed, and what is wrong with each field.
-#[derive(Debug, Default)]
-pub struct Problems {
-    pub username: Option<String>,
-    pub email: Option<String>,
-    pub password: Option<String>,
-    pub confirm: Option<String>,
-}
-
-impl Problems {
-    pub fn any(&self) -> bool {
-        self.username.is_some() || self.email.is_some() || self.password.is_some() || self.confirm.is_some()
-    }
 }
 
 const COMMON: &[&str] = &[
@@ -93,13 +78,19 @@ pub async fn finish(
 ) -> Result<Outcome, OAuthError> {
     let name = Username::parse(username.trim());
     let mail = Email::parse(email);
-    let problems = Problems {
-        username: name.as_ref().err().map(|e| e.0.clone()),
-        email: mail.as_ref().err().map(|e| e.0.clone()),
-        password: password_problem(password, username.trim()),
-        confirm: (password != confirm).then(|| "the two passwords differ".to_string()),
-    };
-    let (Ok(name), Ok(mail), false) = (name, mail, problems.any()) else {
+    let problems: Problems = [
+        ("username", name.as_ref().err().map(|e| e.0.clone())),
+        ("email", mail.as_ref().err().map(|e| e.0.clone())),
+        ("password", password_problem(password, username.trim())),
+        (
+            "confirm",
+            (password != confirm).then(|| "the two passwords differ".to_string()),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(field, problem)| problem.map(|p| (field.to_string(), p)))
+    .collect();
+    let (Ok(name), Ok(mail), true) = (name, mail, problems.is_empty()) else {
         return Ok(Outcome::Invalid(problems));
     };
     let password_hash = state.hasher.hash(password).await?;

@@ -8,6 +8,10 @@ pub use grant_type::GrantType;
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 
+/// What is wrong with a form or a request body: field name → message, shown next to
+/// the field on a page or returned as JSON by the admin API. One type for every form.
+pub type Problems = std::collections::BTreeMap<String, String>;
+
 /// Why a value was refused, in words fit to show the person who typed it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

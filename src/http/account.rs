@@ -18,15 +18,7 @@ use crate::domain::{Email, NewPassword};
 use crate::oidc::logout;
 use crate::state::AppState;
 
-#[derive(Default)]
-pub struct Problems {
-    pub name: Option<String>,
-    pub email: Option<String>,
-    pub current: Option<String>,
-    pub password: Option<String>,
-    pub confirm: Option<String>,
-    pub disable: Option<String>,
-}
+pub use crate::domain::Problems;
 
 /// A session as one table row.
 pub struct SessionRow {
@@ -226,14 +218,14 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     let (name, email) = (get(&form, "name").trim(), get(&form, "email").trim());
     let mut problems = Problems::default();
     if name.chars().count() > 200 {
-        problems.name = Some("use at most 200 characters".into());
+        problems.insert("name".into(), "use at most 200 characters".into());
     }
     if !email.is_empty() {
         if let Err(e) = Email::parse(email) {
-            problems.email = Some(e.0);
+            problems.insert("email".into(), e.0);
         }
     }
-    if problems.name.is_some() || problems.email.is_some() {
+    if problems.contains_key("name") || problems.contains_key("email") {
         return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, Some((name, email))).await;
     }
     let (n, e) = (
@@ -283,19 +275,21 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     let new = match NewPassword::parse(get(&form, "password")) {
         Ok(p) => Some(p),
         Err(e) => {
-            problems.password = Some(e.0);
+            problems.insert("password".into(), e.0);
             None
         }
     };
     if get(&form, "password") != get(&form, "confirm") {
-        problems.confirm = Some("the two passwords differ".into());
+        problems.insert("confirm".into(), "the two passwords differ".into());
     }
     match password_ok(&state, &v, get(&form, "current")).await {
         Ok(true) => {}
-        Ok(false) => problems.current = Some("this is not your current password".into()),
+        Ok(false) => {
+            problems.insert("current".into(), "this is not your current password".into());
+        }
         Err(resp) => return resp,
     }
-    let Some(new) = new.filter(|_| problems.current.is_none() && problems.confirm.is_none()) else {
+    let Some(new) = new.filter(|_| !problems.contains_key("current") && !problems.contains_key("confirm")) else {
         return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
     };
     let hash = match state.hasher.hash(new.expose()).await {

@@ -112,10 +112,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
     match password_ok(&state, &v, get(&form, "password")).await {
         Ok(true) => {}
         Ok(false) => {
-            let problems = Problems {
-                disable: Some("this is not your current password".into()),
-                ..Problems::default()
-            };
+            let problems = Problems::from([("disable".into(), "this is not your current password".into())]);
             return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
         }
         Err(resp) => return resp,

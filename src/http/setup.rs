@@ -8,7 +8,8 @@ use askama::Template;
 
 use super::{errors, guard, pages, params};
 use crate::auth::limits::Bucket;
-use crate::auth::setup::{self, Outcome, Problems};
+use crate::auth::setup::{self, Outcome};
+use crate::domain::Problems;
 use crate::state::AppState;
 
 #[derive(Template)]
