@@ -75,6 +75,20 @@ pub async fn username(state: &AppState, user_id: i64) -> Result<Option<String>, 
         .map(|u| u.username))
 }
 
+/// A name for an audit entry written after the action it records has committed: a
+/// failing lookup must not undo the answer, so it is logged and the entry names the
+/// account by id instead.
+pub async fn actor_name(state: &AppState, user_id: i64) -> String {
+    match username(state, user_id).await {
+        Ok(Some(name)) => name,
+        Ok(None) => format!("user:{user_id}"),
+        Err(e) => {
+            tracing::error!(error = %e, user_id, "cannot read a username for the audit log");
+            format!("user:{user_id}")
+        }
+    }
+}
+
 /// The user's live sessions, newest first.
 pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>, DbError> {
     let now = state.clock.now();

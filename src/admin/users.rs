@@ -502,18 +502,19 @@ pub async fn id_by_username(state: &AppState, username: &str) -> Result<Option<i
 pub async fn seed(
     state: &AppState,
     actor: &Actor,
+    prefix: &str,
     names: Vec<String>,
     domain: &str,
     password_hash: String,
 ) -> Result<usize, AdminError> {
-    let (now, actor, domain) = (state.clock.now(), actor.clone(), domain.to_string());
+    let (now, actor, domain, prefix) = (state.clock.now(), actor.clone(), domain.to_string(), prefix.to_string());
     Ok(state
         .db
         .write(move |c| {
             let created = db::users::insert_many(c, &names, &domain, &password_hash, now)?;
             actor
                 .event("admin.users_seeded")
-                .detail(json!({"requested": names.len(), "created": created}))
+                .detail(json!({"prefix": prefix, "created": created}))
                 .write(c, now)?;
             Ok(created)
         })

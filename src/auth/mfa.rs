@@ -147,8 +147,9 @@ pub enum SecondFactor {
     Passed { user: User, used: Used },
     /// A wrong code, counted toward the lockout.
     Wrong { user: User },
-    /// Too many wrong codes (or passwords): the account is locked for now.
-    Locked { user: User },
+    /// Too many wrong codes (or passwords): the account is locked for now;
+    /// `by_this_code` when this wrong code was the one that locked it.
+    Locked { user: User, by_this_code: bool },
     /// The account was disabled or deleted meanwhile.
     Gone,
 }
@@ -170,7 +171,10 @@ pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str)
     let locked = |until: Option<i64>| lockout && until.is_some_and(|t| t > now);
     let lock = state.db.read(move |c| db::users::lock_state(c, user_id)).await?;
     if locked(lock.locked_until) {
-        return Ok(SecondFactor::Locked { user });
+        return Ok(SecondFactor::Locked {
+            user,
+            by_this_code: false,
+        });
     }
     match check(state, user_id, code).await {
         Ok(used) => {
@@ -196,7 +200,10 @@ pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str)
                     .write(move |c| db::users::record_failure(c, user_id, super::login::lock_for, now))
                     .await?;
                 if locked(after.locked_until) {
-                    return Ok(SecondFactor::Locked { user });
+                    return Ok(SecondFactor::Locked {
+                        user,
+                        by_this_code: true,
+                    });
                 }
             }
             Ok(SecondFactor::Wrong { user })

@@ -197,9 +197,10 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             Ok(())
         }),
         ClientCommand::Show { client_id, json } => with_state(settings, async |state| {
-            let c = admin::clients::get(state, &client_id)
-                .await
-                .map_err(|_| format!("no client with id {client_id}"))?;
+            let c = admin::clients::get(state, &client_id).await.map_err(|e| match e {
+                admin::AdminError::NotFound(_) => format!("no client with id {client_id}"),
+                other => admin_err(other, "client"),
+            })?;
             if json {
                 println!("{}", view(&c));
             } else if let serde_json::Value::Object(fields) = view(&c) {

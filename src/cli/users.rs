@@ -170,11 +170,13 @@ async fn user_id(state: &AppState, username: &str) -> Result<i64, String> {
 
 /// Groups named on the command line are created when new (audited like any other).
 pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<(), String> {
-    let created = admin::groups::ensure(state, &actor(), names)
-        .await
-        .map_err(|e| admin_err(e, "group"))?;
-    for g in created {
-        eprintln!("group {g} created");
+    for name in names {
+        let created = admin::groups::ensure(state, &actor(), std::slice::from_ref(name))
+            .await
+            .map_err(|e| admin_err(e, "group"))?;
+        for g in created {
+            eprintln!("group {g} created");
+        }
     }
     Ok(())
 }
@@ -223,7 +225,7 @@ fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     with_state(settings, async |state| {
-        let created = admin::users::seed(state, &actor(), names, "stress.invalid", password_hash)
+        let created = admin::users::seed(state, &actor(), prefix, names, "stress.invalid", password_hash)
             .await
             .map_err(|e| admin_err(e, "user"))?;
         println!("{created} users created ({prefix}1 … {prefix}{count})");

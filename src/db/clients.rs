@@ -261,6 +261,15 @@ fn with_groups(conn: &Tx<'_>, mut c: Client) -> Result<Client, DbError> {
     Ok(c)
 }
 
+/// Whether the client asks users for consent; `None` when there is no such client.
+pub fn consent_required(conn: &Tx<'_>, client_id: &str) -> Result<Option<bool>, DbError> {
+    optional(
+        conn.sql()
+            .prepare_cached("SELECT consent_required FROM clients WHERE client_id = ?1")?
+            .query_row([client_id], |r| r.get(0)),
+    )
+}
+
 /// Whether `user_id` may sign in to `client_id`: the client names no groups, or the
 /// user belongs to one of them.
 pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<bool, DbError> {

@@ -203,7 +203,9 @@ pub fn insert_refresh(
     )?
     .execute(params![hash.as_bytes(), grant_id, scope, now, expires_at])?;
     conn.sql()
-        .prepare_cached("UPDATE grants SET expires_at = max(expires_at, ?2) WHERE id = ?1")?
+        .prepare_cached(
+            "UPDATE grants SET expires_at = CASE WHEN expires_at < ?2 THEN ?2 ELSE expires_at END WHERE id = ?1",
+        )?
         .execute(params![grant_id, expires_at])?;
     Ok(())
 }

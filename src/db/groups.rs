@@ -90,7 +90,7 @@ pub fn delete(conn: &Tx<'_>, id: i64) -> Result<bool, DbError> {
 pub fn members(conn: &Tx<'_>, id: i64) -> Result<Vec<Member>, DbError> {
     let mut stmt = conn.sql().prepare_cached(
         "SELECT u.id, u.username FROM users u JOIN user_groups ug ON ug.user_id = u.id
-         WHERE ug.group_id = ?1 ORDER BY u.username",
+         WHERE ug.group_id = ?1 ORDER BY lower(u.username)",
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok(Member {

@@ -159,7 +159,7 @@ pub fn find_by_id(conn: &Tx<'_>, id: i64) -> Result<Option<User>, DbError> {
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<User>, DbError> {
-    let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
+    let sql = format!("SELECT {COLUMNS} FROM users ORDER BY lower(username)");
     let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map([], from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -325,6 +325,12 @@ pub fn search(
 ) -> Result<(Vec<User>, i64), DbError> {
     let sort = SORTS.iter().find(|s| **s == sort).copied().unwrap_or("username");
     let order = if descending { "DESC" } else { "ASC" };
+    // Text sorts without regard to case; times sort as numbers.
+    let key = if sort.ends_with("_at") {
+        sort.to_string()
+    } else {
+        format!("lower({sort})")
+    };
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
     let condition =
         "(?1 IS NULL OR lower(username) LIKE lower(?1) ESCAPE '\\' OR lower(email) LIKE lower(?1) ESCAPE '\\'
@@ -334,9 +340,8 @@ pub fn search(
         [&pattern],
         |r| r.get(0),
     )?;
-    let sql = format!(
-        "SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY lower({sort}) {order}, id {order} LIMIT ?2 OFFSET ?3"
-    );
+    let sql =
+        format!("SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY {key} {order}, id {order} LIMIT ?2 OFFSET ?3");
     let mut stmt = conn.sql().prepare_cached(&sql)?;
     let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
     let mut users: Vec<User> = rows.collect::<Result<_, _>>()?;

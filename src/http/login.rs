@@ -195,7 +195,12 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
                 Some("That code is not valid. Check your authenticator app and try again."),
             );
         }
-        Ok(SecondFactor::Locked { user }) => return locked_out(&state, request_id, &user.username, ip).await,
+        Ok(SecondFactor::Locked { user, by_this_code }) => {
+            if by_this_code {
+                state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
+            }
+            return locked_out(&state, request_id, &user.username, ip).await;
+        }
         Ok(SecondFactor::Gone) => return resume_error(ResumeError::Expired),
         Err(MfaError::Db(e)) => return errors::server_page(&e.into()),
         Err(e) => {
@@ -298,10 +303,8 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     };
     match login::decide_consent(&state, request_id, &request, &session, approve).await {
         Ok(r) => {
-            let name = match crate::account::username(&state, session.user_id).await {
-                Ok(n) => n.unwrap_or_default(),
-                Err(e) => return errors::server_page(&e.into()),
-            };
+            // The consent is stored: whatever happens now, the user goes on.
+            let name = crate::account::actor_name(&state, session.user_id).await;
             Event::new(if approve { "consent.granted" } else { "consent.denied" })
                 .actor(name)
                 .target(format!("client:{}", request.client_id))

@@ -101,10 +101,8 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if let Err(e) = logout::end_session(state, &session).await {
         return errors::server_page(&e);
     }
-    let who = match crate::account::username(state, session.user_id).await {
-        Ok(who) => who.unwrap_or_default(),
-        Err(e) => return errors::server_page(&e.into()),
-    };
+    // The session has ended: whatever happens now, the user is signed out.
+    let who = crate::account::actor_name(state, session.user_id).await;
     crate::audit::Event::new("logout")
         .actor(who)
         .target(format!("session:{}", session.sid))

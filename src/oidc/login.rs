@@ -211,11 +211,6 @@ pub async fn finish(
     let record = code_record(state, req, &session, &code);
     let (consent_row, consent_names) = ParkRow::new(state, &Pending::Consent(req.clone()), browser)?;
     let (id_hash, cookie_hash, s, r) = (TokenHash::of(request_id), cookie.hash(), session.clone(), req.clone());
-    let consent_required = state
-        .clients
-        .get(&state.db, &req.client_id, now)
-        .await?
-        .is_none_or(|c| c.consent_required);
     let outcome = state
         .db
         .write(move |c| {
@@ -229,7 +224,7 @@ pub async fn finish(
             if !db::clients::group_allowed(c, &r.client_id, s.user_id)? {
                 return Ok(Some(Step::Denied));
             }
-            if consent_needed(c, &r, consent_required, s.user_id)? {
+            if consent_needed(c, &r, s.user_id)? {
                 consent_row.insert(c, now)?;
                 return Ok(Some(Step::Consent));
             }

@@ -482,3 +482,33 @@ async fn a_client_with_allowed_groups_refuses_others_and_says_why() {
     let code = redirect_params(&ok)["code"].clone();
     assert!(app.exchange("rp", &secret, &code).await["id_token"].is_string());
 }
+
+#[tokio::test]
+async fn users_sort_by_creation_time_as_numbers() {
+    let app = spawn_app().await;
+    for (name, at) in [("late", 1_000_000_000_i64), ("early", 999_999_999)] {
+        app.state
+            .db
+            .write(move |c| {
+                tessera::db::users::insert(
+                    c,
+                    &tessera::db::users::NewUser {
+                        sub: name,
+                        username: name,
+                        email: None,
+                        name: None,
+                        password_hash: "x",
+                        is_admin: false,
+                        now: at,
+                    },
+                )
+                .map(|_| ())
+            })
+            .await
+            .unwrap();
+    }
+    let q = tessera::admin::ListQuery::parse("sort=created_at").unwrap();
+    let listed = tessera::admin::users::list(&app.state, &q).await.unwrap();
+    let names: Vec<&str> = listed.items.iter().map(|u| u.username.as_str()).collect();
+    assert_eq!(names, ["early", "late"], "9 digits before 10, not as text");
+}

@@ -384,3 +384,38 @@ async fn custom_claims_are_never_released_by_name_even_without_consent() {
         .unwrap();
     assert!(info.get("salary").is_none(), "{info}");
 }
+
+#[tokio::test]
+async fn a_client_switched_to_asking_for_consent_asks_at_once() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    app.add_client("app", false).await;
+    let b = browser();
+    app.login(&b, &app.authorize_url("app", &[]), "alice").await;
+    // Fill the client cache, then change the registration behind it.
+    let resp = b
+        .get(app.authorize_url("app", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert!(redirect_params(&resp).contains_key("code"));
+    let mut client = app
+        .state
+        .db
+        .read(|c| tessera::db::clients::find(c, "app"))
+        .await
+        .unwrap()
+        .unwrap();
+    client.consent_required = true;
+    app.state
+        .db
+        .write(move |c| tessera::db::clients::update(c, &client, 0).map(|_| ()))
+        .await
+        .unwrap();
+    let resp = b
+        .get(app.authorize_url("app", &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "consent_required", "no cached answer");
+}

@@ -33,16 +33,13 @@ pub fn denied_response(state: &AppState, req: &AuthRequest) -> AuthResponse {
 /// Whether the user must (again) approve this client for this scope and these
 /// claims: always for `prompt=consent`, otherwise when the client asks for consent
 /// and no remembered consent covers both.
-pub fn consent_needed(
-    conn: &db::Tx<'_>,
-    req: &AuthRequest,
-    consent_required: bool,
-    user_id: i64,
-) -> Result<bool, DbError> {
+pub fn consent_needed(conn: &db::Tx<'_>, req: &AuthRequest, user_id: i64) -> Result<bool, DbError> {
     if req.prompt.consent {
         return Ok(true);
     }
-    if !consent_required {
+    // Read in the same snapshot as the consent, never from a cache: a client just
+    // switched to asking for consent asks at once.
+    if !db::clients::consent_required(conn, &req.client_id)?.unwrap_or(true) {
         return Ok(false);
     }
     let Some(granted) = db::consents::find(conn, user_id, &req.client_id)? else {
@@ -91,11 +88,12 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
         _ => return Ok(Next::Login),
     };
     let (cid, uid) = (req.client_id.clone(), session.user_id);
-    // The cached registration, read once for this decision: most clients admit
-    // everyone and ask no consent, which it says without a query.
-    let client = state.clients.get(&state.db, &req.client_id, state.clock.now()).await?;
-    let restricted = client.as_ref().is_none_or(|c| !c.allowed_groups.is_empty());
-    let consent_required = client.as_ref().is_none_or(|c| c.consent_required);
+    // Most clients admit everyone: the cached registration says so without a query.
+    let restricted = state
+        .clients
+        .get(&state.db, &req.client_id, state.clock.now())
+        .await?
+        .is_none_or(|c| !c.allowed_groups.is_empty());
     if restricted && !state.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
         let denied = denied_response(state, req);
         return if req.prompt.none {
@@ -105,11 +103,7 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
         };
     }
     let r = req.clone();
-    if state
-        .db
-        .read(move |c| consent_needed(c, &r, consent_required, uid))
-        .await?
-    {
+    if state.db.read(move |c| consent_needed(c, &r, uid)).await? {
         if req.prompt.none {
             return respond_error(ErrorCode::ConsentRequired, "the user has not approved this application");
         }
