@@ -57,14 +57,7 @@ pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Byte
     }
     let result = async {
         let (client, form) = authenticated(&req, &state, &body).await?;
-        // Only a client that can prove its identity may ask about tokens (RFC 7662 §2.1).
-        if client.is_public() {
-            return Err(OAuthError::invalid_client("public clients cannot introspect"));
-        }
-        let token = form
-            .get("token")
-            .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
-        inspect::introspect(&state, token).await
+        inspect::introspect(&state, &client, form.get("token").map(String::as_str)).await
     }
     .await;
     match result {

@@ -63,9 +63,14 @@ fn inactive() -> Value {
     json!({ "active": false })
 }
 
-/// RFC 7662 §2.2. Any authenticated client may introspect (resource servers are
-/// clients too); a token that is unknown, expired or revoked is just `active: false`.
-pub async fn introspect(state: &AppState, token: &str) -> Result<Value, OAuthError> {
+/// RFC 7662 §2.2. Any authenticated confidential client may introspect (resource
+/// servers are clients too); a public client cannot prove who asks (§2.1) and is
+/// refused. A token that is unknown, expired or revoked is just `active: false`.
+pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) -> Result<Value, OAuthError> {
+    if caller.is_public() {
+        return Err(OAuthError::invalid_client("public clients cannot introspect"));
+    }
+    let token = token.ok_or_else(|| OAuthError::invalid_request("token is required"))?;
     if token.is_empty() || token.len() > 16 * 1024 {
         return Ok(inactive());
     }
