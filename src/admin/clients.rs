@@ -382,13 +382,10 @@ pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
 /// A client_secret_jwt secret as stored: the HMAC key must be read back, so it is
 /// sealed with the master key when one is set (like signing keys), never hashed.
 pub fn seal_hmac(state: &AppState, secret: &str) -> Result<String, AdminError> {
-    match &state.settings.master_key {
-        Some(key) => crate::crypto::sealed::seal(key, secret.as_bytes()).map_err(|e| {
-            tracing::error!(error = %e, "cannot seal a client secret");
-            AdminError::Server(crate::oidc::OAuthError::server_error())
-        }),
-        None => Ok(secret.to_string()),
-    }
+    crate::crypto::sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(|e| {
+        tracing::error!(error = %e, "cannot seal a client secret");
+        AdminError::Server(crate::oidc::OAuthError::server_error())
+    })
 }
 
 /// Registers a client; the secret, if any, is returned once.

@@ -28,23 +28,11 @@ pub enum Used {
 }
 
 fn seal(state: &AppState, secret: &str) -> Result<String, MfaError> {
-    match &state.settings.master_key {
-        Some(key) => sealed::seal(key, secret.as_bytes()).map_err(MfaError::Secret),
-        None => Ok(secret.to_string()),
-    }
+    sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(MfaError::Secret)
 }
 
 fn open(state: &AppState, stored: &str) -> Result<String, MfaError> {
-    if !sealed::is_sealed(stored) {
-        return Ok(stored.to_string());
-    }
-    let key = state
-        .settings
-        .master_key
-        .as_ref()
-        .ok_or_else(|| MfaError::Secret("sealed, and no master key is set".into()))?;
-    let bytes = sealed::open(key, stored).map_err(MfaError::Secret)?;
-    String::from_utf8(bytes).map_err(|_| MfaError::Secret("not text".into()))
+    sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(MfaError::Secret)
 }
 
 pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {

@@ -65,6 +65,24 @@ pub fn open(key: &MasterKey, text: &str) -> Result<Vec<u8>, String> {
         .map_err(|_| "the master key does not open this value (wrong key or tampered data)".into())
 }
 
+/// `text` as stored: sealed when a master key is set, as it is otherwise.
+pub fn seal_text(key: Option<&MasterKey>, text: &str) -> Result<String, String> {
+    match key {
+        Some(key) => seal(key, text.as_bytes()),
+        None => Ok(text.to_string()),
+    }
+}
+
+/// The text of a stored value: opened when it was stored sealed (which needs the
+/// key), as it is otherwise.
+pub fn open_text(key: Option<&MasterKey>, stored: &str) -> Result<String, String> {
+    if !is_sealed(stored) {
+        return Ok(stored.to_string());
+    }
+    let key = key.ok_or("sealed, and no master key is set")?;
+    String::from_utf8(open(key, stored)?).map_err(|_| "the sealed value is not text".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

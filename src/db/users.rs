@@ -169,15 +169,6 @@ pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
     Ok(conn.sql().query_row("SELECT count(*) FROM users", [], |r| r.get(0))?)
 }
 
-/// Replaces the password hash; `false` when no such user exists.
-pub fn set_password(conn: &Tx<'_>, username: &str, hash: &str, now: i64) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE lower(username) = lower(?1)")?
-        .execute(params![username, hash, now])?;
-    Ok(n == 1)
-}
-
 /// Disables or enables an account. Disabling also ends its sessions and revokes its
 /// grants, so no token issued before keeps working.
 pub fn set_disabled(conn: &Tx<'_>, username: &str, disabled: bool, now: i64) -> Result<bool, DbError> {

@@ -89,20 +89,10 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<
 /// The HMAC key of a client_secret_jwt client, unsealed with the master key when it
 /// was stored sealed.
 fn hmac_key(state: &AppState, stored: &str) -> Result<String, OAuthError> {
-    if !crate::crypto::sealed::is_sealed(stored) {
-        return Ok(stored.to_string());
-    }
-    let Some(key) = &state.settings.master_key else {
-        tracing::error!("a client secret is sealed but no master key is set");
-        return Err(OAuthError::server_error());
-    };
-    crate::crypto::sealed::open(key, stored)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            tracing::error!("the master key does not open a client secret");
-            OAuthError::server_error()
-        })
+    crate::crypto::sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(|e| {
+        tracing::error!(error = %e, "cannot open a client secret");
+        OAuthError::server_error()
+    })
 }
 
 /// RFC 7523 §3: signature by the client's key, iss = sub = client_id, our issuer or
