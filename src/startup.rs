@@ -154,7 +154,7 @@ pub async fn init_database(settings: Settings) -> Result<(), StartupError> {
 
 /// `tessera check`: the integrity and foreign-key problems of the database, read-only.
 pub fn check_database(settings: &Settings) -> Result<Vec<String>, StartupError> {
-    Ok(db::maintenance::check_file(&settings.db_path, &settings.sqlite)?)
+    Ok(db::check_file(&settings.db_path, &settings.sqlite)?)
 }
 
 /// The database's pseudonym key, made on first start.

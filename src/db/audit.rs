@@ -1,9 +1,9 @@
 //! The audit log: one row per security event, filtered and paged for the admin pages
 //! and API, and pruned after the retention period.
 
-use rusqlite::{params, Row};
 use serde::Serialize;
 
+use super::sql::{args, Row};
 use super::{DbError, Tx};
 
 pub struct NewEntry<'a> {
@@ -16,9 +16,10 @@ pub struct NewEntry<'a> {
 }
 
 pub fn record(conn: &Tx<'_>, e: &NewEntry<'_>) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached("INSERT INTO audit_log (at, event, actor, target, ip, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
-        .execute(params![e.at, e.event, e.actor, e.target, e.ip, e.detail.to_string()])?;
+    conn.exec(
+        "INSERT INTO audit_log (at, event, actor, target, ip, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        args![e.at, e.event, e.actor, e.target, e.ip, e.detail.to_string()],
+    )?;
     Ok(())
 }
 
@@ -33,7 +34,7 @@ pub struct Entry {
     pub detail: serde_json::Value,
 }
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
+fn from_row(r: &Row<'_>) -> Result<Entry, DbError> {
     Ok(Entry {
         id: r.get(0)?,
         at: r.get(1)?,
@@ -41,7 +42,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
         actor: r.get(3)?,
         target: r.get(4)?,
         ip: r.get(5)?,
-        detail: serde_json::from_str(&r.get::<_, String>(6)?).unwrap_or_default(),
+        detail: serde_json::from_str(&r.get::<String>(6)?).unwrap_or_default(),
     })
 }
 
@@ -69,24 +70,27 @@ pub fn list(conn: &Tx<'_>, f: &Filter, limit: i64, offset: i64) -> Result<(Vec<E
     let condition = "(?1 IS NULL OR event LIKE ?1 ESCAPE '\\')
         AND (?2 IS NULL OR actor = ?2 OR target = ?2)
         AND (?3 IS NULL OR at >= ?3) AND (?4 IS NULL OR at < ?4)";
-    let args = params![event_like, f.who, f.since, f.until];
-    let total = conn.sql().query_row(
+    let total = conn.one(
         &format!("SELECT count(*) FROM audit_log WHERE {condition}"),
-        args,
+        args![event_like, f.who, f.since, f.until],
         |r| r.get(0),
     )?;
-    let mut stmt = conn.sql().prepare_cached(&format!(
-        "SELECT id, at, event, actor, target, ip, detail FROM audit_log WHERE {condition}
+    let rows = conn.rows(
+        &format!(
+            "SELECT id, at, event, actor, target, ip, detail FROM audit_log WHERE {condition}
          ORDER BY at DESC, id DESC LIMIT ?5 OFFSET ?6"
-    ))?;
-    let rows = stmt.query_map(params![event_like, f.who, f.since, f.until, limit, offset], from_row)?;
-    Ok((rows.collect::<Result<_, _>>()?, total))
+        ),
+        args![event_like, f.who, f.since, f.until, limit, offset],
+        from_row,
+    )?;
+    Ok((rows, total))
 }
 
 /// Counts events of one name since a time (the dashboard).
 pub fn count_since(conn: &Tx<'_>, event: &str, since: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT count(*) FROM audit_log WHERE event = ?1 AND at >= ?2")?
-        .query_row(params![event, since], |r| r.get(0))?)
+    conn.one(
+        "SELECT count(*) FROM audit_log WHERE event = ?1 AND at >= ?2",
+        args![event, since],
+        |r| r.get(0),
+    )
 }

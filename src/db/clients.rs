@@ -1,8 +1,7 @@
 //! Relying parties: registration, lookup, secret rotation and removal.
 
-use rusqlite::{params, Row};
-
-use super::{optional, Claim, DbError, Tx};
+use super::sql::{args, Row};
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// When a client gets refresh tokens (OpenID Connect Core §11).
@@ -109,25 +108,24 @@ const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_
     secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, access_token_ttl,
     refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime";
 
-fn json_list(text: String, col: usize) -> rusqlite::Result<Vec<String>> {
-    serde_json::from_str(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e)))
+fn json_list(text: String, column: &str) -> Result<Vec<String>, DbError> {
+    serde_json::from_str(&text).map_err(|e| DbError::Corrupt(format!("clients.{column} is not a JSON list: {e}")))
 }
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
+fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
     let secret: Option<Vec<u8>> = r.get(2)?;
     let always: bool = r.get(10)?;
     Ok(Client {
         client_id: r.get(0)?,
         name: r.get(1)?,
         secret_hash: secret.as_deref().and_then(TokenHash::from_slice),
-        redirect_uris: json_list(r.get(3)?, 3)?,
-        post_logout_redirect_uris: json_list(r.get(4)?, 4)?,
+        redirect_uris: json_list(r.get(3)?, "redirect_uris")?,
+        post_logout_redirect_uris: json_list(r.get(4)?, "post_logout_redirect_uris")?,
         created_at: r.get(5)?,
         auth_method: r.get(6)?,
         id_token_alg: r.get(7)?,
         consent_required: r.get(8)?,
-        grant_types: json_list(r.get(9)?, 9)?,
+        grant_types: json_list(r.get(9)?, "grant_types")?,
         refresh: if always {
             RefreshPolicy::Always
         } else {
@@ -142,8 +140,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Client> {
         access_token_ttl: r.get(15)?,
         refresh_token_ttl: r.get(16)?,
         admin: r.get(17)?,
-        client_scopes: json_list(r.get(18)?, 18)?,
-        web_origins: json_list(r.get(19)?, 19)?,
+        client_scopes: json_list(r.get(18)?, "client_scopes")?,
+        web_origins: json_list(r.get(19)?, "web_origins")?,
         grant_lifetime: r.get(20)?,
     })
 }
@@ -154,12 +152,12 @@ fn to_json(list: &[String]) -> String {
 
 /// Registers a client; `DbError::Conflict` when the id is taken.
 pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(&format!(
+    conn.exec(
+        &format!(
             "INSERT INTO clients ({COLUMNS}, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?6)"
-        ))?
-        .execute(params![
+        ),
+        args![
             c.client_id,
             c.name,
             c.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
@@ -181,14 +179,15 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
             to_json(&c.client_scopes),
             to_json(&c.web_origins),
             c.grant_lifetime,
-        ])?;
+        ],
+    )?;
     set_allowed_groups(conn, &c.client_id, &c.allowed_groups)
 }
 
 /// Replaces every editable setting of an existing client (not its id, secret or
 /// creation time); `false` when there is no such client.
 pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "UPDATE clients SET name = ?2, redirect_uris = ?3, post_logout_redirect_uris = ?4,
             token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
             always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
@@ -196,7 +195,7 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             refresh_token_ttl = ?14, admin = ?15, updated_at = ?16, client_scopes = ?17, web_origins = ?18,
             grant_lifetime = ?19
          WHERE client_id = ?1",
-        params![
+        args![
             c.client_id,
             c.name,
             to_json(&c.redirect_uris),
@@ -228,15 +227,17 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
 /// Makes the client's allowed groups exactly `names`; a name that is no group is an
 /// error, never a silently dropped restriction.
 fn set_allowed_groups(conn: &Tx<'_>, client_id: &str, names: &[String]) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached("DELETE FROM client_allowed_groups WHERE client_id = ?1")?
-        .execute([client_id])?;
-    let mut insert = conn.sql().prepare_cached(
-        "INSERT INTO client_allowed_groups (client_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2
-         ON CONFLICT DO NOTHING",
+    conn.exec(
+        "DELETE FROM client_allowed_groups WHERE client_id = ?1",
+        args![client_id],
     )?;
     for name in names {
-        if insert.execute(params![client_id, name])? == 0 && !names_a_group(conn, name)? {
+        let inserted = conn.exec(
+            "INSERT INTO client_allowed_groups (client_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2
+         ON CONFLICT DO NOTHING",
+            args![client_id, name],
+        )?;
+        if inserted == 0 && !names_a_group(conn, name)? {
             return Err(DbError::Corrupt(format!("no group named {name}")));
         }
     }
@@ -244,62 +245,57 @@ fn set_allowed_groups(conn: &Tx<'_>, client_id: &str, names: &[String]) -> Resul
 }
 
 fn names_a_group(conn: &Tx<'_>, name: &str) -> Result<bool, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM groups WHERE name = ?1)")?
-        .query_row([name], |r| r.get(0))?)
+    conn.one(
+        "SELECT EXISTS (SELECT 1 FROM groups WHERE name = ?1)",
+        args![name],
+        |r| r.get(0),
+    )
 }
 
 /// The registration as read, with its allowed groups by name.
 fn with_groups(conn: &Tx<'_>, mut c: Client) -> Result<Client, DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    c.allowed_groups = conn.rows(
         "SELECT g.name FROM client_allowed_groups a JOIN groups g ON g.id = a.group_id
          WHERE a.client_id = ?1 ORDER BY g.name",
+        args![c.client_id],
+        |r| r.get(0),
     )?;
-    let rows = stmt.query_map([&c.client_id], |r| r.get(0))?;
-    c.allowed_groups = rows.collect::<Result<_, _>>()?;
     Ok(c)
 }
 
 /// Whether the client asks users for consent; `None` when there is no such client.
 pub fn consent_required(conn: &Tx<'_>, client_id: &str) -> Result<Option<bool>, DbError> {
-    optional(
-        conn.sql()
-            .prepare_cached("SELECT consent_required FROM clients WHERE client_id = ?1")?
-            .query_row([client_id], |r| r.get(0)),
+    conn.row(
+        "SELECT consent_required FROM clients WHERE client_id = ?1",
+        args![client_id],
+        |r| r.get(0),
     )
 }
 
 /// Whether `user_id` may sign in to `client_id`: the client names no groups, or the
 /// user belongs to one of them.
 pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<bool, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached(
-            "SELECT NOT EXISTS (SELECT 1 FROM client_allowed_groups WHERE client_id = c.client_id)
+    let allowed = conn.row(
+        "SELECT NOT EXISTS (SELECT 1 FROM client_allowed_groups WHERE client_id = c.client_id)
                  OR EXISTS (SELECT 1 FROM client_allowed_groups a JOIN user_groups ug ON ug.group_id = a.group_id
                             WHERE a.client_id = c.client_id AND ug.user_id = ?2)
              FROM clients c WHERE c.client_id = ?1",
-        )?
-        .query_row(params![client_id, user_id], |r| r.get(0))
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(false),
-            e => Err(e),
-        })?)
+        args![client_id, user_id],
+        |r| r.get::<bool>(0),
+    )?;
+    Ok(allowed.unwrap_or(false))
 }
 
 pub fn find(conn: &Tx<'_>, client_id: &str) -> Result<Option<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE client_id = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([client_id], from_row))?
+    conn.row(&sql, args![client_id], from_row)?
         .map(|c| with_groups(conn, c))
         .transpose()
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<Client>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM clients ORDER BY client_id");
-    let mut stmt = conn.sql().prepare_cached(&sql)?;
-    let rows = stmt.query_map([], from_row)?;
-    rows.collect::<Result<Vec<_>, _>>()?
+    conn.rows(&sql, args![], from_row)?
         .into_iter()
         .map(|c| with_groups(conn, c))
         .collect()
@@ -314,59 +310,54 @@ pub fn set_secret(
     hmac_copy: Option<&str>,
     now: i64,
 ) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "UPDATE clients SET secret_hash = ?2, secret_for_hmac = ?3, updated_at = ?4
          WHERE client_id = ?1 AND secret_hash IS NOT NULL",
-        params![client_id, hash.as_bytes().to_vec(), hmac_copy, now],
+        args![client_id, hash.as_bytes().to_vec(), hmac_copy, now],
     )?;
     Ok(n == 1)
 }
 
 /// The client_secret_jwt keys stored in clear, as (client_id, secret).
 pub fn clear_hmac_secrets(conn: &Tx<'_>) -> Result<Vec<(String, String)>, DbError> {
-    let mut stmt = conn.sql().prepare(
+    conn.rows(
         "SELECT client_id, secret_for_hmac FROM clients
          WHERE secret_for_hmac IS NOT NULL AND secret_for_hmac NOT LIKE 'sealed:%'",
-    )?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// Whether any client_secret_jwt key is stored sealed (a master key is then needed).
 pub fn any_sealed_hmac(conn: &Tx<'_>) -> Result<bool, DbError> {
-    Ok(conn.sql().query_row(
+    conn.one(
         "SELECT EXISTS (SELECT 1 FROM clients WHERE secret_for_hmac LIKE 'sealed:%')",
-        [],
+        args![],
         |r| r.get(0),
-    )?)
+    )
 }
 
 /// Replaces the stored form of a client_secret_jwt key (sealing it in place).
 pub fn set_hmac_secret(conn: &Tx<'_>, client_id: &str, stored: &str) -> Result<(), DbError> {
-    conn.sql().execute(
+    conn.exec(
         "UPDATE clients SET secret_for_hmac = ?2 WHERE client_id = ?1",
-        params![client_id, stored],
+        args![client_id, stored],
     )?;
     Ok(())
 }
 
 /// Deletes a client and, through foreign keys, its codes, grants and tokens.
 pub fn delete(conn: &Tx<'_>, client_id: &str) -> Result<bool, DbError> {
-    Ok(conn
-        .sql()
-        .execute("DELETE FROM clients WHERE client_id = ?1", [client_id])?
-        == 1)
+    Ok(conn.exec("DELETE FROM clients WHERE client_id = ?1", args![client_id])? == 1)
 }
 
 /// Remembers a client assertion's `jti` until it expires; `false` when it was seen
 /// before (a replay, RFC 7523 §3 item 7).
 pub fn record_assertion(conn: &Tx<'_>, client_id: &str, jti: &str, expires_at: i64) -> Result<Claim, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached(
-            "INSERT INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-        )?
-        .execute(params![jti, client_id, expires_at])?;
+    let n = conn.exec(
+        "INSERT INTO client_assertions (jti, client_id, expires_at) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+        args![jti, client_id, expires_at],
+    )?;
     Ok(Claim::of(n))
 }
 
@@ -382,16 +373,14 @@ pub fn search(
     let pattern = q.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
     let condition =
         "(?1 IS NULL OR lower(client_id) LIKE lower(?1) ESCAPE '\\' OR lower(name) LIKE lower(?1) ESCAPE '\\')";
-    let total = conn.sql().query_row(
+    let total = conn.one(
         &format!("SELECT count(*) FROM clients WHERE {condition}"),
-        [&pattern],
+        args![pattern],
         |r| r.get(0),
     )?;
     let sql = format!("SELECT {COLUMNS} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3");
-    let mut stmt = conn.sql().prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
-    let clients = rows
-        .collect::<Result<Vec<_>, _>>()?
+    let clients = conn
+        .rows(&sql, args![pattern, limit, offset], from_row)?
         .into_iter()
         .map(|c| with_groups(conn, c))
         .collect::<Result<_, _>>()?;
@@ -399,5 +388,5 @@ pub fn search(
 }
 
 pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
-    Ok(conn.sql().query_row("SELECT count(*) FROM clients", [], |r| r.get(0))?)
+    conn.one("SELECT count(*) FROM clients", args![], |r| r.get(0))
 }

@@ -1,9 +1,8 @@
 //! Remembered consent: which scopes, and which claims asked for by name, a user
 //! approved for a client.
 
-use rusqlite::params;
-
-use super::{optional, DbError, Tx};
+use super::sql::args;
+use super::{DbError, Tx};
 use crate::domain::Scope;
 
 /// What a user approved for a client: space-separated scopes and claim names.
@@ -14,15 +13,15 @@ pub struct Consent {
 }
 
 pub fn find(conn: &Tx<'_>, user_id: i64, client_id: &str) -> Result<Option<Consent>, DbError> {
-    optional(
-        conn.sql()
-            .prepare_cached("SELECT scope, claims FROM consents WHERE user_id = ?1 AND client_id = ?2")?
-            .query_row(params![user_id, client_id], |r| {
-                Ok(Consent {
-                    scope: r.get(0)?,
-                    claims: r.get(1)?,
-                })
-            }),
+    conn.row(
+        "SELECT scope, claims FROM consents WHERE user_id = ?1 AND client_id = ?2",
+        args![user_id, client_id],
+        |r| {
+            Ok(Consent {
+                scope: r.get(0)?,
+                claims: r.get(1)?,
+            })
+        },
     )
 }
 
@@ -42,42 +41,41 @@ fn union(old: &str, new: &str) -> String {
 pub fn grant(conn: &Tx<'_>, user_id: i64, client_id: &str, scope: &str, claims: &str, now: i64) -> Result<(), DbError> {
     let before = find(conn, user_id, client_id)?.unwrap_or_default();
     let scope = Scope::parse(scope).unwrap_or_default().to_string();
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO consents (user_id, client_id, scope, claims, granted_at) VALUES (?1, ?2, ?3, ?4, ?5)
+    conn.exec(
+        "INSERT INTO consents (user_id, client_id, scope, claims, granted_at) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (user_id, client_id) DO UPDATE
          SET scope = excluded.scope, claims = excluded.claims, granted_at = excluded.granted_at",
-        )?
-        .execute(params![
+        args![
             user_id,
             client_id,
             union(&before.scope, &scope),
             union(&before.claims, claims),
             now
-        ])?;
+        ],
+    )?;
     Ok(())
 }
 
 /// Withdraws consent and revokes every grant the client holds for the user.
 pub fn revoke(conn: &Tx<'_>, user_id: i64, client_id: &str, now: i64) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "DELETE FROM consents WHERE user_id = ?1 AND client_id = ?2",
-        params![user_id, client_id],
+        args![user_id, client_id],
     )?;
-    conn.sql().execute(
+    conn.exec(
         "UPDATE grants SET revoked_at = ?3 WHERE user_id = ?1 AND client_id = ?2 AND revoked_at IS NULL",
-        params![user_id, client_id, now],
+        args![user_id, client_id, now],
     )?;
     Ok(n == 1)
 }
 
 /// Client ids and scopes a user has approved.
 pub fn list_for_user(conn: &Tx<'_>, user_id: i64) -> Result<Vec<(String, String)>, DbError> {
-    let mut stmt = conn
-        .sql()
-        .prepare_cached("SELECT client_id, scope FROM consents WHERE user_id = ?1 ORDER BY client_id")?;
-    let rows = stmt.query_map([user_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    conn.rows(
+        "SELECT client_id, scope FROM consents WHERE user_id = ?1 ORDER BY client_id",
+        args![user_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
 }
 
 /// A consent as the account page lists it.
@@ -91,17 +89,17 @@ pub struct Granted {
 
 /// The user's consents with the names of their clients, most recent first.
 pub fn list_named(conn: &Tx<'_>, user_id: i64) -> Result<Vec<Granted>, DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    conn.rows(
         "SELECT k.client_id, c.name, k.scope, k.granted_at FROM consents k JOIN clients c ON c.client_id = k.client_id
          WHERE k.user_id = ?1 ORDER BY k.granted_at DESC",
-    )?;
-    let rows = stmt.query_map([user_id], |r| {
-        Ok(Granted {
-            client_id: r.get(0)?,
-            client_name: r.get(1)?,
-            scope: r.get(2)?,
-            granted_at: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        args![user_id],
+        |r| {
+            Ok(Granted {
+                client_id: r.get(0)?,
+                client_name: r.get(1)?,
+                scope: r.get(2)?,
+                granted_at: r.get(3)?,
+            })
+        },
+    )
 }

@@ -1,9 +1,8 @@
 //! Device authorization requests (RFC 8628): created by the device, decided by a
 //! signed-in person, then redeemed once by the polling device.
 
-use rusqlite::{params, Row};
-
-use super::{optional, Claim, DbError, Tx};
+use super::sql::{args, Row};
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone)]
@@ -34,12 +33,10 @@ pub struct NewDevice<'a> {
 
 /// Inserts a request; `DbError::Conflict` when the user code is taken (retry another).
 pub fn insert(conn: &Tx<'_>, d: &NewDevice<'_>) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO device_codes (device_hash, user_code, client_id, scope, created_at, expires_at, interval)
+    conn.exec(
+        "INSERT INTO device_codes (device_hash, user_code, client_id, scope, created_at, expires_at, interval)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
+        args![
             d.device_hash.as_bytes(),
             d.user_code,
             d.client_id,
@@ -47,14 +44,15 @@ pub fn insert(conn: &Tx<'_>, d: &NewDevice<'_>) -> Result<(), DbError> {
             d.now,
             d.expires_at,
             d.interval
-        ])?;
+        ],
+    )?;
     Ok(())
 }
 
 const COLUMNS: &str =
     "user_code, client_id, scope, expires_at, interval, last_poll_at, user_id, sid, auth_time, approved, used_at, amr";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRequest> {
+fn from_row(r: &Row<'_>) -> Result<DeviceRequest, DbError> {
     Ok(DeviceRequest {
         user_code: r.get(0)?,
         client_id: r.get(1)?,
@@ -73,19 +71,20 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<DeviceRequest> {
 
 pub fn find_by_device(conn: &Tx<'_>, hash: &TokenHash) -> Result<Option<DeviceRequest>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM device_codes WHERE device_hash = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([hash.as_bytes()], from_row))
+    conn.row(&sql, args![hash.as_bytes()], from_row)
 }
 
 pub fn find_by_user_code(conn: &Tx<'_>, user_code: &str) -> Result<Option<DeviceRequest>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM device_codes WHERE user_code = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([user_code], from_row))
+    conn.row(&sql, args![user_code], from_row)
 }
 
 /// Records a poll; `interval` grows when the device polled too fast (RFC 8628 §3.5).
 pub fn record_poll(conn: &Tx<'_>, hash: &TokenHash, now: i64, interval: i64) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached("UPDATE device_codes SET last_poll_at = ?2, interval = ?3 WHERE device_hash = ?1")?
-        .execute(params![hash.as_bytes(), now, interval])?;
+    conn.exec(
+        "UPDATE device_codes SET last_poll_at = ?2, interval = ?3 WHERE device_hash = ?1",
+        args![hash.as_bytes(), now, interval],
+    )?;
     Ok(())
 }
 
@@ -101,29 +100,19 @@ pub struct Decision<'a> {
 
 /// The person's answer; `false` when the request is unknown, expired or decided.
 pub fn decide(conn: &Tx<'_>, d: &Decision<'_>) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached(
-            "UPDATE device_codes SET user_id = ?2, sid = ?3, auth_time = ?4, approved = ?5, decided_at = ?6, amr = ?7
+    let n = conn.exec(
+        "UPDATE device_codes SET user_id = ?2, sid = ?3, auth_time = ?4, approved = ?5, decided_at = ?6, amr = ?7
              WHERE user_code = ?1 AND decided_at IS NULL AND expires_at > ?6",
-        )?
-        .execute(params![
-            d.user_code,
-            d.user_id,
-            d.sid,
-            d.auth_time,
-            d.approved,
-            d.now,
-            d.amr
-        ])?;
+        args![d.user_code, d.user_id, d.sid, d.auth_time, d.approved, d.now, d.amr],
+    )?;
     Ok(n == 1)
 }
 
 /// Marks a decided request redeemed; `false` when it already was.
 pub fn consume(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE device_codes SET used_at = ?2 WHERE device_hash = ?1 AND used_at IS NULL")?
-        .execute(params![hash.as_bytes(), now])?;
+    let n = conn.exec(
+        "UPDATE device_codes SET used_at = ?2 WHERE device_hash = ?1 AND used_at IS NULL",
+        args![hash.as_bytes(), now],
+    )?;
     Ok(Claim::of(n))
 }

@@ -2,9 +2,8 @@
 //! Single-use values are consumed by one conditional UPDATE, so of two parallel
 //! redemptions exactly one wins.
 
-use rusqlite::{params, Row};
-
-use super::{optional, Claim, DbError, Tx};
+use super::sql::{args, Row};
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 pub struct NewCode<'a> {
@@ -25,13 +24,11 @@ pub struct NewCode<'a> {
 }
 
 pub fn insert_code(conn: &Tx<'_>, c: &NewCode<'_>) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
+    conn.exec(
+        "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
                                  code_challenge, sid, auth_time, created_at, expires_at, claims_request, amr)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-        )?
-        .execute(params![
+        args![
             c.code_hash.as_bytes(),
             c.grant_id,
             c.client_id,
@@ -46,7 +43,8 @@ pub fn insert_code(conn: &Tx<'_>, c: &NewCode<'_>) -> Result<(), DbError> {
             c.expires_at,
             c.claims_request,
             c.amr
-        ])?;
+        ],
+    )?;
     Ok(())
 }
 
@@ -79,37 +77,35 @@ pub enum Consumed<T> {
 }
 
 pub fn consume_code(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Consumed<Code>, DbError> {
-    let fresh = optional(
-        conn.sql()
-            .prepare_cached(
-                "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
-             RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
-                       expires_at, claims_request, amr",
-            )?
-            .query_row(params![hash.as_bytes(), now], |r| {
-                Ok(Code {
-                    grant_id: r.get(0)?,
-                    client_id: r.get(1)?,
-                    user_id: r.get(2)?,
-                    redirect_uri: r.get(3)?,
-                    scope: r.get(4)?,
-                    nonce: r.get(5)?,
-                    code_challenge: r.get(6)?,
-                    sid: r.get(7)?,
-                    auth_time: r.get(8)?,
-                    expires_at: r.get(9)?,
-                    claims_request: r.get(10)?,
-                    amr: r.get(11)?,
-                })
-            }),
+    let fresh = conn.row(
+        "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
+         RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
+                   expires_at, claims_request, amr",
+        args![hash.as_bytes(), now],
+        |r| {
+            Ok(Code {
+                grant_id: r.get(0)?,
+                client_id: r.get(1)?,
+                user_id: r.get(2)?,
+                redirect_uri: r.get(3)?,
+                scope: r.get(4)?,
+                nonce: r.get(5)?,
+                code_challenge: r.get(6)?,
+                sid: r.get(7)?,
+                auth_time: r.get(8)?,
+                expires_at: r.get(9)?,
+                claims_request: r.get(10)?,
+                amr: r.get(11)?,
+            })
+        },
     )?;
     if let Some(code) = fresh {
         return Ok(Consumed::Fresh(code));
     }
-    let used = optional(
-        conn.sql()
-            .prepare_cached("SELECT grant_id FROM auth_codes WHERE code_hash = ?1")?
-            .query_row([hash.as_bytes()], |r| r.get(0)),
+    let used = conn.row(
+        "SELECT grant_id FROM auth_codes WHERE code_hash = ?1",
+        args![hash.as_bytes()],
+        |r| r.get(0),
     )?;
     Ok(match used {
         Some(grant_id) => Consumed::Replayed { grant_id },
@@ -136,11 +132,10 @@ pub struct Grant {
 }
 
 pub fn insert_grant(conn: &Tx<'_>, g: &Grant, now: i64) -> Result<(), DbError> {
-    conn.sql().prepare_cached(
+    conn.exec(
         "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request, amr)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
+        args![
         g.id,
         g.client_id,
         g.user_id,
@@ -152,14 +147,15 @@ pub fn insert_grant(conn: &Tx<'_>, g: &Grant, now: i64) -> Result<(), DbError> {
         g.expires_at,
         g.claims_request,
         g.amr
-    ])?;
+        ],
+    )?;
     Ok(())
 }
 
 const GRANT_COLUMNS: &str =
     "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr, created_at";
 
-fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
+fn grant_from_row(r: &Row<'_>) -> Result<Grant, DbError> {
     Ok(Grant {
         id: r.get(0)?,
         client_id: r.get(1)?,
@@ -178,15 +174,15 @@ fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<Grant> {
 
 pub fn find_grant(conn: &Tx<'_>, id: &str) -> Result<Option<Grant>, DbError> {
     let sql = format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([id], grant_from_row))
+    conn.row(&sql, args![id], grant_from_row)
 }
 
 /// Revokes a grant and with it every access and refresh token of the family.
 pub fn revoke_grant(conn: &Tx<'_>, id: &str, now: i64) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
-        .execute(params![id, now])?;
+    let n = conn.exec(
+        "UPDATE grants SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+        args![id, now],
+    )?;
     Ok(n == 1)
 }
 
@@ -198,15 +194,14 @@ pub fn insert_refresh(
     now: i64,
     expires_at: i64,
 ) -> Result<(), DbError> {
-    conn.sql().prepare_cached(
+    conn.exec(
         "INSERT INTO refresh_tokens (token_hash, grant_id, scope, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![hash.as_bytes(), grant_id, scope, now, expires_at])?;
-    conn.sql()
-        .prepare_cached(
-            "UPDATE grants SET expires_at = CASE WHEN expires_at < ?2 THEN ?2 ELSE expires_at END WHERE id = ?1",
-        )?
-        .execute(params![grant_id, expires_at])?;
+        args![hash.as_bytes(), grant_id, scope, now, expires_at],
+    )?;
+    conn.exec(
+        "UPDATE grants SET expires_at = CASE WHEN expires_at < ?2 THEN ?2 ELSE expires_at END WHERE id = ?1",
+        args![grant_id, expires_at],
+    )?;
     Ok(())
 }
 
@@ -222,14 +217,10 @@ pub struct Refresh {
 /// A refresh token with its grant, looked up without using it (refresh, introspection,
 /// revocation).
 pub fn find_refresh(conn: &Tx<'_>, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {
-    let row = optional(
-        conn.sql()
-            .prepare_cached(
-                "SELECT grant_id, scope, created_at, expires_at, used_at FROM refresh_tokens WHERE token_hash = ?1",
-            )?
-            .query_row([hash.as_bytes()], |r| {
-                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            }),
+    let row = conn.row(
+        "SELECT grant_id, scope, created_at, expires_at, used_at FROM refresh_tokens WHERE token_hash = ?1",
+        args![hash.as_bytes()],
+        |r| Ok((r.get::<String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
     )?;
     let Some((grant_id, scope, created_at, expires_at, used_at)) = row else {
         return Ok(None);
@@ -253,21 +244,19 @@ pub const SUPERSEDED: i64 = 0;
 /// most one branch of the family lives; whoever presents one of them later is caught
 /// as reusing it.
 pub fn retire_live_refresh(conn: &Tx<'_>, grant_id: &str) -> Result<usize, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE grant_id = ?1 AND used_at IS NULL")?
-        .execute(params![grant_id, SUPERSEDED])?)
+    conn.exec(
+        "UPDATE refresh_tokens SET used_at = ?2 WHERE grant_id = ?1 AND used_at IS NULL",
+        args![grant_id, SUPERSEDED],
+    )
 }
 
 /// Revokes the user's grants, all of them or all but those of session `keep_sid`.
 pub fn revoke_user_grants(conn: &Tx<'_>, user_id: i64, keep_sid: Option<&str>, now: i64) -> Result<usize, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached(
-            "UPDATE grants SET revoked_at = ?3
-             WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR sid IS NULL OR sid <> ?2)",
-        )?
-        .execute(params![user_id, keep_sid, now])?)
+    conn.exec(
+        "UPDATE grants SET revoked_at = ?3
+         WHERE user_id = ?1 AND revoked_at IS NULL AND (?2 IS NULL OR sid IS NULL OR sid <> ?2)",
+        args![user_id, keep_sid, now],
+    )
 }
 
 /// Revokes the user grants of clients with allowed groups whose user is no longer in
@@ -279,50 +268,47 @@ pub fn revoke_outside_allowed_groups(
     client_id: Option<&str>,
     now: i64,
 ) -> Result<usize, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached(
-            "UPDATE grants SET revoked_at = ?3
-             WHERE revoked_at IS NULL AND user_id IS NOT NULL
-               AND (?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR client_id = ?2)
-               AND EXISTS (SELECT 1 FROM client_allowed_groups a WHERE a.client_id = grants.client_id)
-               AND NOT EXISTS (
-                   SELECT 1 FROM client_allowed_groups a JOIN user_groups ug ON ug.group_id = a.group_id
-                   WHERE a.client_id = grants.client_id AND ug.user_id = grants.user_id)",
-        )?
-        .execute(params![user_id, client_id, now])?)
+    conn.exec(
+        "UPDATE grants SET revoked_at = ?3
+         WHERE revoked_at IS NULL AND user_id IS NOT NULL
+           AND (?1 IS NULL OR user_id = ?1) AND (?2 IS NULL OR client_id = ?2)
+           AND EXISTS (SELECT 1 FROM client_allowed_groups a WHERE a.client_id = grants.client_id)
+           AND NOT EXISTS (
+               SELECT 1 FROM client_allowed_groups a JOIN user_groups ug ON ug.group_id = a.group_id
+               WHERE a.client_id = grants.client_id AND ug.user_id = grants.user_id)",
+        args![user_id, client_id, now],
+    )
 }
 
 /// Marks a refresh token used; `false` when it already was (one UPDATE, so of two
 /// parallel uses exactly one wins).
 pub fn use_refresh(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
-    let updated = conn
-        .sql()
-        .prepare_cached("UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL")?
-        .execute(params![hash.as_bytes(), now])?;
+    let updated = conn.exec(
+        "UPDATE refresh_tokens SET used_at = ?2 WHERE token_hash = ?1 AND used_at IS NULL",
+        args![hash.as_bytes(), now],
+    )?;
     Ok(Claim::of(updated))
 }
 
 /// Whether an access token is still good as far as the database knows: its grant is
 /// neither revoked nor its user disabled, and the token itself was not revoked.
 pub fn access_token_active(conn: &Tx<'_>, grant_id: &str, jti: &str) -> Result<bool, DbError> {
-    let active = optional(
-        conn.sql()
-            .prepare_cached(
-                "SELECT g.revoked_at IS NULL
-                    AND coalesce(u.disabled, 0) = 0
-                    AND NOT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)
-             FROM grants g LEFT JOIN users u ON u.id = g.user_id WHERE g.id = ?1",
-            )?
-            .query_row(params![grant_id, jti], |r| r.get::<_, bool>(0)),
+    let active = conn.row(
+        "SELECT g.revoked_at IS NULL
+                AND coalesce(u.disabled, 0) = 0
+                AND NOT EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?2)
+         FROM grants g LEFT JOIN users u ON u.id = g.user_id WHERE g.id = ?1",
+        args![grant_id, jti],
+        |r| r.get::<bool>(0),
     )?;
     Ok(active.unwrap_or(false))
 }
 
 /// Revokes one access token (RFC 7009) until it would have expired anyway.
 pub fn revoke_jti(conn: &Tx<'_>, jti: &str, expires_at: i64) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached("INSERT INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING")?
-        .execute(params![jti, expires_at])?;
+    conn.exec(
+        "INSERT INTO revoked_tokens (jti, expires_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        args![jti, expires_at],
+    )?;
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! Back-Channel Logout deliveries waiting to be sent, and who must be told.
 
-use rusqlite::params;
-
+use super::sql::args;
 use super::{DbError, Tx};
 
 /// A client to notify about the end of a session.
@@ -15,29 +14,29 @@ pub struct Audience {
 
 /// Clients with a back-channel endpoint that hold a grant from session `sid`.
 pub fn audience_of_session(conn: &Tx<'_>, sid: &str) -> Result<Vec<Audience>, DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    conn.rows(
         "SELECT DISTINCT c.client_id, c.backchannel_logout_uri, c.backchannel_logout_session_required, c.id_token_alg
          FROM grants g JOIN clients c ON c.client_id = g.client_id
          WHERE g.sid = ?1 AND c.backchannel_logout_uri IS NOT NULL",
-    )?;
-    let rows = stmt.query_map([sid], |r| {
-        Ok(Audience {
-            client_id: r.get(0)?,
-            uri: r.get(1)?,
-            wants_sid: r.get(2)?,
-            alg: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        args![sid],
+        |r| {
+            Ok(Audience {
+                client_id: r.get(0)?,
+                uri: r.get(1)?,
+                wants_sid: r.get(2)?,
+                alg: r.get(3)?,
+            })
+        },
+    )
 }
 
 /// Ends the grants of a session that were not granted for offline use.
 pub fn revoke_session_grants(conn: &Tx<'_>, sid: &str, now: i64) -> Result<usize, DbError> {
-    Ok(conn.sql().execute(
+    conn.exec(
         "UPDATE grants SET revoked_at = ?2
          WHERE sid = ?1 AND revoked_at IS NULL AND ' ' || scope || ' ' NOT LIKE '% offline_access %'",
-        params![sid, now],
-    )?)
+        args![sid, now],
+    )
 }
 
 /// A session's end to tell one client about.
@@ -58,64 +57,53 @@ pub fn enqueue(
     now: i64,
     expires_at: i64,
 ) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO logout_deliveries (client_id, uri, sub, sid, wants_sid, alg, next_at, expires_at)
+    conn.exec(
+        "INSERT INTO logout_deliveries (client_id, uri, sub, sid, wants_sid, alg, next_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            a.client_id,
-            a.uri,
-            sub,
-            sid,
-            a.wants_sid,
-            a.alg,
-            now,
-            expires_at
-        ])?;
+        args![a.client_id, a.uri, sub, sid, a.wants_sid, a.alg, now, expires_at],
+    )?;
     Ok(())
 }
 
 pub fn due(conn: &Tx<'_>, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    conn.rows(
         "SELECT id, client_id, uri, wants_sid, alg, sub, sid, attempts FROM logout_deliveries
          WHERE next_at <= ?1 AND expires_at > ?1 ORDER BY next_at LIMIT ?2",
-    )?;
-    let rows = stmt.query_map(params![now, limit], |r| {
-        Ok(Delivery {
-            id: r.get(0)?,
-            audience: Audience {
-                client_id: r.get(1)?,
-                uri: r.get(2)?,
-                wants_sid: r.get(3)?,
-                alg: r.get(4)?,
-            },
-            sub: r.get(5)?,
-            sid: r.get(6)?,
-            attempts: r.get(7)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        args![now, limit],
+        |r| {
+            Ok(Delivery {
+                id: r.get(0)?,
+                audience: Audience {
+                    client_id: r.get(1)?,
+                    uri: r.get(2)?,
+                    wants_sid: r.get(3)?,
+                    alg: r.get(4)?,
+                },
+                sub: r.get(5)?,
+                sid: r.get(6)?,
+                attempts: r.get(7)?,
+            })
+        },
+    )
 }
 
 pub fn delivered(conn: &Tx<'_>, id: i64) -> Result<(), DbError> {
-    conn.sql()
-        .execute("DELETE FROM logout_deliveries WHERE id = ?1", [id])?;
+    conn.exec("DELETE FROM logout_deliveries WHERE id = ?1", args![id])?;
     Ok(())
 }
 
 pub fn retry_later(conn: &Tx<'_>, id: i64, next_at: i64) -> Result<(), DbError> {
-    conn.sql().execute(
+    conn.exec(
         "UPDATE logout_deliveries SET attempts = attempts + 1, next_at = ?2 WHERE id = ?1",
-        params![id, next_at],
+        args![id, next_at],
     )?;
     Ok(())
 }
 
 /// Ends every live session of a user with this sid; returns whether one was live.
 pub fn end_session_by_sid(conn: &Tx<'_>, sid: &str, now: i64) -> Result<bool, DbError> {
-    Ok(conn.sql().execute(
+    Ok(conn.exec(
         "UPDATE sessions SET ended_at = ?2 WHERE sid = ?1 AND ended_at IS NULL",
-        params![sid, now],
+        args![sid, now],
     )? == 1)
 }

@@ -1,9 +1,8 @@
 //! Second factors: a user's TOTP secret (sealed when a master key is set) with the
 //! last time step it accepted, and hashed single-use recovery codes.
 
-use rusqlite::params;
-
-use super::{optional, Claim, DbError, Tx};
+use super::sql::args;
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// `Debug` leaves the secret out.
@@ -28,19 +27,17 @@ impl std::fmt::Debug for Totp {
 }
 
 pub fn find(conn: &Tx<'_>, user_id: i64) -> Result<Option<Totp>, DbError> {
-    optional(
-        conn.sql()
-            .prepare_cached(
-                "SELECT secret, confirmed_at IS NOT NULL, last_step, confirmed_at FROM totp WHERE user_id = ?1",
-            )?
-            .query_row([user_id], |r| {
-                Ok(Totp {
-                    secret: r.get(0)?,
-                    confirmed: r.get(1)?,
-                    last_step: r.get(2)?,
-                    confirmed_at: r.get(3)?,
-                })
-            }),
+    conn.row(
+        "SELECT secret, confirmed_at IS NOT NULL, last_step, confirmed_at FROM totp WHERE user_id = ?1",
+        args![user_id],
+        |r| {
+            Ok(Totp {
+                secret: r.get(0)?,
+                confirmed: r.get(1)?,
+                last_step: r.get(2)?,
+                confirmed_at: r.get(3)?,
+            })
+        },
     )
 }
 
@@ -54,31 +51,30 @@ pub fn begin(conn: &Tx<'_>, user_id: i64, secret: &str, now: i64) -> Result<bool
     if find(conn, user_id)?.is_some_and(|t| t.confirmed) {
         return Ok(false);
     }
-    conn.sql().execute(
+    conn.exec(
         "INSERT INTO totp (user_id, secret, confirmed_at, last_step, created_at) VALUES (?1, ?2, NULL, 0, ?3)
          ON CONFLICT (user_id) DO UPDATE
          SET secret = excluded.secret, confirmed_at = NULL, last_step = 0, created_at = excluded.created_at",
-        params![user_id, secret, now],
+        args![user_id, secret, now],
     )?;
     Ok(true)
 }
 
 /// Marks the secret confirmed at `step` and replaces the recovery codes.
 pub fn confirm(conn: &Tx<'_>, user_id: i64, step: i64, recovery: &[TokenHash], now: i64) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "UPDATE totp SET confirmed_at = ?2, last_step = ?3 WHERE user_id = ?1 AND confirmed_at IS NULL",
-        params![user_id, now, step],
+        args![user_id, now, step],
     )?;
     if n != 1 {
         return Ok(false);
     }
-    conn.sql()
-        .execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
-    let mut insert = conn
-        .sql()
-        .prepare_cached("INSERT INTO recovery_codes (user_id, code_hash) VALUES (?1, ?2)")?;
+    conn.exec("DELETE FROM recovery_codes WHERE user_id = ?1", args![user_id])?;
     for hash in recovery {
-        insert.execute(params![user_id, hash.as_bytes()])?;
+        conn.exec(
+            "INSERT INTO recovery_codes (user_id, code_hash) VALUES (?1, ?2)",
+            args![user_id, hash.as_bytes()],
+        )?;
     }
     Ok(true)
 }
@@ -86,36 +82,32 @@ pub fn confirm(conn: &Tx<'_>, user_id: i64, step: i64, recovery: &[TokenHash], n
 /// Records `step` as used; `false` when it (or a later one) already was, so of two
 /// submissions of one code exactly one wins.
 pub fn use_step(conn: &Tx<'_>, user_id: i64, step: i64) -> Result<Claim, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached(
-            "UPDATE totp SET last_step = ?2 WHERE user_id = ?1 AND confirmed_at IS NOT NULL AND last_step < ?2",
-        )?
-        .execute(params![user_id, step])?;
+    let n = conn.exec(
+        "UPDATE totp SET last_step = ?2 WHERE user_id = ?1 AND confirmed_at IS NOT NULL AND last_step < ?2",
+        args![user_id, step],
+    )?;
     Ok(Claim::of(n))
 }
 
 /// Spends a recovery code; `false` when unknown or already used.
 pub fn use_recovery(conn: &Tx<'_>, user_id: i64, hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached(
-            "UPDATE recovery_codes SET used_at = ?3 WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
-        )?
-        .execute(params![user_id, hash.as_bytes(), now])?;
+    let n = conn.exec(
+        "UPDATE recovery_codes SET used_at = ?3 WHERE user_id = ?1 AND code_hash = ?2 AND used_at IS NULL",
+        args![user_id, hash.as_bytes(), now],
+    )?;
     Ok(Claim::of(n))
 }
 
 pub fn recovery_left(conn: &Tx<'_>, user_id: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT count(*) FROM recovery_codes WHERE user_id = ?1 AND used_at IS NULL")?
-        .query_row([user_id], |r| r.get(0))?)
+    conn.one(
+        "SELECT count(*) FROM recovery_codes WHERE user_id = ?1 AND used_at IS NULL",
+        args![user_id],
+        |r| r.get(0),
+    )
 }
 
 /// Removes the secret and the recovery codes; `false` when there was none.
 pub fn disable(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
-    conn.sql()
-        .execute("DELETE FROM recovery_codes WHERE user_id = ?1", [user_id])?;
-    Ok(conn.sql().execute("DELETE FROM totp WHERE user_id = ?1", [user_id])? == 1)
+    conn.exec("DELETE FROM recovery_codes WHERE user_id = ?1", args![user_id])?;
+    Ok(conn.exec("DELETE FROM totp WHERE user_id = ?1", args![user_id])? == 1)
 }

@@ -1,55 +1,33 @@
-//! Storage: one writer thread that group-commits, a pool of read-only connections, and
-//! domain operations over them. The only module that uses rusqlite.
+//! Storage: domain operations (one module per table family) over `Tx`, the engine-
+//! neutral transaction of `sql.rs`, and `Db`, which hands each operation to the engine
+//! behind it. SQLite (`sqlite/`: a writer thread that group-commits, read-only pooled
+//! connections in WAL) is the only module that knows its engine.
 
 pub mod audit;
 pub mod clients;
-pub mod connection;
 pub mod consents;
 pub mod device;
 pub mod grants;
 pub mod groups;
 pub mod keys;
 pub mod logout;
-pub mod maintenance;
 pub mod mfa;
-pub mod migrations;
 pub mod passkeys;
 pub mod purge;
 pub mod secrets;
 pub mod sessions;
 pub mod setup;
+mod sql;
+mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod users;
-mod writer;
 
-use std::time::Duration;
-
-use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::Connection;
-
-/// What every domain operation runs on: one storage transaction (a savepoint in the
-/// writer's group commit) or a read snapshot. The engine behind it is visible only
-/// inside `db`, so the rest of the code cannot depend on it, and a second engine
-/// (PostgreSQL) can stand behind the same operations.
-#[derive(Clone, Copy)]
-pub struct Tx<'a> {
-    conn: &'a Connection,
-}
-
-impl<'a> Tx<'a> {
-    pub(in crate::db) fn new(conn: &'a Connection) -> Self {
-        Self { conn }
-    }
-
-    /// The SQLite connection, for the operations in this module.
-    pub(in crate::db) fn sql(&self) -> &'a Connection {
-        self.conn
-    }
-}
+use std::path::Path;
 
 use crate::config::SqliteSettings;
-pub use writer::WriterStats;
+pub use sql::Tx;
+pub use sqlite::WriterStats;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -62,6 +40,9 @@ pub enum DbError {
     Commit(String),
     #[error("record already exists")]
     Conflict,
+    /// A row the operation requires is not there (a statement that always yields one).
+    #[error("record not found")]
+    NotFound,
     #[error("database operation panicked")]
     Panicked,
     #[error("schema version {found} is newer than this binary supports ({supported}); upgrade Tessera")]
@@ -70,145 +51,103 @@ pub enum DbError {
     Migration(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
-    #[error(transparent)]
-    Sqlite(rusqlite::Error),
-    #[error(transparent)]
-    Pool(#[from] r2d2::Error),
+    /// Whatever else the engine reports (I/O, a broken file, a lost connection).
+    #[error("database error: {0}")]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot open database: {0}")]
     Open(String),
 }
 
-impl From<rusqlite::Error> for DbError {
-    fn from(e: rusqlite::Error) -> Self {
-        match &e {
-            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
-                DbError::Conflict
-            }
-            _ => DbError::Sqlite(e),
-        }
-    }
-}
-
-/// How long a request waits for the writer before it is told to come back later.
-const WRITE_DEADLINE: Duration = Duration::from_secs(10);
-
-/// The database handle shared by all handlers: cheap to clone.
+/// The database handle shared by all handlers: cheap to clone. Each call goes to the
+/// engine the server was started on.
 #[derive(Clone)]
 pub struct Db {
-    writer: writer::Writer,
-    readers: r2d2::Pool<SqliteConnectionManager>,
-    /// In WAL mode a read never waits for the writer: a point query costs
-    /// microseconds of CPU, less than handing it to another thread. With the rollback
-    /// journal a read can wait on a lock, so it moves off the async threads.
-    inline_reads: bool,
-    /// The file, for operations that need a connection of their own (backups).
-    path: std::sync::Arc<std::path::Path>,
-    settings: SqliteSettings,
+    engine: Engine,
+}
+
+#[derive(Clone)]
+enum Engine {
+    Sqlite(sqlite::Sqlite),
 }
 
 impl Db {
     /// Opens a database that must exist already (administration commands: a mistyped
     /// path is an error, never a new empty database).
-    pub fn open_existing(path: &std::path::Path, settings: &SqliteSettings) -> Result<Self, DbError> {
-        connection::require_existing(path)?;
+    pub fn open_existing(path: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+        sqlite::require_existing(path)?;
         Self::open(path, settings)
     }
 
     /// Opens (creating if needed) the file, applies migrations, starts the writer thread
     /// and the read pool.
-    pub fn open(path: &std::path::Path, settings: &SqliteSettings) -> Result<Self, DbError> {
-        let mut conn = connection::open_writer(path, settings)?;
-        migrations::apply(&mut conn)?;
-        let writer = writer::Writer::start(conn, settings.writer_queue)?;
-        let read_settings = settings.clone();
-        let manager = SqliteConnectionManager::file(path)
-            .with_flags(
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | rusqlite::OpenFlags::SQLITE_OPEN_URI,
-            )
-            .with_init(move |c| connection::configure_reader(c, &read_settings));
-        let readers = r2d2::Pool::builder()
-            .max_size(settings.read_pool)
-            .min_idle(Some(1))
-            .connection_timeout(Duration::from_secs(5))
-            .build(manager)?;
+    pub fn open(path: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
         Ok(Self {
-            writer,
-            readers,
-            inline_reads: settings.wal,
-            path: std::sync::Arc::from(path),
-            settings: settings.clone(),
+            engine: Engine::Sqlite(sqlite::Sqlite::open(path, settings)?),
         })
     }
 
-    /// Writes a consistent copy of the database to `target` (which must not exist),
-    /// owner-only, while everything else goes on: on a connection of its own, since
-    /// the pooled readers may not write even elsewhere.
-    pub async fn backup(&self, target: &std::path::Path) -> Result<(), DbError> {
-        let (path, settings, target) = (self.path.clone(), self.settings.clone(), target.to_path_buf());
-        tokio::task::spawn_blocking(move || {
-            let conn = connection::open_snapshot(&path, &settings)?;
-            maintenance::backup(&Tx::new(&conn), &target)
-        })
-        .await
-        .map_err(|_| DbError::Panicked)?
-    }
-
-    /// Runs `op` in the writer's next group commit, under its own SAVEPOINT: an error
-    /// rolls back this operation only. Resolves once the batch is durable.
+    /// Runs `op` as one write transaction (with SQLite: under its own SAVEPOINT in the
+    /// writer's next group commit, so an error rolls back this operation only).
+    /// Resolves once the write is durable.
     pub async fn write<T, F>(&self, op: F) -> Result<T, DbError>
     where
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let reply = self.writer.submit(op)?;
-        match tokio::time::timeout(WRITE_DEADLINE, reply).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(DbError::WriterGone),
-            Err(_) => Err(DbError::Busy),
+        match &self.engine {
+            Engine::Sqlite(e) => e.write(op).await,
         }
     }
 
-    /// Runs `op` on a read-only pooled connection (off the async threads unless WAL
-    /// makes the read lock-free).
+    /// Runs `op` on a read-only snapshot.
     pub async fn read<T, F>(&self, op: F) -> Result<T, DbError>
     where
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        if self.inline_reads {
-            let conn = self.readers.get()?;
-            return op(&Tx::new(&conn));
+        match &self.engine {
+            Engine::Sqlite(e) => e.read(op).await,
         }
-        let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = pool.get()?;
-            op(&Tx::new(&conn))
-        })
-        .await
-        .map_err(|_| DbError::Panicked)?
+    }
+
+    /// Writes a consistent copy of the database to `target` (which must not exist),
+    /// owner-only, while everything else goes on.
+    pub async fn backup(&self, target: &Path) -> Result<(), DbError> {
+        match &self.engine {
+            Engine::Sqlite(e) => e.backup(target).await,
+        }
     }
 
     /// Whether the database answers a read (readiness probes).
     pub async fn ping(&self) -> Result<(), DbError> {
-        self.read(maintenance::ping).await
+        self.read(|c| c.one("SELECT 1", sql::args![], |r| r.get::<i64>(0)).map(drop))
+            .await
     }
 
-    /// Whether the writer commits (readiness probes): an empty operation through the
-    /// queue and a group commit.
+    /// Whether writes commit (readiness probes): an empty operation through the queue
+    /// and a group commit.
     pub async fn write_probe(&self) -> Result<(), DbError> {
         self.write(|_| Ok(())).await
     }
 
     pub fn writer_stats(&self) -> WriterStats {
-        self.writer.stats()
+        match &self.engine {
+            Engine::Sqlite(e) => e.writer_stats(),
+        }
     }
 
-    /// Stops accepting writes and waits for the queue to be committed.
+    /// Stops accepting writes and waits for what was accepted to be committed.
     pub fn shutdown(&self) {
-        self.writer.shutdown();
+        match &self.engine {
+            Engine::Sqlite(e) => e.shutdown(),
+        }
     }
+}
+
+/// Consistency problems of the database at `path`, opened read-only (`tessera check`):
+/// nothing is migrated, created or changed. Empty when it is sound.
+pub fn check_file(path: &Path, settings: &SqliteSettings) -> Result<Vec<String>, DbError> {
+    sqlite::check_file(path, settings)
 }
 
 /// The outcome of claiming a single-use value (a code, a refresh token, a one-time
@@ -233,15 +172,5 @@ impl Claim {
 
     pub fn won(self) -> bool {
         self == Claim::Won
-    }
-}
-
-/// Maps "no row" to `None` while keeping every other error: a failing database is never
-/// mistaken for a missing record.
-pub(crate) fn optional<T>(r: rusqlite::Result<T>) -> Result<Option<T>, DbError> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
-        Err(e) => Err(e.into()),
     }
 }

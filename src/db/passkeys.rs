@@ -1,10 +1,10 @@
 //! Passkeys: stored WebAuthn credentials and the one-time challenges of their
 //! ceremonies.
 
-use rusqlite::params;
 use serde::Serialize;
 
-use super::{optional, Claim, DbError, Tx};
+use super::sql::{args, Row};
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone, Serialize)]
@@ -23,7 +23,7 @@ pub struct Passkey {
 
 const COLUMNS: &str = "id, user_id, public_jwk, alg, sign_count, name, created_at, last_used_at";
 
-fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Passkey> {
+fn from_row(r: &Row<'_>) -> Result<Passkey, DbError> {
     Ok(Passkey {
         id: r.get(0)?,
         user_id: r.get(1)?,
@@ -48,10 +48,10 @@ pub struct NewPasskey<'a> {
 
 /// Stores a credential; `DbError::Conflict` when its id is already registered.
 pub fn insert(conn: &Tx<'_>, p: &NewPasskey<'_>) -> Result<i64, DbError> {
-    Ok(conn.sql().query_row(
+    conn.one(
         "INSERT INTO passkeys (user_id, credential_id, public_jwk, alg, sign_count, name, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-        params![
+        args![
             p.user_id,
             p.credential_id,
             p.public_jwk,
@@ -61,45 +61,43 @@ pub fn insert(conn: &Tx<'_>, p: &NewPasskey<'_>) -> Result<i64, DbError> {
             p.now
         ],
         |r| r.get(0),
-    )?)
+    )
 }
 
 pub fn find_by_credential(conn: &Tx<'_>, credential_id: &[u8]) -> Result<Option<Passkey>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE credential_id = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([credential_id], from_row))
+    conn.row(&sql, args![credential_id], from_row)
 }
 
 pub fn list_for_user(conn: &Tx<'_>, user_id: i64) -> Result<Vec<Passkey>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM passkeys WHERE user_id = ?1 ORDER BY created_at");
-    let mut stmt = conn.sql().prepare_cached(&sql)?;
-    let rows = stmt.query_map([user_id], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    conn.rows(&sql, args![user_id], from_row)
 }
 
 /// The credential ids a user already has (excluded when registering another).
 pub fn credential_ids(conn: &Tx<'_>, user_id: i64) -> Result<Vec<Vec<u8>>, DbError> {
-    let mut stmt = conn
-        .sql()
-        .prepare_cached("SELECT credential_id FROM passkeys WHERE user_id = ?1")?;
-    let rows = stmt.query_map([user_id], |r| r.get(0))?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    conn.rows(
+        "SELECT credential_id FROM passkeys WHERE user_id = ?1",
+        args![user_id],
+        |r| r.get(0),
+    )
 }
 
 /// Records a use; `false` when the counter did not grow past the stored one (two
 /// assertions raced, or the authenticator was cloned).
 pub fn record_use(conn: &Tx<'_>, id: i64, old_count: u32, new_count: u32, now: i64) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "UPDATE passkeys SET sign_count = ?3, last_used_at = ?4 WHERE id = ?1 AND sign_count = ?2",
-        params![id, old_count, new_count, now],
+        args![id, old_count, new_count, now],
     )?;
     Ok(n == 1)
 }
 
 pub fn delete(conn: &Tx<'_>, user_id: i64, id: i64) -> Result<Option<String>, DbError> {
-    let name: Option<String> = optional(
-        conn.sql()
-            .prepare_cached("DELETE FROM passkeys WHERE id = ?1 AND user_id = ?2 RETURNING name")?
-            .query_row(params![id, user_id], |r| r.get(0)),
+    let name: Option<String> = conn.row(
+        "DELETE FROM passkeys WHERE id = ?1 AND user_id = ?2 RETURNING name",
+        args![id, user_id],
+        |r| r.get(0),
     )?;
     Ok(name)
 }
@@ -115,10 +113,10 @@ pub fn create_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, expi
         Binding::Register(uid) => ("register", Some(*uid), None),
         Binding::Login(r) => ("login", None, Some(r.as_bytes().to_vec())),
     };
-    conn.sql().execute(
+    conn.exec(
         "INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, request_hash, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![hash.as_bytes(), purpose, user, request, expires_at],
+        args![hash.as_bytes(), purpose, user, request, expires_at],
     )?;
     Ok(())
 }
@@ -127,15 +125,15 @@ pub fn create_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, expi
 /// issued for something else.
 pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now: i64) -> Result<Claim, DbError> {
     let n = match binding {
-        Binding::Register(uid) => conn.sql().execute(
+        Binding::Register(uid) => conn.exec(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'register'
              AND user_id = ?2 AND used_at IS NULL AND expires_at > ?3",
-            params![hash.as_bytes(), uid, now],
+            args![hash.as_bytes(), uid, now],
         )?,
-        Binding::Login(r) => conn.sql().execute(
+        Binding::Login(r) => conn.exec(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'login'
              AND request_hash = ?2 AND used_at IS NULL AND expires_at > ?3",
-            params![hash.as_bytes(), r.as_bytes(), now],
+            args![hash.as_bytes(), r.as_bytes(), now],
         )?,
     };
     Ok(Claim::of(n))
@@ -143,14 +141,13 @@ pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now
 
 /// Removes every passkey of a user (a lost device, an administrator's reset).
 pub fn delete_all(conn: &Tx<'_>, user_id: i64) -> Result<usize, DbError> {
-    Ok(conn
-        .sql()
-        .execute("DELETE FROM passkeys WHERE user_id = ?1", [user_id])?)
+    conn.exec("DELETE FROM passkeys WHERE user_id = ?1", args![user_id])
 }
 
 pub fn count_for_user(conn: &Tx<'_>, user_id: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT count(*) FROM passkeys WHERE user_id = ?1")?
-        .query_row([user_id], |r| r.get(0))?)
+    conn.one(
+        "SELECT count(*) FROM passkeys WHERE user_id = ?1",
+        args![user_id],
+        |r| r.get(0),
+    )
 }

@@ -1,8 +1,7 @@
 //! Removal of expired rows in small batches, so a purge never holds the write lock
 //! long enough to stall requests.
 
-use rusqlite::params;
-
+use super::sql::args;
 use super::{DbError, Tx};
 
 /// Rows deleted per statement; a batch of this size commits in well under a millisecond.
@@ -32,21 +31,18 @@ const TARGETS: &[(&str, &str, &str)] = &[
 pub fn purge_expired(conn: &Tx<'_>, now: i64, audit_retention: i64) -> Result<usize, DbError> {
     let mut total = 0;
     if audit_retention > 0 {
-        total += conn
-            .sql()
-            .prepare_cached(&format!(
-                "DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 LIMIT {BATCH})"
-            ))?
-            .execute(params![now - audit_retention])?;
+        total += conn.exec(
+            &format!("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ?1 LIMIT {BATCH})"),
+            args![now - audit_retention],
+        )?;
     }
     for (table, key, condition) in TARGETS {
         let sql =
             format!("DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} WHERE {condition} LIMIT {BATCH})");
-        let mut stmt = conn.sql().prepare_cached(&sql)?;
         total += if condition.contains("?2") {
-            stmt.execute(params![now, CODE_REPLAY_WINDOW])?
+            conn.exec(&sql, args![now, CODE_REPLAY_WINDOW])?
         } else {
-            stmt.execute(params![now])?
+            conn.exec(&sql, args![now])?
         };
     }
     Ok(total)

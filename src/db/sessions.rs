@@ -1,8 +1,7 @@
 //! SSO sessions and the pending authorization requests that wait for a sign-in.
 
-use rusqlite::params;
-
-use super::{optional, Claim, DbError, Tx};
+use super::sql::{args, Row};
+use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 #[derive(Debug, Clone)]
@@ -38,12 +37,10 @@ pub struct NewSession<'a> {
 }
 
 pub fn create(conn: &Tx<'_>, s: &NewSession<'_>) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, amr, user_agent, ip)
+    conn.exec(
+        "INSERT INTO sessions (id_hash, sid, user_id, auth_time, created_at, expires_at, amr, user_agent, ip)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
+        args![
             s.id_hash.as_bytes(),
             s.sid,
             s.user_id,
@@ -53,56 +50,56 @@ pub fn create(conn: &Tx<'_>, s: &NewSession<'_>) -> Result<(), DbError> {
             s.amr,
             s.user_agent,
             s.ip
-        ])?;
+        ],
+    )?;
     Ok(())
 }
 
 /// The live session behind a cookie: not ended, not expired, and its user enabled.
 pub fn find_active(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<Option<Session>, DbError> {
-    optional(
-        conn.sql()
-            .prepare_cached(
-                "SELECT s.sid, s.user_id, s.auth_time, s.expires_at, s.amr, s.reauth_at FROM sessions s
+    conn.row(
+        "SELECT s.sid, s.user_id, s.auth_time, s.expires_at, s.amr, s.reauth_at FROM sessions s
              JOIN users u ON u.id = s.user_id
              WHERE s.id_hash = ?1 AND s.ended_at IS NULL AND s.expires_at > ?2 AND u.disabled = 0",
-            )?
-            .query_row(params![id_hash.as_bytes(), now], |r| {
-                Ok(Session {
-                    sid: r.get(0)?,
-                    user_id: r.get(1)?,
-                    auth_time: r.get(2)?,
-                    expires_at: r.get(3)?,
-                    amr: r.get(4)?,
-                    reauth_at: r.get(5)?,
-                })
-            }),
+        args![id_hash.as_bytes(), now],
+        |r| {
+            Ok(Session {
+                sid: r.get(0)?,
+                user_id: r.get(1)?,
+                auth_time: r.get(2)?,
+                expires_at: r.get(3)?,
+                amr: r.get(4)?,
+                reauth_at: r.get(5)?,
+            })
+        },
     )
 }
 
 /// Records that the user of session `sid` confirmed their password just now.
 pub fn mark_reauthenticated(conn: &Tx<'_>, sid: &str, now: i64) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE sessions SET reauth_at = ?2 WHERE sid = ?1 AND ended_at IS NULL")?
-        .execute(params![sid, now])?;
+    let n = conn.exec(
+        "UPDATE sessions SET reauth_at = ?2 WHERE sid = ?1 AND ended_at IS NULL",
+        args![sid, now],
+    )?;
     Ok(n == 1)
 }
 
 /// Whether session `sid` is still live (not ended, not expired).
 pub fn sid_active(conn: &Tx<'_>, sid: &str, now: i64) -> Result<bool, DbError> {
-    Ok(optional(
-        conn.sql()
-            .prepare_cached("SELECT 1 FROM sessions WHERE sid = ?1 AND ended_at IS NULL AND expires_at > ?2")?
-            .query_row(params![sid, now], |_| Ok(())),
-    )?
-    .is_some())
+    Ok(conn
+        .row(
+            "SELECT 1 FROM sessions WHERE sid = ?1 AND ended_at IS NULL AND expires_at > ?2",
+            args![sid, now],
+            |_| Ok(()),
+        )?
+        .is_some())
 }
 
 pub fn end(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE sessions SET ended_at = ?2 WHERE id_hash = ?1 AND ended_at IS NULL")?
-        .execute(params![id_hash.as_bytes(), now])?;
+    let n = conn.exec(
+        "UPDATE sessions SET ended_at = ?2 WHERE id_hash = ?1 AND ended_at IS NULL",
+        args![id_hash.as_bytes(), now],
+    )?;
     Ok(n == 1)
 }
 
@@ -124,57 +121,48 @@ pub struct NewLoginRequest<'a> {
 }
 
 pub fn create_login_request(conn: &Tx<'_>, r: &NewLoginRequest<'_>) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO login_requests (id_hash, csrf_hash, browser_hash, params, created_at, expires_at)
+    conn.exec(
+        "INSERT INTO login_requests (id_hash, csrf_hash, browser_hash, params, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![
+        args![
             r.id_hash.as_bytes(),
             r.csrf_hash.as_bytes(),
             r.browser_hash.as_bytes(),
             r.params,
             r.now,
             r.expires_at
-        ])?;
+        ],
+    )?;
     Ok(())
 }
 
-fn hash_col(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<TokenHash> {
+fn hash_col(r: &Row<'_>, i: usize) -> Result<TokenHash, DbError> {
     let bytes: Vec<u8> = r.get(i)?;
-    TokenHash::from_slice(&bytes).ok_or(rusqlite::Error::InvalidColumnType(
-        i,
-        "hash".into(),
-        rusqlite::types::Type::Blob,
-    ))
+    TokenHash::from_slice(&bytes).ok_or_else(|| DbError::Corrupt(format!("column {i} is not a hash")))
 }
 
 /// A pending request that is neither used nor expired.
 pub fn find_login_request(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<Option<LoginRequest>, DbError> {
-    optional(
-        conn.sql()
-            .prepare_cached(
-                "SELECT csrf_hash, browser_hash, params FROM login_requests
+    conn.row(
+        "SELECT csrf_hash, browser_hash, params FROM login_requests
              WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
-            )?
-            .query_row(params![id_hash.as_bytes(), now], |r| {
-                Ok(LoginRequest {
-                    csrf_hash: hash_col(r, 0)?,
-                    browser_hash: hash_col(r, 1)?,
-                    params: r.get(2)?,
-                })
-            }),
+        args![id_hash.as_bytes(), now],
+        |r| {
+            Ok(LoginRequest {
+                csrf_hash: hash_col(r, 0)?,
+                browser_hash: hash_col(r, 1)?,
+                params: r.get(2)?,
+            })
+        },
     )
 }
 
 /// Marks a pending request used; `false` when another submission got there first.
 pub fn consume_login_request(conn: &Tx<'_>, id_hash: &TokenHash, now: i64) -> Result<Claim, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached(
-            "UPDATE login_requests SET used_at = ?2 WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
-        )?
-        .execute(params![id_hash.as_bytes(), now])?;
+    let n = conn.exec(
+        "UPDATE login_requests SET used_at = ?2 WHERE id_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+        args![id_hash.as_bytes(), now],
+    )?;
     Ok(Claim::of(n))
 }
 
@@ -206,29 +194,30 @@ impl SessionInfo {
 
 /// A user's live sessions, newest first.
 pub fn list_for_user(conn: &Tx<'_>, user_id: i64, now: i64) -> Result<Vec<SessionInfo>, DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    conn.rows(
         "SELECT sid, user_id, created_at, auth_time, expires_at, amr, user_agent, ip FROM sessions
          WHERE user_id = ?1 AND ended_at IS NULL AND expires_at > ?2 ORDER BY created_at DESC LIMIT 200",
-    )?;
-    let rows = stmt.query_map(params![user_id, now], |r| {
-        Ok(SessionInfo {
-            sid: r.get(0)?,
-            user_id: r.get(1)?,
-            created_at: r.get(2)?,
-            auth_time: r.get(3)?,
-            expires_at: r.get(4)?,
-            amr: r.get(5)?,
-            user_agent: r.get(6)?,
-            ip: r.get(7)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        args![user_id, now],
+        |r| {
+            Ok(SessionInfo {
+                sid: r.get(0)?,
+                user_id: r.get(1)?,
+                created_at: r.get(2)?,
+                auth_time: r.get(3)?,
+                expires_at: r.get(4)?,
+                amr: r.get(5)?,
+                user_agent: r.get(6)?,
+                ip: r.get(7)?,
+            })
+        },
+    )
 }
 
 /// Live sessions across all users (the dashboard).
 pub fn count_active(conn: &Tx<'_>, now: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT count(*) FROM sessions WHERE ended_at IS NULL AND expires_at > ?1")?
-        .query_row([now], |r| r.get(0))?)
+    conn.one(
+        "SELECT count(*) FROM sessions WHERE ended_at IS NULL AND expires_at > ?1",
+        args![now],
+        |r| r.get(0),
+    )
 }

@@ -1,8 +1,7 @@
 //! People who sign in: lookups by name, id and subject; creation and account changes.
 
-use rusqlite::{params, Row};
-
-use super::{optional, DbError, Tx};
+use super::sql::{args, Row};
+use super::{DbError, Tx};
 
 /// An account. `Debug` leaves the password hash and claims out.
 #[derive(Clone)]
@@ -50,7 +49,7 @@ pub struct NewUser<'a> {
 const COLUMNS: &str =
     "id, sub, username, email, email_verified, name, password_hash, is_admin, disabled, created_at, updated_at, claims";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
+fn from_row(r: &Row<'_>) -> Result<User, DbError> {
     Ok(User {
         id: r.get(0)?,
         sub: r.get(1)?,
@@ -63,18 +62,18 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<User> {
         disabled: r.get(8)?,
         created_at: r.get(9)?,
         updated_at: r.get(10)?,
-        claims: serde_json::from_str(&r.get::<_, String>(11)?).unwrap_or_default(),
+        claims: serde_json::from_str(&r.get::<String>(11)?).unwrap_or_default(),
         groups: Vec::new(),
     })
 }
 
 /// Fills `user.groups` with the names of the groups the user belongs to.
 pub fn load_groups(conn: &Tx<'_>, user: &mut User) -> Result<(), DbError> {
-    let mut stmt = conn.sql().prepare_cached(
+    user.groups = conn.rows(
         "SELECT g.name FROM groups g JOIN user_groups ug ON ug.group_id = g.id WHERE ug.user_id = ?1 ORDER BY g.name",
+        args![user.id],
+        |r| r.get(0),
     )?;
-    let names = stmt.query_map([user.id], |r| r.get(0))?;
-    user.groups = names.collect::<Result<_, _>>()?;
     Ok(())
 }
 
@@ -85,36 +84,34 @@ pub fn set_claims(
     claims: &serde_json::Map<String, serde_json::Value>,
     now: i64,
 ) -> Result<(), DbError> {
-    conn.sql().execute(
+    conn.exec(
         "UPDATE users SET claims = ?2, updated_at = ?3 WHERE id = ?1",
-        params![user_id, serde_json::Value::Object(claims.clone()).to_string(), now],
+        args![user_id, serde_json::Value::Object(claims.clone()).to_string(), now],
     )?;
     Ok(())
 }
 
 /// Adds a user to a group, creating the group if needed.
 pub fn add_to_group(conn: &Tx<'_>, user_id: i64, group: &str) -> Result<(), DbError> {
-    conn.sql()
-        .execute("INSERT INTO groups (name) VALUES (?1) ON CONFLICT DO NOTHING", [group])?;
-    conn.sql().execute(
+    conn.exec(
+        "INSERT INTO groups (name) VALUES (?1) ON CONFLICT DO NOTHING",
+        args![group],
+    )?;
+    conn.exec(
         "INSERT INTO user_groups (user_id, group_id) SELECT ?1, id FROM groups WHERE name = ?2 ON CONFLICT DO NOTHING",
-        params![user_id, group],
+        args![user_id, group],
     )?;
     Ok(())
 }
 
 /// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken.
 pub fn insert(conn: &Tx<'_>, u: &NewUser<'_>) -> Result<i64, DbError> {
-    conn.sql()
-        .prepare_cached(
-            "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
+    conn.one(
+        "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
-        )?
-        .query_row(
-            params![u.sub, u.username, u.email, u.name, u.password_hash, u.is_admin, u.now],
-            |r| r.get(0),
-        )
-        .map_err(DbError::from)
+        args![u.sub, u.username, u.email, u.name, u.password_hash, u.is_admin, u.now],
+        |r| r.get(0),
+    )
 }
 
 /// Creates users with these names sharing one password hash, each with the address
@@ -150,23 +147,21 @@ pub fn insert_many(
 pub fn find_by_username(conn: &Tx<'_>, username: &str) -> Result<Option<User>, DbError> {
     // Usernames match case-insensitively (an index on lower(username) keeps them unique).
     let sql = format!("SELECT {COLUMNS} FROM users WHERE lower(username) = lower(?1)");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([username], from_row))
+    conn.row(&sql, args![username], from_row)
 }
 
 pub fn find_by_id(conn: &Tx<'_>, id: i64) -> Result<Option<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([id], from_row))
+    conn.row(&sql, args![id], from_row)
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users ORDER BY lower(username)");
-    let mut stmt = conn.sql().prepare_cached(&sql)?;
-    let rows = stmt.query_map([], from_row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    conn.rows(&sql, args![], from_row)
 }
 
 pub fn count(conn: &Tx<'_>) -> Result<i64, DbError> {
-    Ok(conn.sql().query_row("SELECT count(*) FROM users", [], |r| r.get(0))?)
+    conn.one("SELECT count(*) FROM users", args![], |r| r.get(0))
 }
 
 /// Disables or enables an account. Disabling also ends its sessions and revokes its
@@ -175,18 +170,18 @@ pub fn set_disabled(conn: &Tx<'_>, username: &str, disabled: bool, now: i64) -> 
     let Some(user) = find_by_username(conn, username)? else {
         return Ok(false);
     };
-    conn.sql().execute(
+    conn.exec(
         "UPDATE users SET disabled = ?2, updated_at = ?3 WHERE id = ?1",
-        params![user.id, disabled, now],
+        args![user.id, disabled, now],
     )?;
     if disabled {
-        conn.sql().execute(
+        conn.exec(
             "UPDATE sessions SET ended_at = ?2 WHERE user_id = ?1 AND ended_at IS NULL",
-            params![user.id, now],
+            args![user.id, now],
         )?;
-        conn.sql().execute(
+        conn.exec(
             "UPDATE grants SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
-            params![user.id, now],
+            args![user.id, now],
         )?;
     }
     Ok(true)
@@ -194,7 +189,7 @@ pub fn set_disabled(conn: &Tx<'_>, username: &str, disabled: bool, now: i64) -> 
 
 pub fn find_by_sub(conn: &Tx<'_>, sub: &str) -> Result<Option<User>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE sub = ?1");
-    optional(conn.sql().prepare_cached(&sql)?.query_row([sub], from_row))
+    conn.row(&sql, args![sub], from_row)
 }
 
 /// Failed passwords in a row and the lock they caused.
@@ -205,15 +200,15 @@ pub struct LockState {
 }
 
 pub fn lock_state(conn: &Tx<'_>, user_id: i64) -> Result<LockState, DbError> {
-    let row = optional(
-        conn.sql()
-            .prepare_cached("SELECT failed_logins, locked_until FROM users WHERE id = ?1")?
-            .query_row([user_id], |r| {
-                Ok(LockState {
-                    failed_logins: r.get(0)?,
-                    locked_until: r.get(1)?,
-                })
-            }),
+    let row = conn.row(
+        "SELECT failed_logins, locked_until FROM users WHERE id = ?1",
+        args![user_id],
+        |r| {
+            Ok(LockState {
+                failed_logins: r.get(0)?,
+                locked_until: r.get(1)?,
+            })
+        },
     )?;
     Ok(row.unwrap_or_default())
 }
@@ -227,17 +222,19 @@ pub fn record_failure(
 ) -> Result<LockState, DbError> {
     let failed = lock_state(conn, user_id)?.failed_logins + 1;
     let locked_until = lock_for(failed).map(|secs| now + secs);
-    conn.sql()
-        .prepare_cached("UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1")?
-        .execute(params![user_id, failed, locked_until])?;
+    conn.exec(
+        "UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1",
+        args![user_id, failed, locked_until],
+    )?;
     lock_state(conn, user_id)
 }
 
 /// Clears the failure count and any lock (a successful sign-in, or an administrator).
 pub fn clear_failures(conn: &Tx<'_>, user_id: i64) -> Result<(), DbError> {
-    conn.sql()
-        .prepare_cached("UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?1")?
-        .execute([user_id])?;
+    conn.exec(
+        "UPDATE users SET failed_logins = 0, locked_until = NULL WHERE id = ?1",
+        args![user_id],
+    )?;
     Ok(())
 }
 
@@ -249,10 +246,10 @@ pub fn update_profile(
     email: Option<&str>,
     now: i64,
 ) -> Result<bool, DbError> {
-    let n = conn.sql().execute(
+    let n = conn.exec(
         "UPDATE users SET name = ?2, email_verified = CASE WHEN email IS ?3 THEN email_verified ELSE 0 END,
             email = ?3, updated_at = ?4 WHERE id = ?1",
-        params![user_id, name, email, now],
+        args![user_id, name, email, now],
     )?;
     Ok(n == 1)
 }
@@ -260,45 +257,41 @@ pub fn update_profile(
 /// Swaps in a rehash of the same password, unless the hash changed meanwhile (a
 /// password change wins). The user's record is otherwise untouched.
 pub fn replace_hash(conn: &Tx<'_>, user_id: i64, old: &str, new: &str) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE users SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2")?
-        .execute(params![user_id, old, new])?;
+    let n = conn.exec(
+        "UPDATE users SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2",
+        args![user_id, old, new],
+    )?;
     Ok(n == 1)
 }
 
 /// A stored password hash picked at random (none without users): two indexed
 /// lookups, not a scan.
 pub fn sample_hash(conn: &Tx<'_>) -> Result<Option<String>, DbError> {
-    let max: Option<i64> = conn
-        .sql()
-        .prepare_cached("SELECT max(id) FROM users")?
-        .query_row([], |r| r.get(0))?;
+    let max: Option<i64> = conn.one("SELECT max(id) FROM users", args![], |r| r.get(0))?;
     let Some(max) = max else {
         return Ok(None);
     };
     let pick = rand::Rng::gen_range(&mut rand::thread_rng(), 1..=max.max(1));
-    optional(
-        conn.sql()
-            .prepare_cached("SELECT password_hash FROM users WHERE id >= ?1 ORDER BY id LIMIT 1")?
-            .query_row([pick], |r| r.get(0)),
+    conn.row(
+        "SELECT password_hash FROM users WHERE id >= ?1 ORDER BY id LIMIT 1",
+        args![pick],
+        |r| r.get(0),
     )
 }
 
 pub fn set_password_by_id(conn: &Tx<'_>, user_id: i64, hash: &str, now: i64) -> Result<bool, DbError> {
-    let n = conn
-        .sql()
-        .prepare_cached("UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1")?
-        .execute(params![user_id, hash, now])?;
+    let n = conn.exec(
+        "UPDATE users SET password_hash = ?2, updated_at = ?3 WHERE id = ?1",
+        args![user_id, hash, now],
+    )?;
     Ok(n == 1)
 }
 
 /// Accounts locked right now (the dashboard).
 pub fn count_locked(conn: &Tx<'_>, now: i64) -> Result<i64, DbError> {
-    Ok(conn
-        .sql()
-        .prepare_cached("SELECT count(*) FROM users WHERE locked_until > ?1")?
-        .query_row([now], |r| r.get(0))?)
+    conn.one("SELECT count(*) FROM users WHERE locked_until > ?1", args![now], |r| {
+        r.get(0)
+    })
 }
 
 /// Columns the user list may be sorted by.
@@ -326,16 +319,14 @@ pub fn search(
     let condition =
         "(?1 IS NULL OR lower(username) LIKE lower(?1) ESCAPE '\\' OR lower(email) LIKE lower(?1) ESCAPE '\\'
           OR lower(name) LIKE lower(?1) ESCAPE '\\')";
-    let total = conn.sql().query_row(
+    let total = conn.one(
         &format!("SELECT count(*) FROM users WHERE {condition}"),
-        [&pattern],
+        args![pattern],
         |r| r.get(0),
     )?;
     let sql =
         format!("SELECT {COLUMNS} FROM users WHERE {condition} ORDER BY {key} {order}, id {order} LIMIT ?2 OFFSET ?3");
-    let mut stmt = conn.sql().prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![pattern, limit, offset], from_row)?;
-    let mut users: Vec<User> = rows.collect::<Result<_, _>>()?;
+    let mut users: Vec<User> = conn.rows(&sql, args![pattern, limit, offset], from_row)?;
     for u in &mut users {
         load_groups(conn, u)?;
     }
@@ -344,31 +335,31 @@ pub fn search(
 
 /// Sets or clears the administrator flag.
 pub fn set_admin(conn: &Tx<'_>, user_id: i64, admin: bool, now: i64) -> Result<(), DbError> {
-    conn.sql().execute(
+    conn.exec(
         "UPDATE users SET is_admin = ?2, updated_at = ?3 WHERE id = ?1",
-        params![user_id, admin, now],
+        args![user_id, admin, now],
     )?;
     Ok(())
 }
 
 /// Deletes a user; sessions, grants, codes and consents go with it (foreign keys).
 pub fn delete(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
-    Ok(conn.sql().execute("DELETE FROM users WHERE id = ?1", [user_id])? == 1)
+    Ok(conn.exec("DELETE FROM users WHERE id = ?1", args![user_id])? == 1)
 }
 
 /// Administrators who can still sign in (the last one may not be removed).
 pub fn count_active_admins(conn: &Tx<'_>) -> Result<i64, DbError> {
-    Ok(conn.sql().query_row(
+    conn.one(
         "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
-        [],
+        args![],
         |r| r.get(0),
-    )?)
+    )
 }
 
 pub fn set_email_verified(conn: &Tx<'_>, user_id: i64, verified: bool) -> Result<(), DbError> {
-    conn.sql().execute(
+    conn.exec(
         "UPDATE users SET email_verified = ?2 WHERE id = ?1",
-        params![user_id, verified],
+        args![user_id, verified],
     )?;
     Ok(())
 }

@@ -2,11 +2,13 @@
 
 use std::path::Path;
 
-use super::{DbError, Tx};
+use rusqlite::Connection;
+
+use super::DbError;
 
 /// Writes a consistent copy of the database to `target` (which must not exist) while
 /// the server keeps serving: `VACUUM INTO` reads one snapshot and takes no write lock.
-pub fn backup(conn: &Tx<'_>, target: &Path) -> Result<(), DbError> {
+pub fn backup(conn: &Connection, target: &Path) -> Result<(), DbError> {
     if target.exists() {
         return Err(DbError::Open(format!(
             "{} already exists; choose a new file",
@@ -29,31 +31,18 @@ pub fn backup(conn: &Tx<'_>, target: &Path) -> Result<(), DbError> {
     options
         .open(target)
         .map_err(|e| DbError::Open(format!("{}: {e}", target.display())))?;
-    if let Err(e) = conn.sql().execute("VACUUM INTO ?1", [path]) {
+    if let Err(e) = conn.execute("VACUUM INTO ?1", [path]) {
         let _ = std::fs::remove_file(target);
         return Err(e.into());
     }
     Ok(())
 }
 
-/// `check` on the file at `path`, opened read-only: nothing is migrated, created or
-/// changed.
-pub fn check_file(path: &Path, settings: &crate::config::SqliteSettings) -> Result<Vec<String>, DbError> {
-    let conn = super::connection::open_read_only(path, settings)?;
-    check(&Tx::new(&conn))
-}
-
-/// Whether the database answers a read (readiness probes).
-pub fn ping(conn: &Tx<'_>) -> Result<(), DbError> {
-    conn.sql().query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?;
-    Ok(())
-}
-
 /// Problems found by `PRAGMA integrity_check` and `PRAGMA foreign_key_check`; empty
 /// when the database is sound.
-pub fn check(conn: &Tx<'_>) -> Result<Vec<String>, DbError> {
+pub fn check(conn: &Connection) -> Result<Vec<String>, DbError> {
     let mut problems = Vec::new();
-    let mut stmt = conn.sql().prepare("PRAGMA integrity_check")?;
+    let mut stmt = conn.prepare("PRAGMA integrity_check")?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
     for row in rows {
         let line = row?;
@@ -61,7 +50,7 @@ pub fn check(conn: &Tx<'_>) -> Result<Vec<String>, DbError> {
             problems.push(format!("integrity: {line}"));
         }
     }
-    let mut stmt = conn.sql().prepare("PRAGMA foreign_key_check")?;
+    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
     let rows = stmt.query_map([], |r| {
         Ok(format!(
             "foreign key: {} row {:?} -> {}",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::{DbError, Tx};
+use crate::db::{DbError, Tx};
 
 /// Upper bound on operations per transaction, so one batch cannot hold the lock long.
 const MAX_BATCH: usize = 512;
@@ -37,7 +37,7 @@ where
 {
     fn run(self: Box<Self>, conn: &Connection) -> (bool, Completion) {
         let Job { op, reply } = *self;
-        let tx = Tx::new(conn);
+        let tx = Tx::sqlite(conn);
         let result = catch_unwind(AssertUnwindSafe(|| op(&tx))).unwrap_or(Err(DbError::Panicked));
         let ok = result.is_ok();
         let completion: Completion = Box::new(move |commit| {

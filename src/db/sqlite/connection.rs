@@ -5,8 +5,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::DbError;
 use crate::config::{SqliteSettings, Synchronous};
+use crate::db::DbError;
 
 const BUSY_TIMEOUT_MS: u32 = 5000;
 

@@ -3,7 +3,7 @@
 
 use rusqlite::Connection;
 
-use super::DbError;
+use crate::db::DbError;
 
 /// Migrations in order; version N is `MIGRATIONS[N - 1]`.
 const MIGRATIONS: &[&str] = &[
