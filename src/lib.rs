@@ -10,6 +10,7 @@ pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod domain;
+pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod oidc;

@@ -384,7 +384,7 @@ pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
 pub fn seal_hmac(state: &AppState, secret: &str) -> Result<String, AdminError> {
     crate::crypto::sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(|e| {
         tracing::error!(error = %e, "cannot seal a client secret");
-        AdminError::Server(crate::oidc::OAuthError::server_error())
+        AdminError::Server(crate::error::Internal::Failed)
     })
 }
 

@@ -7,13 +7,13 @@ pub mod groups;
 pub mod overview;
 pub mod users;
 
+use crate::error::Internal;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::audit::Event;
 use crate::db::DbError;
-use crate::oidc::OAuthError;
 
 /// Who performs an administrative action: an administrator (username) or an admin
 /// client (`client:<id>`), and from where.
@@ -38,7 +38,7 @@ pub enum AdminError {
     NotFound(&'static str),
     Invalid(Problems),
     Conflict(String),
-    Server(OAuthError),
+    Server(Internal),
 }
 
 impl From<DbError> for AdminError {
@@ -47,8 +47,8 @@ impl From<DbError> for AdminError {
     }
 }
 
-impl From<OAuthError> for AdminError {
-    fn from(e: OAuthError) -> Self {
+impl From<Internal> for AdminError {
+    fn from(e: Internal) -> Self {
         AdminError::Server(e)
     }
 }

@@ -75,7 +75,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
             crate::oidc::keys::KeysError::Sealed(why) => AdminError::Conflict(why),
             other => {
                 tracing::error!(error = %other, "key rotation failed");
-                AdminError::Server(crate::oidc::OAuthError::server_error())
+                AdminError::Server(crate::error::Internal::Failed)
             }
         })?;
     if let Err(e) = crate::oidc::keys::reload(state).await {

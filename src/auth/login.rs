@@ -2,6 +2,7 @@
 //! the answer nor its timing tells whether the account exists or is locked.
 
 use crate::db::{self, users::User, Db, DbError};
+use crate::error::Internal;
 
 use super::{HashError, Hasher};
 
@@ -12,9 +13,19 @@ pub enum LoginError {
     #[error("invalid username or password")]
     InvalidCredentials,
     #[error(transparent)]
-    Hashing(#[from] HashError),
-    #[error(transparent)]
-    Db(#[from] DbError),
+    Server(#[from] Internal),
+}
+
+impl From<HashError> for LoginError {
+    fn from(e: HashError) -> Self {
+        LoginError::Server(e.into())
+    }
+}
+
+impl From<DbError> for LoginError {
+    fn from(e: DbError) -> Self {
+        LoginError::Server(e.into())
+    }
 }
 
 /// What happened, for metrics and the audit trail; never shown to the person.

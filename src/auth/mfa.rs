@@ -6,6 +6,7 @@ use super::totp;
 use crate::audit::Event;
 use crate::crypto::{sealed, TokenHash};
 use crate::db::{self, users::User, DbError};
+use crate::error::Internal;
 use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
@@ -14,10 +15,21 @@ pub enum MfaError {
     InvalidCode,
     #[error("no authenticator is being set up")]
     NotStarted,
-    #[error("the stored secret cannot be read: {0}")]
-    Secret(String),
     #[error(transparent)]
-    Db(#[from] DbError),
+    Server(#[from] Internal),
+}
+
+impl From<DbError> for MfaError {
+    fn from(e: DbError) -> Self {
+        MfaError::Server(e.into())
+    }
+}
+
+/// A TOTP secret that cannot be sealed or opened (a wrong master key, a damaged
+/// row): the server's failure, logged here.
+fn secret_failed(why: String) -> MfaError {
+    tracing::error!(error = %why, "TOTP secret cannot be read");
+    MfaError::Server(Internal::Failed)
 }
 
 /// Which factor a successful check used.
@@ -28,11 +40,11 @@ pub enum Used {
 }
 
 fn seal(state: &AppState, secret: &str) -> Result<String, MfaError> {
-    sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(MfaError::Secret)
+    sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(secret_failed)
 }
 
 fn open(state: &AppState, stored: &str) -> Result<String, MfaError> {
-    sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(MfaError::Secret)
+    sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(secret_failed)
 }
 
 pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {

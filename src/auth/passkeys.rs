@@ -2,6 +2,7 @@
 //! ceremony's challenge is stored once (bound to the user, or to the parked login
 //! request) and spent in the same transaction that acts on it.
 
+use crate::error::Internal;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
@@ -20,7 +21,13 @@ pub enum PasskeyError {
     #[error("{0}")]
     Refused(&'static str),
     #[error(transparent)]
-    Db(#[from] DbError),
+    Server(#[from] Internal),
+}
+
+impl From<DbError> for PasskeyError {
+    fn from(e: DbError) -> Self {
+        PasskeyError::Server(e.into())
+    }
 }
 
 impl From<webauthn::Refused> for PasskeyError {

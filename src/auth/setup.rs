@@ -5,7 +5,7 @@ use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, users::NewUser, DbError};
 use crate::domain::{Email, NewPassword, Problems, Username};
-use crate::oidc::OAuthError;
+use crate::error::Internal;
 use crate::state::AppState;
 
 /// How long the setup link works.
@@ -75,7 +75,7 @@ pub async fn finish(
     email: &str,
     password: &str,
     confirm: &str,
-) -> Result<Outcome, OAuthError> {
+) -> Result<Outcome, Internal> {
     let name = Username::parse(username.trim());
     let mail = Email::parse(email);
     let problems: Problems = [

@@ -41,7 +41,7 @@ pub(crate) fn admin_err(e: AdminError, what: &str) -> String {
             .collect::<Vec<_>>()
             .join("; "),
         AdminError::Conflict(message) => message,
-        AdminError::Server(e) => e.description.into_owned(),
+        AdminError::Server(e) => e.to_string(),
     }
 }
 

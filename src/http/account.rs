@@ -150,7 +150,7 @@ pub(super) async fn render(
         apps,
     } = match crate::account::overview(state, v.user.id).await {
         Ok(o) => o,
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     };
     let (name, email) = fields.unwrap_or((
         v.user.name.as_deref().unwrap_or_default(),
@@ -235,7 +235,7 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
     match result {
         Ok(()) => back("profile"),
-        Err(e) => errors::server_page(&e.into()),
+        Err(e) => errors::server_page(e),
     }
 }
 
@@ -257,9 +257,8 @@ pub(super) async fn password_ok(state: &AppState, v: &Viewer, password: &str) ->
             "Your password was entered wrongly too often, so it is not checked for now.",
             "Wait a few minutes, then try again.",
         )),
-        Err(LoginError::Hashing(e)) => Err(errors::server_page(&e.into())),
-        Err(LoginError::Db(e)) => Err(errors::server_page(&e.into())),
-        Err(LoginError::InvalidCredentials) => Err(errors::server_page(&crate::oidc::OAuthError::server_error())),
+        Err(LoginError::Server(e)) => Err(errors::server_page(e)),
+        Err(LoginError::InvalidCredentials) => Err(errors::server_page(crate::error::Internal::Failed)),
     }
 }
 
@@ -294,12 +293,12 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     };
     let hash = match state.hasher.hash(new.expose()).await {
         Ok(h) => h,
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     };
     let remove_passkeys = get(&form, "remove_passkeys") == "on";
     let saved = crate::account::change_password(&state, &me(&req, &state, &v), hash, remove_passkeys).await;
     if let Err(e) = saved {
-        return errors::server_page(&e.into());
+        return errors::server_page(e);
     }
     // A changed password ends every other session: whoever knew the old one is out.
     match end_sessions(&state, &v, |s| s.sid != v.session.sid).await {
@@ -316,11 +315,11 @@ async fn end_sessions(
 ) -> Result<usize, HttpResponse> {
     let sessions = crate::account::sessions(state, v.user.id)
         .await
-        .map_err(|e| errors::server_page(&e.into()))?;
+        .map_err(errors::server_page)?;
     let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
     logout::end_listed(state, &chosen)
         .await
-        .map_err(|e| errors::server_page(&e))?;
+        .map_err(errors::server_page)?;
     Ok(chosen.len())
 }
 
@@ -388,6 +387,6 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
             "You had not allowed that application, or its access was already removed.",
             "Return to your account page.",
         ),
-        Err(e) => errors::server_page(&e.into()),
+        Err(e) => errors::server_page(e),
     }
 }

@@ -103,6 +103,6 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
     let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
     match marked {
         Ok(()) => errors::redirect(next_path(&next)),
-        Err(e) => errors::server_page(&e.into()),
+        Err(e) => errors::server_page(e),
     }
 }

@@ -29,10 +29,10 @@ async fn totp_page(state: &AppState, v: &Viewer, status: StatusCode, error: Opti
     let secret = match mfa::begin(state, v.user.id).await {
         Ok(Some(s)) => s,
         Ok(None) => return errors::redirect("/account"),
-        Err(mfa::MfaError::Db(e)) => return errors::server_page(&e.into()),
+        Err(mfa::MfaError::Server(e)) => return errors::server_page(e),
         Err(e) => {
             tracing::error!(error = %e, "authenticator enrolment failed");
-            return errors::server_page(&crate::oidc::OAuthError::server_error());
+            return errors::server_page(crate::error::Internal::Failed);
         }
     };
     let label = url::Url::parse(&state.issuer)
@@ -93,11 +93,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
             totp_page(&state, &v, StatusCode::BAD_REQUEST, Some(msg)).await
         }
         Err(mfa::MfaError::NotStarted) => errors::redirect("/account/totp"),
-        Err(mfa::MfaError::Db(e)) => errors::server_page(&e.into()),
-        Err(e) => {
-            tracing::error!(error = %e, "authenticator confirmation failed");
-            errors::server_page(&crate::oidc::OAuthError::server_error())
-        }
+        Err(mfa::MfaError::Server(e)) => errors::server_page(e),
     }
 }
 
@@ -118,7 +114,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
         Err(resp) => return resp,
     }
     if let Err(e) = mfa::disable(&state, v.user.id).await {
-        return errors::server_page(&e.into());
+        return errors::server_page(e);
     }
     Event::new("mfa.disabled")
         .actor(&v.user.username)

@@ -17,29 +17,7 @@ use crate::oidc::token::ADMIN_SCOPE;
 use crate::oidc::{introspect, ErrorCode, OAuthError};
 use crate::state::AppState;
 
-fn json_error(status: StatusCode, error: &str, description: &str, fields: Option<&admin::Problems>) -> HttpResponse {
-    let mut body = json!({"error": error, "error_description": description});
-    if let Some(f) = fields {
-        body["fields"] = json!(f);
-    }
-    let mut b = HttpResponse::build(status);
-    errors::no_store(&mut b);
-    b.json(body)
-}
-
-pub fn admin_error(e: &AdminError) -> HttpResponse {
-    match e {
-        AdminError::NotFound(what) => json_error(StatusCode::NOT_FOUND, "not_found", &format!("no such {what}"), None),
-        AdminError::Invalid(fields) => json_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "some fields are not valid",
-            Some(fields),
-        ),
-        AdminError::Conflict(msg) => json_error(StatusCode::CONFLICT, "conflict", msg, None),
-        AdminError::Server(e) => errors::oauth_json(e),
-    }
-}
+use super::errors::{admin_json as admin_error, json_error};
 
 fn forbidden(description: &str) -> HttpResponse {
     json_error(StatusCode::FORBIDDEN, "forbidden", description, None)
@@ -300,7 +278,7 @@ pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
             return Err(admin::invalid("body", "a JSON object"));
         };
         let mut current = serde_json::to_value(admin::clients::spec_of(&existing))
-            .map_err(|_| AdminError::Server(OAuthError::server_error()))?;
+            .map_err(|_| AdminError::Server(crate::error::Internal::Failed))?;
         for (k, v) in patch {
             current[k] = v;
         }

@@ -57,34 +57,7 @@ pub async fn posted(req: &HttpRequest, state: &AppState, body: &Bytes) -> Result
     Ok((viewer, form, actor))
 }
 
-/// A failed operation as a page (form errors are shown on the form instead).
-pub fn error_page(e: &AdminError) -> HttpResponse {
-    match e {
-        AdminError::NotFound(what) => pages::error_page(
-            StatusCode::NOT_FOUND,
-            "Not found",
-            &format!("There is no such {what}."),
-            "Go back to the list and try again.",
-        ),
-        AdminError::Conflict(msg) => {
-            pages::error_page(StatusCode::CONFLICT, "Not possible", msg, "Nothing was changed.")
-        }
-        AdminError::Invalid(p) => {
-            let msg = p
-                .iter()
-                .map(|(k, v)| format!("{k}: {v}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            pages::error_page(
-                StatusCode::BAD_REQUEST,
-                "Not valid",
-                &msg,
-                "Go back and correct the form.",
-            )
-        }
-        AdminError::Server(e) => errors::server_page(e),
-    }
-}
+pub use super::errors::admin_page as error_page;
 
 /// `posted`, plus the numeric id of the record the path names (`what` for the 404).
 pub async fn posted_to(

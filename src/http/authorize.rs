@@ -49,7 +49,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     let cookie = params::cookie(req, cookies::session_name(state));
     let session = match login::current_session(state, cookie.as_deref()).await {
         Ok(s) => s,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let user_id = session.as_ref().map(|s| s.user_id);
     match authz::decide(state, &request, session).await {
@@ -64,7 +64,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
                     set_browser(&mut page, state, browser.1);
                     page
                 }
-                Err(e) => errors::server_page(&e),
+                Err(e) => errors::server_page(e),
             }
         }
         Err(e) => errors::authorize(e),
@@ -135,7 +135,7 @@ pub async fn login_page(
     let (browser, new_cookie) = browser_cookie(req, state);
     let parked = match login::park(state, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let page = pages::LoginPage {
         client_name,
@@ -153,7 +153,7 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
     let client_name = client_name(state, &request.client_id).await;
     let username = match crate::account::username(state, user_id).await {
         Ok(name) => name.unwrap_or_default(),
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     };
     let scopes = request.scope.split(' ').filter_map(pages::describe_scope).collect();
     let claims = crate::oidc::authorize::claims_beyond_scope(request)

@@ -75,11 +75,11 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     let cookie = params::cookie(&req, cookies::session_name(&state));
     let session = match login::current_session(&state, cookie.as_deref()).await {
         Ok(s) => s,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let found = match device::pending(&state, &code).await {
         Ok(f) => f,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let Some((request, client)) = found else {
         return entry_page(&typed, Some("This code is unknown, expired or already used."));
@@ -90,12 +90,12 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     match device::admits(&state, &client.client_id, session.user_id).await {
         Ok(true) => {}
         Ok(false) => return not_admitted(&client.name),
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     }
     let (browser, new_cookie) = browser_cookie(&req, &state);
     let parked = match login::park(&state, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
         Ok(p) => p,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let shown = device::display(&code);
     let page = pages::DevicePage {
@@ -138,7 +138,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     let session = match login::current_session(&state, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     if let Err(e) = login::consume(&state, get("request_id")).await {
         return resume_error(e);
@@ -147,12 +147,12 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         let client = match device::pending(&state, &code).await {
             Ok(Some((_, client))) => client,
             Ok(None) => return entry_page("", Some("This code is unknown, expired or already used.")),
-            Err(e) => return errors::server_page(&e),
+            Err(e) => return errors::server_page(e),
         };
         match device::admits(&state, &client.client_id, session.user_id).await {
             Ok(true) => {}
             Ok(false) => return not_admitted(&client.name),
-            Err(e) => return errors::server_page(&e),
+            Err(e) => return errors::server_page(e),
         }
     }
     match device::decide(&state, &code, &session, approve).await {
@@ -169,7 +169,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             "You can close this page.",
         ),
         Ok(false) => entry_page("", Some("This code is unknown, expired or already used.")),
-        Err(e) => errors::server_page(&e),
+        Err(e) => errors::server_page(e),
     }
 }
 

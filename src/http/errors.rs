@@ -1,11 +1,18 @@
 //! The one place errors become HTTP responses: RFC 6749 §5.2 JSON for protocol
-//! endpoints, RFC 6750 §3 for bearer-protected ones, pages for people.
+//! endpoints, RFC 6750 §3 for bearer-protected ones, the same JSON shape for the admin
+//! API and passkey ceremonies, pages for people. Each error type of the layers below
+//! has one function here, and each of its variants a test.
 
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;
 
 use super::pages;
+use crate::admin::{AdminError, Problems};
+use crate::auth::passkeys::PasskeyError;
+use crate::error::Internal;
 use crate::oidc::authorize::AuthorizeError;
+use crate::oidc::login::ResumeError;
+use crate::oidc::logout::LogoutError;
 use crate::oidc::{ErrorCode, OAuthError};
 
 pub fn status_of(code: ErrorCode) -> StatusCode {
@@ -77,7 +84,7 @@ pub fn authorize(e: AuthorizeError) -> HttpResponse {
             "Return to the application and try again. If this keeps happening, tell its administrator.",
         ),
         AuthorizeError::Respond(resp) => super::authorize::respond(&resp),
-        AuthorizeError::Server(e) => server_page(&e),
+        AuthorizeError::Server(e) => server_page(e),
     }
 }
 
@@ -89,24 +96,124 @@ pub fn redirect(location: &str) -> HttpResponse {
 }
 
 /// A server-side failure shown to a person.
-pub fn server_page(e: &OAuthError) -> HttpResponse {
-    if e.code == ErrorCode::TemporarilyUnavailable {
-        let mut resp = pages::error_page(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Busy",
-            "The sign-in service is busy right now.",
-            "Wait a moment and try again.",
-        );
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-        return resp;
+pub fn server_page(e: impl Into<Internal>) -> HttpResponse {
+    match e.into() {
+        Internal::Busy => {
+            let mut resp = pages::error_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Busy",
+                "The sign-in service is busy right now.",
+                "Wait a moment and try again.",
+            );
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            resp
+        }
+        Internal::Failed => pages::error_page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong",
+            "The sign-in service could not complete your request.",
+            "Try again later. The administrator can find the cause in the server log.",
+        ),
     }
-    pages::error_page(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "Something went wrong",
-        "The sign-in service could not complete your request.",
-        "Try again later. The administrator can find the cause in the server log.",
-    )
+}
+
+/// A JSON error body outside the OAuth endpoints (admin API, passkey ceremonies), in
+/// the same shape: `error`, `error_description`, and for forms the failing `fields`.
+pub fn json_error(status: StatusCode, error: &str, description: &str, fields: Option<&Problems>) -> HttpResponse {
+    let mut body = serde_json::json!({"error": error, "error_description": description});
+    if let Some(f) = fields {
+        body["fields"] = serde_json::json!(f);
+    }
+    let mut b = HttpResponse::build(status);
+    no_store(&mut b);
+    b.json(body)
+}
+
+/// An administration operation that failed, for the admin API.
+pub fn admin_json(e: &AdminError) -> HttpResponse {
+    match e {
+        AdminError::NotFound(what) => json_error(StatusCode::NOT_FOUND, "not_found", &format!("no such {what}"), None),
+        AdminError::Invalid(fields) => json_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "some fields are not valid",
+            Some(fields),
+        ),
+        AdminError::Conflict(msg) => json_error(StatusCode::CONFLICT, "conflict", msg, None),
+        AdminError::Server(e) => oauth_json(&OAuthError::from(*e)),
+    }
+}
+
+/// An administration operation that failed, as a page (form errors are shown on the
+/// form instead).
+pub fn admin_page(e: &AdminError) -> HttpResponse {
+    match e {
+        AdminError::NotFound(what) => pages::error_page(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            &format!("There is no such {what}."),
+            "Go back to the list and try again.",
+        ),
+        AdminError::Conflict(msg) => {
+            pages::error_page(StatusCode::CONFLICT, "Not possible", msg, "Nothing was changed.")
+        }
+        AdminError::Invalid(p) => {
+            let msg = p
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            pages::error_page(
+                StatusCode::BAD_REQUEST,
+                "Not valid",
+                &msg,
+                "Go back and correct the form.",
+            )
+        }
+        AdminError::Server(e) => server_page(*e),
+    }
+}
+
+/// A parked sign-in, consent or device approval that cannot be resumed.
+pub fn resume_page(e: ResumeError) -> HttpResponse {
+    match e {
+        ResumeError::Expired => pages::error_page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in expired",
+            "This page has expired or was already used.",
+            "Return to the application and sign in again.",
+        ),
+        ResumeError::Forged => pages::error_page(
+            StatusCode::FORBIDDEN,
+            "Sign-in refused",
+            "The form could not be verified for this browser.",
+            "Make sure cookies are enabled, then return to the application and sign in again.",
+        ),
+        ResumeError::Server(e) => server_page(e),
+    }
+}
+
+/// A passkey ceremony step that failed, for the page's script.
+pub fn passkey_json(e: PasskeyError) -> HttpResponse {
+    match e {
+        PasskeyError::Refused(why) => json_error(StatusCode::BAD_REQUEST, "invalid_request", why, None),
+        PasskeyError::Server(e) => oauth_json(&OAuthError::from(e)),
+    }
+}
+
+/// A logout request that cannot be honoured as asked: a page, never a redirect
+/// (RP-Initiated Logout §3); the person stays signed in.
+pub fn logout_page(e: LogoutError) -> HttpResponse {
+    match e {
+        LogoutError::Invalid(message) => pages::error_page(
+            StatusCode::BAD_REQUEST,
+            "Sign-out request rejected",
+            message,
+            "You are still signed in.",
+        ),
+        LogoutError::Server(e) => server_page(e),
+    }
 }
 
 #[cfg(test)]
@@ -158,5 +265,171 @@ mod tests {
         let resp = oauth_json(&OAuthError::unavailable());
         assert_eq!(resp.status(), 503);
         assert_eq!(resp.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+
+    fn body_of(resp: HttpResponse) -> String {
+        let bytes = actix_web::rt::System::new()
+            .block_on(actix_web::body::to_bytes(resp.into_body()))
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    fn is_page(resp: &HttpResponse) -> bool {
+        resp.headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/html"))
+    }
+
+    fn is_json(resp: &HttpResponse) -> bool {
+        resp.headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.to_str().unwrap_or("") == "application/json")
+    }
+
+    #[test]
+    fn server_failures_become_pages_that_name_no_cause() {
+        let busy = server_page(Internal::Busy);
+        assert_eq!(busy.status(), 503);
+        assert_eq!(busy.headers().get(header::RETRY_AFTER).unwrap(), "1");
+        assert!(is_page(&busy));
+        let failed = server_page(Internal::Failed);
+        assert_eq!(failed.status(), 500);
+        assert!(is_page(&failed));
+        assert!(body_of(failed).contains("server log"));
+    }
+
+    #[test]
+    fn internal_failures_become_rfc_6749_codes() {
+        assert_eq!(OAuthError::from(Internal::Busy).code, ErrorCode::TemporarilyUnavailable);
+        assert_eq!(OAuthError::from(Internal::Failed).code, ErrorCode::ServerError);
+        assert_eq!(Internal::from(crate::db::DbError::Busy), Internal::Busy);
+        assert_eq!(Internal::from(crate::db::DbError::NotFound), Internal::Failed);
+    }
+
+    #[test]
+    fn each_admin_error_has_its_json_answer() {
+        let fields = Problems::from([("name".to_string(), "is taken".to_string())]);
+        let rows = [
+            (AdminError::NotFound("user"), 404, "not_found", "no such user"),
+            (
+                AdminError::Invalid(fields),
+                400,
+                "invalid_request",
+                "\"name\":\"is taken\"",
+            ),
+            (AdminError::Conflict("in use".into()), 409, "conflict", "in use"),
+            (
+                AdminError::Server(Internal::Failed),
+                500,
+                "server_error",
+                "could not complete",
+            ),
+            (
+                AdminError::Server(Internal::Busy),
+                503,
+                "temporarily_unavailable",
+                "busy",
+            ),
+        ];
+        for (e, status, code, text) in rows {
+            let resp = admin_json(&e);
+            assert_eq!(resp.status().as_u16(), status, "{e:?}");
+            assert!(is_json(&resp), "{e:?}");
+            assert_eq!(resp.headers().get(header::CACHE_CONTROL).unwrap(), "no-store");
+            let body = body_of(resp);
+            assert!(body.contains(&format!("\"error\":\"{code}\"")), "{e:?}: {body}");
+            assert!(body.contains(text), "{e:?}: {body}");
+        }
+    }
+
+    #[test]
+    fn each_admin_error_has_its_page() {
+        let fields = Problems::from([("name".to_string(), "is taken".to_string())]);
+        let rows = [
+            (AdminError::NotFound("user"), 404, "There is no such user."),
+            (AdminError::Invalid(fields), 400, "name: is taken"),
+            (AdminError::Conflict("in use".into()), 409, "in use"),
+            (AdminError::Server(Internal::Failed), 500, "Something went wrong"),
+            (AdminError::Server(Internal::Busy), 503, "busy"),
+        ];
+        for (e, status, text) in rows {
+            let resp = admin_page(&e);
+            assert_eq!(resp.status().as_u16(), status, "{e:?}");
+            assert!(is_page(&resp), "{e:?}");
+            let body = body_of(resp);
+            assert!(body.contains(text), "{e:?}: {body}");
+        }
+    }
+
+    #[test]
+    fn each_resume_error_has_its_page() {
+        let rows = [
+            (ResumeError::Expired, 400, "Sign-in expired"),
+            (ResumeError::Forged, 403, "Sign-in refused"),
+            (ResumeError::Server(Internal::Failed), 500, "Something went wrong"),
+            (ResumeError::Server(Internal::Busy), 503, "busy"),
+        ];
+        for (e, status, text) in rows {
+            let label = format!("{e:?}");
+            let resp = resume_page(e);
+            assert_eq!(resp.status().as_u16(), status, "{label}");
+            assert!(is_page(&resp), "{label}");
+            assert!(body_of(resp).contains(text), "{label}");
+        }
+    }
+
+    #[test]
+    fn each_passkey_error_has_its_json_answer() {
+        let refused = passkey_json(PasskeyError::Refused("the ceremony expired; try again"));
+        assert_eq!(refused.status(), 400);
+        assert!(is_json(&refused));
+        assert!(body_of(refused).contains("the ceremony expired; try again"));
+        let failed = passkey_json(PasskeyError::Server(Internal::Failed));
+        assert_eq!(failed.status(), 500);
+        assert!(body_of(failed).contains("server_error"));
+        let busy = passkey_json(PasskeyError::Server(Internal::Busy));
+        assert_eq!(busy.status(), 503);
+        assert_eq!(busy.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+
+    #[test]
+    fn each_logout_error_has_its_page() {
+        let invalid = logout_page(LogoutError::Invalid("id_token_hint is not valid"));
+        assert_eq!(invalid.status(), 400);
+        assert!(is_page(&invalid));
+        let body = body_of(invalid);
+        assert!(body.contains("id_token_hint is not valid") && body.contains("still signed in"));
+        assert_eq!(logout_page(LogoutError::Server(Internal::Failed)).status(), 500);
+        assert_eq!(logout_page(LogoutError::Server(Internal::Busy)).status(), 503);
+    }
+
+    #[test]
+    fn each_authorize_error_goes_where_it_belongs() {
+        let fatal = authorize(AuthorizeError::Fatal("redirect_uri is not registered".into()));
+        assert_eq!(fatal.status(), 400);
+        assert!(is_page(&fatal));
+        assert!(!fatal.headers().contains_key(header::LOCATION));
+        assert!(body_of(fatal).contains("redirect_uri is not registered"));
+        let uri = crate::domain::RedirectUri::parse("https://rp.example/cb").expect("a valid URI");
+        let e = OAuthError::new(ErrorCode::AccessDenied, "the user declined the request");
+        let back = authorize(AuthorizeError::Respond(crate::oidc::authorize::AuthResponse::error(
+            "https://id.example",
+            &uri,
+            Some("xyz"),
+            false,
+            &e,
+        )));
+        assert_eq!(back.status(), 302);
+        let location = back.headers().get(header::LOCATION).unwrap().to_str().unwrap();
+        assert!(
+            location.starts_with("https://rp.example/cb?error=access_denied"),
+            "{location}"
+        );
+        assert!(
+            location.contains("state=xyz") && location.contains("iss="),
+            "{location}"
+        );
+        assert_eq!(authorize(AuthorizeError::Server(Internal::Failed)).status(), 500);
+        assert_eq!(authorize(AuthorizeError::Server(Internal::Busy)).status(), 503);
     }
 }

@@ -19,7 +19,6 @@ use crate::auth::login::{authenticate, LoginError, Outcome};
 use crate::auth::mfa::{self, MfaError, SecondFactor};
 use crate::crypto::TokenHash;
 use crate::oidc::login::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
-use crate::oidc::OAuthError;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -103,8 +102,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             };
             return pages::render(StatusCode::UNAUTHORIZED, &page);
         }
-        Err(LoginError::Hashing(e)) => return errors::server_page(&OAuthError::from(e)),
-        Err(LoginError::Db(e)) => return errors::server_page(&OAuthError::from(e)),
+        Err(LoginError::Server(e)) => return errors::server_page(e),
     };
     let Some(browser) = browser else {
         return resume_error(ResumeError::Forged);
@@ -118,7 +116,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             };
         }
         Ok(false) => {}
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     }
     let who = SignIn {
         user_id: user.id,
@@ -202,10 +200,10 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
             return locked_out(&state, request_id, &user.username, ip).await;
         }
         Ok(SecondFactor::Gone) => return resume_error(ResumeError::Expired),
-        Err(MfaError::Db(e)) => return errors::server_page(&e.into()),
+        Err(MfaError::Server(e)) => return errors::server_page(e),
         Err(e) => {
             tracing::error!(error = %e, user_id, "second factor could not be checked");
-            return errors::server_page(&OAuthError::server_error());
+            return errors::server_page(crate::error::Internal::Failed);
         }
     };
     let who = SignIn {
@@ -299,7 +297,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     let session = match login::current_session(&state, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     match login::decide_consent(&state, request_id, &request, &session, approve).await {
         Ok(r) => {
@@ -318,20 +316,4 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     }
 }
 
-pub fn resume_error(e: ResumeError) -> HttpResponse {
-    match e {
-        ResumeError::Expired => pages::error_page(
-            StatusCode::BAD_REQUEST,
-            "Sign-in expired",
-            "This page has expired or was already used.",
-            "Return to the application and sign in again.",
-        ),
-        ResumeError::Forged => pages::error_page(
-            StatusCode::FORBIDDEN,
-            "Sign-in refused",
-            "The form could not be verified for this browser.",
-            "Make sure cookies are enabled, then return to the application and sign in again.",
-        ),
-        ResumeError::Server(e) => errors::server_page(&e),
-    }
-}
+pub use super::errors::resume_page as resume_error;

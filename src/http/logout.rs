@@ -48,13 +48,8 @@ pub async fn confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     logout(&req, &state, &body, true).await
 }
 
-fn invalid(message: &str) -> HttpResponse {
-    pages::error_page(
-        StatusCode::BAD_REQUEST,
-        "Sign-out request rejected",
-        message,
-        "You are still signed in.",
-    )
+fn invalid(message: &'static str) -> HttpResponse {
+    errors::logout_page(LogoutError::Invalid(message))
 }
 
 async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool) -> HttpResponse {
@@ -63,13 +58,12 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     };
     let request = match logout::validate(state, &pairs).await {
         Ok(r) => r,
-        Err(LogoutError::Invalid(m)) => return invalid(m),
-        Err(LogoutError::Server(e)) => return errors::server_page(&e),
+        Err(e) => return errors::logout_page(e),
     };
     let cookie = params::cookie(req, cookies::session_name(state));
     let session = match current_session(state, cookie.as_deref()).await {
         Ok(s) => s,
-        Err(e) => return errors::server_page(&e),
+        Err(e) => return errors::server_page(e),
     };
     let (Some(session), Some(cookie)) = (session, cookie) else {
         return finished(state, &request);
@@ -92,14 +86,13 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     }
     let proven = match logout::hint_matches(state, &request, &session).await {
         Ok(p) => p,
-        Err(LogoutError::Invalid(m)) => return invalid(m),
-        Err(LogoutError::Server(e)) => return errors::server_page(&e),
+        Err(e) => return errors::logout_page(e),
     };
     if !csrf_ok && !proven {
         return confirmation(state, &pairs, &cookie, session.user_id).await;
     }
     if let Err(e) = logout::end_session(state, &session).await {
-        return errors::server_page(&e);
+        return errors::server_page(e);
     }
     // The session has ended: whatever happens now, the user is signed out.
     let who = crate::account::actor_name(state, session.user_id).await;
@@ -116,7 +109,7 @@ async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str
     let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
     let username = match crate::account::username(state, user_id).await {
         Ok(name) => name.unwrap_or_default(),
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     };
     let csrf = logout::confirmation_token(cookie);
     let page = ConfirmPage {

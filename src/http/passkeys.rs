@@ -26,16 +26,7 @@ pub async fn script() -> HttpResponse {
 }
 
 fn json_error(status: StatusCode, description: &str) -> HttpResponse {
-    let mut b = HttpResponse::build(status);
-    errors::no_store(&mut b);
-    b.json(json!({"error": "invalid_request", "error_description": description}))
-}
-
-fn passkey_error(e: PasskeyError) -> HttpResponse {
-    match e {
-        PasskeyError::Refused(why) => json_error(StatusCode::BAD_REQUEST, why),
-        PasskeyError::Db(e) => errors::oauth_json(&e.into()),
-    }
+    errors::json_error(status, "invalid_request", description, None)
 }
 
 /// Adding a passkey needs a recent sign-in or password confirmation; the page's
@@ -84,7 +75,7 @@ pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) 
             errors::no_store(&mut b);
             b.json(options)
         }
-        Err(e) => passkey_error(e),
+        Err(e) => errors::passkey_json(e),
     }
 }
 
@@ -113,7 +104,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
             errors::no_store(&mut b);
             b.json(json!({"ok": true}))
         }
-        Err(e) => passkey_error(e),
+        Err(e) => errors::passkey_json(e),
     }
 }
 
@@ -131,7 +122,7 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             "That passkey was already removed, or is not yours.",
             "Return to your account page.",
         ),
-        Err(e) => errors::server_page(&e.into()),
+        Err(e) => errors::server_page(e),
     }
 }
 
@@ -160,7 +151,7 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
             errors::no_store(&mut b);
             b.json(options)
         }
-        Err(e) => passkey_error(e),
+        Err(e) => errors::passkey_json(e),
     }
 }
 
@@ -207,7 +198,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 "Go back and try again, or sign in with your password.",
             );
         }
-        Err(PasskeyError::Db(e)) => return errors::server_page(&e.into()),
+        Err(PasskeyError::Server(e)) => return errors::server_page(e),
     };
     let user = match crate::account::signed_in_user(&state, user_id).await {
         Ok(Some(u)) if !u.disabled => u,
@@ -219,7 +210,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 "Ask your administrator.",
             )
         }
-        Err(e) => return errors::server_page(&e.into()),
+        Err(e) => return errors::server_page(e),
     };
     let who = SignIn {
         user_id,

@@ -43,7 +43,7 @@ pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer
     let session = match login::current_session(state, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(None),
-        Err(e) => return Err(errors::server_page(&e)),
+        Err(e) => return Err(errors::server_page(e)),
     };
     let user = crate::account::signed_in_user(state, session.user_id).await;
     match user {
@@ -53,7 +53,7 @@ pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer
             csrf: csrf_for(cookie.as_deref().unwrap_or_default()),
         })),
         Ok(None) => Ok(None),
-        Err(e) => Err(errors::server_page(&e.into())),
+        Err(e) => Err(errors::server_page(e)),
     }
 }
 

@@ -51,7 +51,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
             },
         ),
         Ok(false) => dead_link(),
-        Err(e) => errors::server_page(&e.into()),
+        Err(e) => errors::server_page(e),
     }
 }
 
@@ -97,6 +97,6 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             },
         ),
         Ok(Outcome::Expired) => dead_link(),
-        Err(e) => errors::server_page(&e),
+        Err(e) => errors::server_page(e),
     }
 }

@@ -1,6 +1,7 @@
 //! Device Authorization Grant (RFC 8628): the device asks for a pair of codes, a
 //! person approves the user code on a signed-in browser, the device polls for tokens.
 
+use crate::error::Internal;
 use rand::Rng;
 use serde_json::{json, Value};
 
@@ -102,7 +103,7 @@ pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Val
 pub async fn pending(
     state: &AppState,
     user_code: &str,
-) -> Result<Option<(db::device::DeviceRequest, Client)>, OAuthError> {
+) -> Result<Option<(db::device::DeviceRequest, Client)>, Internal> {
     let (code, now) = (user_code.to_string(), state.clock.now());
     Ok(state
         .db
@@ -119,7 +120,7 @@ pub async fn pending(
 }
 
 /// Records the signed-in person's decision; `false` when it can no longer be made.
-pub async fn decide(state: &AppState, user_code: &str, session: &Session, approve: bool) -> Result<bool, OAuthError> {
+pub async fn decide(state: &AppState, user_code: &str, session: &Session, approve: bool) -> Result<bool, Internal> {
     let (code, s, now) = (user_code.to_string(), session.clone(), state.clock.now());
     Ok(state
         .db
@@ -243,7 +244,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
 
 /// Whether the client's allowed groups admit the user approving a device (the same
 /// rule as at authorization).
-pub async fn admits(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, OAuthError> {
+pub async fn admits(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, Internal> {
     let cid = client_id.to_string();
     Ok(state
         .db

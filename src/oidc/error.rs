@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use crate::db::DbError;
+use crate::error::Internal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -100,34 +101,31 @@ impl std::fmt::Display for OAuthError {
 
 impl std::error::Error for OAuthError {}
 
-/// Storage failures become opaque protocol errors; the cause is logged here, once.
+impl From<Internal> for OAuthError {
+    fn from(e: Internal) -> Self {
+        match e {
+            Internal::Busy => Self::unavailable(),
+            Internal::Failed => Self::server_error(),
+        }
+    }
+}
+
+/// Storage, hashing and signing failures on the protocol paths: logged once (in
+/// `Internal`'s conversion), answered as opaque protocol errors.
 impl From<DbError> for OAuthError {
     fn from(e: DbError) -> Self {
-        match e {
-            DbError::Busy => Self::unavailable(),
-            other => {
-                tracing::error!(error = %other, "storage error");
-                Self::server_error()
-            }
-        }
+        Internal::from(e).into()
     }
 }
 
 impl From<crate::auth::HashError> for OAuthError {
     fn from(e: crate::auth::HashError) -> Self {
-        match e {
-            crate::auth::HashError::Overloaded => Self::unavailable(),
-            other => {
-                tracing::error!(error = %other, "password hashing error");
-                Self::server_error()
-            }
-        }
+        Internal::from(e).into()
     }
 }
 
 impl From<crate::crypto::JwtError> for OAuthError {
     fn from(e: crate::crypto::JwtError) -> Self {
-        tracing::error!(error = %e, "token signing error");
-        Self::server_error()
+        Internal::from(e).into()
     }
 }

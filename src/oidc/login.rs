@@ -2,6 +2,7 @@
 //! CSRF token bound to the browser, resumed after sign-in or consent, and turned into
 //! a session and a code.
 
+use crate::error::Internal;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
@@ -59,7 +60,7 @@ pub enum ResumeError {
     Expired,
     /// The CSRF token or browser binding does not match.
     Forged,
-    Server(OAuthError),
+    Server(Internal),
 }
 
 impl From<db::DbError> for ResumeError {
@@ -78,7 +79,7 @@ struct ParkRow {
 }
 
 impl ParkRow {
-    fn new(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), OAuthError> {
+    fn new(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
         let parked = Parked {
             request_id: Secret::generate(),
             csrf: Secret::generate(),
@@ -87,7 +88,7 @@ impl ParkRow {
             id_hash: parked.request_id.hash(),
             csrf_hash: parked.csrf.hash(),
             browser: *browser,
-            params: serde_json::to_string(pending).map_err(|_| OAuthError::server_error())?,
+            params: serde_json::to_string(pending).map_err(|_| Internal::Failed)?,
             expires_at: state.clock.now() + state.settings.lifetimes.login_request,
         };
         Ok((row, parked))
@@ -108,7 +109,7 @@ impl ParkRow {
     }
 }
 
-pub async fn park(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<Parked, OAuthError> {
+pub async fn park(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<Parked, Internal> {
     let (row, parked) = ParkRow::new(state, pending, browser)?;
     let now = state.clock.now();
     state.db.write(move |c| row.insert(c, now)).await?;
@@ -251,8 +252,8 @@ enum Step {
     Denied,
 }
 
-impl From<OAuthError> for ResumeError {
-    fn from(e: OAuthError) -> Self {
+impl From<Internal> for ResumeError {
+    fn from(e: Internal) -> Self {
         ResumeError::Server(e)
     }
 }
@@ -382,7 +383,7 @@ pub async fn decide_consent(
 }
 
 /// The session behind a cookie value, if it is live.
-pub async fn current_session(state: &AppState, cookie: Option<&str>) -> Result<Option<Session>, OAuthError> {
+pub async fn current_session(state: &AppState, cookie: Option<&str>) -> Result<Option<Session>, Internal> {
     let Some(value) = cookie.filter(|v| !v.is_empty() && v.len() <= 128) else {
         return Ok(None);
     };

@@ -2,6 +2,7 @@
 //! afterwards) and Back-Channel Logout 1.0 (signed logout tokens POSTed to each
 //! client that holds a grant from the session, retried in the background).
 
+use crate::error::Internal;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -28,7 +29,7 @@ pub struct LogoutRequest {
 #[derive(Debug)]
 pub enum LogoutError {
     Invalid(&'static str),
-    Server(OAuthError),
+    Server(Internal),
 }
 
 impl From<db::DbError> for LogoutError {
@@ -116,7 +117,7 @@ pub fn confirmation_token(session_cookie: &str) -> String {
 /// client with a back-channel endpoint is queued a logout. The token itself is
 /// signed when it is sent (by the server's deliverer, with its issuer), so that this
 /// also works from the command line and every retry carries a fresh token.
-pub async fn end_session(state: &AppState, session: &Session) -> Result<(), OAuthError> {
+pub async fn end_session(state: &AppState, session: &Session) -> Result<(), Internal> {
     let now = state.clock.now();
     let (sid, uid) = (session.sid.clone(), session.user_id);
     state
@@ -137,7 +138,7 @@ pub async fn end_session(state: &AppState, session: &Session) -> Result<(), OAut
 }
 
 /// Ends each listed session as `end_session` does, back-channel logout included.
-pub async fn end_listed(state: &AppState, sessions: &[db::sessions::SessionInfo]) -> Result<(), OAuthError> {
+pub async fn end_listed(state: &AppState, sessions: &[db::sessions::SessionInfo]) -> Result<(), Internal> {
     for s in sessions {
         end_session(state, &s.as_session()).await?;
     }

@@ -1,5 +1,6 @@
 //! Parsing and validating an authorization request.
 
+use crate::error::Internal;
 use serde::{Deserialize, Serialize};
 
 use super::response::AuthResponse;
@@ -48,7 +49,7 @@ pub enum AuthorizeError {
     /// Everything else goes back to the registered redirect URI.
     Respond(AuthResponse),
     /// The server itself failed (storage busy or broken).
-    Server(OAuthError),
+    Server(Internal),
 }
 
 impl From<DbError> for AuthorizeError {
