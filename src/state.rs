@@ -37,4 +37,18 @@ impl AppState {
     pub fn secure_cookies(&self) -> bool {
         self.issuer.starts_with("https://")
     }
+
+    /// What protocol code needs of this state, with the clock read once: make it at the
+    /// top of a request and pass it to every `oidc` call the request makes.
+    pub fn ctx(&self) -> crate::oidc::Ctx<'_> {
+        crate::oidc::Ctx {
+            issuer: &self.issuer,
+            settings: &self.settings,
+            db: &self.db,
+            keys: &self.keys,
+            clients: &self.clients,
+            logout_wakeup: &self.logout_wakeup,
+            now: self.clock.now(),
+        }
+    }
 }

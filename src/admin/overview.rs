@@ -48,10 +48,11 @@ pub async fn keys(state: &AppState) -> Result<Vec<Value>, AdminError> {
 /// Adds a new signing key for `alg`; the old one keeps verifying until its tokens
 /// expire. The running server switches at once.
 pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Value, AdminError> {
+    let cx = state.ctx();
     let alg = Alg::parse(alg)
         .filter(|a| ["RS256", "ES256", "EdDSA"].contains(&a.as_str()))
         .ok_or_else(|| invalid("alg", "one of RS256, ES256, EdDSA"))?;
-    let (now, master, actor) = (state.clock.now(), state.settings.master_key.clone(), actor.clone());
+    let (now, master, actor) = (cx.now, state.settings.master_key.clone(), actor.clone());
     let kid = state
         .db
         .write(move |c| {
@@ -78,7 +79,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
                 AdminError::Server(crate::error::Internal::Failed)
             }
         })?;
-    if let Err(e) = crate::oidc::keys::reload(state).await {
+    if let Err(e) = crate::oidc::keys::reload(&cx).await {
         tracing::error!(error = %e, "reloading keys after rotation failed; the reloader will retry");
     }
     Ok(json!({"kid": kid, "alg": alg.as_str()}))

@@ -313,16 +313,17 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
 /// Sets a new password. Whoever knew the old one is out: every session of the user
 /// ends (back-channel logout sent) and every grant is revoked, offline ones included.
 pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &str) -> Result<(), AdminError> {
+    let cx = state.ctx();
     let new = NewPassword::parse(password).map_err(|e| invalid("password", e.0))?;
     let hash = state.hasher.hash(new.expose()).await?;
     let live = sessions(state, id).await?;
-    let now = state.clock.now();
+    let now = cx.now;
     act_on(state, actor, id, "admin.password_set", move |c, id| {
         db::users::set_password_by_id(c, id, &hash, now)?;
         db::users::clear_failures(c, id)
     })
     .await?;
-    crate::oidc::logout::end_listed(state, &live).await?;
+    crate::oidc::logout::end_listed(&cx, &live).await?;
     state
         .db
         .write(move |c| db::grants::revoke_user_grants(c, id, None, now))
@@ -332,12 +333,13 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
 
 /// Disables (ending sessions and revoking grants) or enables an account.
 pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bool) -> Result<UserView, AdminError> {
+    let cx = state.ctx();
     let live = if disabled {
         sessions(state, id).await?
     } else {
         Vec::new()
     };
-    let now = state.clock.now();
+    let now = cx.now;
     let actor = actor.clone();
     let after = state
         .db
@@ -359,7 +361,7 @@ pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bo
         })
         .await??;
     // The sessions ended with the account; their clients hear of it (back-channel).
-    crate::oidc::logout::end_listed(state, &live).await?;
+    crate::oidc::logout::end_listed(&cx, &live).await?;
     Ok(after)
 }
 
@@ -392,6 +394,7 @@ pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView
 }
 
 pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let cx = state.ctx();
     if actor.user_id == Some(id) {
         return Err(AdminError::Conflict("you cannot delete your own account".into()));
     }
@@ -401,8 +404,8 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
     }
     // Logged out (back-channel) while the grants that name the clients still exist.
     let live = sessions(state, id).await?;
-    crate::oidc::logout::end_listed(state, &live).await?;
-    let now = state.clock.now();
+    crate::oidc::logout::end_listed(&cx, &live).await?;
+    let now = cx.now;
     let actor = actor.clone();
     state
         .db
@@ -432,6 +435,7 @@ pub async fn sessions(state: &AppState, id: i64) -> Result<Vec<SessionInfo>, Adm
 
 /// Ends one session of the user (`sid`) or all of them, with back-channel logout.
 pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<&str>) -> Result<usize, AdminError> {
+    let cx = state.ctx();
     let user = get(state, id).await?;
     let live = sessions(state, id).await?;
     let chosen: Vec<_> = live
@@ -441,7 +445,7 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
     if sid.is_some() && chosen.is_empty() {
         return Err(AdminError::NotFound("session"));
     }
-    crate::oidc::logout::end_listed(state, &chosen).await?;
+    crate::oidc::logout::end_listed(&cx, &chosen).await?;
     actor
         .event("admin.sessions_ended")
         .target(&user.username)

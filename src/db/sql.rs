@@ -151,6 +151,7 @@ impl<'a> Tx<'a> {
 
     /// The SQLite connection, for the engine's own operations (migrations, backups,
     /// integrity checks) in `db/sqlite/`.
+    #[cfg(any(test, feature = "testing"))]
     pub(in crate::db) fn sqlite_connection(&self) -> Option<&'a rusqlite::Connection> {
         match self.engine {
             Engine::Sqlite(c) => Some(c),

@@ -313,13 +313,12 @@ async fn end_sessions(
     v: &Viewer,
     pick: impl Fn(&SessionInfo) -> bool,
 ) -> Result<usize, HttpResponse> {
+    let cx = state.ctx();
     let sessions = crate::account::sessions(state, v.user.id)
         .await
         .map_err(errors::server_page)?;
     let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
-    logout::end_listed(state, &chosen)
-        .await
-        .map_err(errors::server_page)?;
+    logout::end_listed(&cx, &chosen).await.map_err(errors::server_page)?;
     Ok(chosen.len())
 }
 

@@ -25,6 +25,7 @@ fn forbidden(description: &str) -> HttpResponse {
 
 /// Who is calling, or the 401/403 that refuses them.
 async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpResponse> {
+    let cx = state.ctx();
     let ip = Some(ip_text(req, state));
     match header_token(req) {
         Err(e) => return Err(errors::bearer(Some(&e))),
@@ -35,7 +36,7 @@ async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpRespon
                     "the token is not valid",
                 )))
             };
-            let Some(at) = introspect::check_access_token(state, &token)
+            let Some(at) = introspect::check_access_token(&cx, &token)
                 .await
                 .map_err(|e| errors::oauth_json(&e))?
             else {
@@ -45,7 +46,7 @@ async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpRespon
             let scoped = at.str_claim("scope").split(' ').any(|s| s == ADMIN_SCOPE);
             // Only a client's own token (client credentials) acts as an admin client.
             let own = at.str_claim("sub") == client_id;
-            let admin_client = match state.clients.get(&state.db, &client_id, state.clock.now()).await {
+            let admin_client = match state.clients.get(&state.db, &client_id, cx.now).await {
                 Ok(c) => c.is_some_and(|c| c.admin),
                 Err(e) => return Err(errors::oauth_json(&e.into())),
             };

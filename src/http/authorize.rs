@@ -10,6 +10,7 @@ use crate::auth::limits::Bucket;
 use crate::crypto::{Secret, TokenHash};
 use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
 use crate::oidc::login::{self, Parked, Pending};
+use crate::oidc::Ctx;
 use crate::state::AppState;
 
 pub async fn authorize_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -34,6 +35,7 @@ pub fn bad_request_page(message: &str) -> HttpResponse {
 }
 
 async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(limited) = guard::limit_page(req, state, Bucket::Authorize) {
         return limited;
     }
@@ -41,24 +43,24 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Ok(p) => p,
         Err(e) => return bad_request_page(&e.description),
     };
-    let request = match authz::validate(state, &pairs).await {
+    let request = match authz::validate(&cx, &pairs).await {
         Ok(r) => r,
         Err(e) => return errors::authorize(e),
     };
     guard::tag_client(req, &request.client_id);
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match login::current_session(state, cookie.as_deref()).await {
+    let session = match login::current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
     let user_id = session.as_ref().map(|s| s.user_id);
-    match authz::decide(state, &request, session).await {
+    match authz::decide(&cx, &request, session).await {
         Ok(Next::Respond(resp)) => respond(&resp),
         Ok(Next::Denied(resp)) => denied(state, &request.client_id, &resp).await,
-        Ok(Next::Login) => show_login(req, state, Pending::Login(request.clone()), &request).await,
+        Ok(Next::Login) => show_login(req, state, &cx, Pending::Login(request.clone()), &request).await,
         Ok(Next::Consent) => {
             let browser = browser_cookie(req, state);
-            match login::park(state, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
+            match login::park(&cx, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
                 Ok(parked) => {
                     let mut page = show_consent(state, &request, user_id.unwrap_or_default(), &parked).await;
                     set_browser(&mut page, state, browser.1);
@@ -118,22 +120,29 @@ pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String
 }
 
 /// Parks `pending` and shows the login form for it.
-pub async fn show_login(req: &HttpRequest, state: &AppState, pending: Pending, request: &AuthRequest) -> HttpResponse {
+pub async fn show_login(
+    req: &HttpRequest,
+    state: &AppState,
+    cx: &Ctx<'_>,
+    pending: Pending,
+    request: &AuthRequest,
+) -> HttpResponse {
     let client_name = client_name(state, &request.client_id).await;
     let hint = request.login_hint.as_deref().unwrap_or_default();
-    login_page(req, state, pending, &client_name, hint).await
+    login_page(req, state, cx, pending, &client_name, hint).await
 }
 
 /// The login form for any parked step, naming what the sign-in is for.
 pub async fn login_page(
     req: &HttpRequest,
     state: &AppState,
+    cx: &Ctx<'_>,
     pending: Pending,
     client_name: &str,
     hint: &str,
 ) -> HttpResponse {
     let (browser, new_cookie) = browser_cookie(req, state);
-    let parked = match login::park(state, &pending, &TokenHash::of(&browser)).await {
+    let parked = match login::park(cx, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };

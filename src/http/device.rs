@@ -17,12 +17,13 @@ use crate::state::AppState;
 
 /// RFC 8628 §3.1: the device's request for codes, with client authentication.
 pub async fn authorization(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
         return limited;
     }
     let result = async {
-        let (client, form) = authenticated(&req, &state, &body).await?;
-        device::start(&state, &client, &form).await
+        let (client, form) = authenticated(&req, &cx, &body).await?;
+        device::start(&cx, &client, &form).await
     }
     .await;
     match result {
@@ -58,6 +59,7 @@ fn entry_page(code: &str, error: Option<&str>) -> HttpResponse {
 
 /// The code entry page, then (signed in) the approval page.
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let cx = state.ctx();
     let typed = url::form_urlencoded::parse(req.query_string().as_bytes())
         .find(|(k, _)| k == "user_code")
         .map(|(_, v)| v.into_owned())
@@ -73,11 +75,11 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return entry_page(&typed, Some("That is not a valid code. Check the code on your device."));
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match login::current_session(&state, cookie.as_deref()).await {
+    let session = match login::current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
-    let found = match device::pending(&state, &code).await {
+    let found = match device::pending(&cx, &code).await {
         Ok(f) => f,
         Err(e) => return errors::server_page(e),
     };
@@ -85,15 +87,15 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return entry_page(&typed, Some("This code is unknown, expired or already used."));
     };
     let Some(session) = session else {
-        return login_page(&req, &state, Pending::DeviceLogin(code), &client.name, "").await;
+        return login_page(&req, &state, &cx, Pending::DeviceLogin(code), &client.name, "").await;
     };
-    match device::admits(&state, &client.client_id, session.user_id).await {
+    match device::admits(&cx, &client.client_id, session.user_id).await {
         Ok(true) => {}
         Ok(false) => return not_admitted(&client.name),
         Err(e) => return errors::server_page(e),
     }
     let (browser, new_cookie) = browser_cookie(&req, &state);
-    let parked = match login::park(&state, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
+    let parked = match login::park(&cx, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };
@@ -115,6 +117,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 
 /// The approval form's target.
 pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Device))
     {
         return refused;
@@ -124,7 +127,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let code = match login::resume(&state, get("request_id"), get("csrf"), browser.as_ref()).await {
+    let code = match login::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
         Ok(Pending::DeviceApprove(code)) => code,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -135,27 +138,27 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         _ => return bad_request_page("The approval form did not say approve or deny."),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match login::current_session(&state, cookie.as_deref()).await {
+    let session = match login::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
         Err(e) => return errors::server_page(e),
     };
-    if let Err(e) = login::consume(&state, get("request_id")).await {
+    if let Err(e) = login::consume(&cx, get("request_id")).await {
         return resume_error(e);
     }
     if approve {
-        let client = match device::pending(&state, &code).await {
+        let client = match device::pending(&cx, &code).await {
             Ok(Some((_, client))) => client,
             Ok(None) => return entry_page("", Some("This code is unknown, expired or already used.")),
             Err(e) => return errors::server_page(e),
         };
-        match device::admits(&state, &client.client_id, session.user_id).await {
+        match device::admits(&cx, &client.client_id, session.user_id).await {
             Ok(true) => {}
             Ok(false) => return not_admitted(&client.name),
             Err(e) => return errors::server_page(e),
         }
     }
-    match device::decide(&state, &code, &session, approve).await {
+    match device::decide(&cx, &code, &session, approve).await {
         Ok(true) if approve => pages::error_page(
             StatusCode::OK,
             "Device connected",

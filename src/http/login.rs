@@ -19,6 +19,7 @@ use crate::auth::login::{authenticate, LoginError, Outcome};
 use crate::auth::mfa::{self, MfaError, SecondFactor};
 use crate::crypto::TokenHash;
 use crate::oidc::login::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
+use crate::oidc::Ctx;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -47,6 +48,7 @@ async fn purpose(state: &AppState, pending: &Pending) -> String {
 }
 
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -56,7 +58,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     };
     let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+    let pending = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -72,7 +74,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         username,
         field(&form, "password"),
         state.settings.lockout,
-        state.clock.now(),
+        cx.now,
     )
     .await;
     // A correct password counts as a sign-in only once any second factor is passed.
@@ -110,7 +112,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     match mfa::enabled(&state, user.id).await {
         Ok(true) => {
             Event::new(event).actor(&user.username).ip(Some(ip)).log(&state).await;
-            return match login::park_mfa(&state, request_id, user.id, pending, &browser).await {
+            return match login::park_mfa(&cx, request_id, user.id, pending, &browser).await {
                 Ok(parked) => mfa_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
                 Err(e) => resume_error(e),
             };
@@ -124,17 +126,36 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete_sign_in(&req, &state, request_id, pending, &who, &browser, &user.username).await
+    complete_sign_in(
+        &req,
+        &state,
+        &cx,
+        Resumed {
+            request_id,
+            pending,
+            browser: &browser,
+        },
+        &who,
+        &user.username,
+    )
+    .await
+}
+
+/// The parked request a sign-in resumes: its id, what it was for, and the browser
+/// binding it was parked with.
+pub struct Resumed<'a> {
+    pub request_id: &'a str,
+    pub pending: Pending,
+    pub browser: &'a TokenHash,
 }
 
 /// Counts and audits a completed sign-in, then continues with what it was for.
 pub async fn complete_sign_in(
     req: &HttpRequest,
     state: &AppState,
-    request_id: &str,
-    pending: Pending,
+    cx: &Ctx<'_>,
+    resumed: Resumed<'_>,
     who: &SignIn,
-    browser: &TokenHash,
     username: &str,
 ) -> HttpResponse {
     state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
@@ -144,7 +165,7 @@ pub async fn complete_sign_in(
         .detail(serde_json::json!({"amr": who.amr}))
         .log(state)
         .await;
-    complete(req, state, request_id, pending, who, browser).await
+    complete(req, state, cx, resumed, who).await
 }
 
 fn mfa_page(status: StatusCode, request_id: &str, csrf: &str, error: Option<&str>) -> HttpResponse {
@@ -161,6 +182,7 @@ fn mfa_page(status: StatusCode, request_id: &str, csrf: &str, error: Option<&str
 /// The second factor (RFC 6238): a wrong code counts toward the account's lockout
 /// like a wrong password, and a locked account must start over.
 pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -170,7 +192,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     };
     let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let (user_id, then) = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+    let (user_id, then) = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(Pending::Mfa { user_id, then }) => (user_id, *then),
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -212,13 +234,26 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete_sign_in(&req, &state, request_id, then, &who, &browser, &user.username).await
+    complete_sign_in(
+        &req,
+        &state,
+        &cx,
+        Resumed {
+            request_id,
+            pending: then,
+            browser: &browser,
+        },
+        &who,
+        &user.username,
+    )
+    .await
 }
 
 async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {
+    let cx = state.ctx();
     state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
     Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
-    let _ = login::consume(state, request_id).await;
+    let _ = login::consume(&cx, request_id).await;
     pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
         "Too many attempts",
@@ -231,29 +266,33 @@ async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: Stri
 async fn complete(
     req: &HttpRequest,
     state: &AppState,
-    request_id: &str,
-    pending: Pending,
+    cx: &Ctx<'_>,
+    resumed: Resumed<'_>,
     who: &SignIn,
-    browser: &TokenHash,
 ) -> HttpResponse {
+    let Resumed {
+        request_id,
+        pending,
+        browser,
+    } = resumed;
     let previous = params::cookie(req, cookies::session_name(state)).map(|v| TokenHash::of(&v));
     let request = match pending {
         Pending::Login(r) => r,
         Pending::DeviceLogin(code) => {
-            return match login::finish_session_only(state, request_id, who, previous).await {
+            return match login::finish_session_only(cx, request_id, who, previous).await {
                 Ok((cookie, _)) => with_session(state, super::device::after_login(&code), cookie.expose()),
                 Err(e) => resume_error(e),
             };
         }
         Pending::Portal(path) => {
-            return match login::finish_session_only(state, request_id, who, previous).await {
+            return match login::finish_session_only(cx, request_id, who, previous).await {
                 Ok((cookie, _)) => with_session(state, errors::redirect(&path), cookie.expose()),
                 Err(e) => resume_error(e),
             };
         }
         _ => return resume_error(ResumeError::Expired),
     };
-    let done = match login::finish(state, request_id, &request, who, previous, browser).await {
+    let done = match login::finish(cx, request_id, &request, who, previous, browser).await {
         Ok(done) => done,
         Err(e) => return resume_error(e),
     };
@@ -275,6 +314,7 @@ fn with_session(state: &AppState, mut resp: HttpResponse, cookie: &str) -> HttpR
 }
 
 pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state) {
         return refused;
     }
@@ -283,7 +323,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     };
     let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let request = match login::resume(&state, request_id, csrf, browser.as_ref()).await {
+    let request = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(Pending::Consent(r)) => r,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -294,12 +334,12 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         _ => return bad_request_page("The consent form did not say allow or deny."),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match login::current_session(&state, cookie.as_deref()).await {
+    let session = match login::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
         Err(e) => return errors::server_page(e),
     };
-    match login::decide_consent(&state, request_id, &request, &session, approve).await {
+    match login::decide_consent(&cx, request_id, &request, &session, approve).await {
         Ok(r) => {
             // The consent is stored: whatever happens now, the user goes on.
             let name = crate::account::actor_name(&state, session.user_id).await;

@@ -53,15 +53,16 @@ fn invalid(message: &'static str) -> HttpResponse {
 }
 
 async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool) -> HttpResponse {
+    let cx = state.ctx();
     let Ok(pairs) = params::pairs(raw) else {
         return invalid("The sign-out request has too many parameters.");
     };
-    let request = match logout::validate(state, &pairs).await {
+    let request = match logout::validate(&cx, &pairs).await {
         Ok(r) => r,
         Err(e) => return errors::logout_page(e),
     };
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match current_session(state, cookie.as_deref()).await {
+    let session = match current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
@@ -84,14 +85,14 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
             "Open the sign-out page again.",
         );
     }
-    let proven = match logout::hint_matches(state, &request, &session).await {
+    let proven = match logout::hint_matches(&cx, &request, &session).await {
         Ok(p) => p,
         Err(e) => return errors::logout_page(e),
     };
     if !csrf_ok && !proven {
         return confirmation(state, &pairs, &cookie, session.user_id).await;
     }
-    if let Err(e) = logout::end_session(state, &session).await {
+    if let Err(e) = logout::end_session(&cx, &session).await {
         return errors::server_page(e);
     }
     // The session has ended: whatever happens now, the user is signed out.

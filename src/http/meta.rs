@@ -11,9 +11,10 @@ use crate::oidc::discovery;
 use crate::state::AppState;
 
 pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
+    let cx = state.ctx();
     HttpResponse::Ok()
         .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .json(discovery::document(&state))
+        .json(discovery::document(&cx))
 }
 
 pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {

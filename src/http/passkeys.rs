@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::json;
 
 use super::guard::{ip_text, user_agent};
-use super::login::{complete_sign_in, resume_error};
+use super::login::{complete_sign_in, resume_error, Resumed};
 use super::portal::{self, Viewer};
 use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;
@@ -132,6 +132,7 @@ fn form_of(req: &HttpRequest, body: &Bytes) -> Option<std::collections::HashMap<
 
 /// Options for signing in with a passkey, bound to the login form's parked request.
 pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_json(&req, &state, Bucket::Login))
     {
         return refused;
@@ -141,7 +142,7 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
     };
     let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    match login::resume(&state, get("request_id"), get("csrf"), browser.as_ref()).await {
+    match login::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
         Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
         _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
     }
@@ -158,6 +159,7 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
 /// The passkey form's target: a verified assertion signs the user in (a passkey with
 /// user verification is two factors), then continues like a password sign-in.
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -168,7 +170,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
     let request_id = get("request_id");
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match login::resume(&state, request_id, get("csrf"), browser.as_ref()).await {
+    let pending = match login::resume(&cx, request_id, get("csrf"), browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
         Ok(_) => return resume_error(login::ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -218,5 +220,17 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         user_agent: user_agent(&req),
         ip: Some(ip.clone()),
     };
-    complete_sign_in(&req, &state, request_id, pending, &who, &browser, &user.username).await
+    complete_sign_in(
+        &req,
+        &state,
+        &cx,
+        Resumed {
+            request_id,
+            pending,
+            browser: &browser,
+        },
+        &who,
+        &user.username,
+    )
+    .await
 }

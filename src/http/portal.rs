@@ -39,8 +39,9 @@ pub fn csrf_header_ok(req: &HttpRequest, viewer: &Viewer) -> bool {
 
 /// The viewer, if the request carries a live session.
 pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer>, HttpResponse> {
+    let cx = state.ctx();
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match login::current_session(state, cookie.as_deref()).await {
+    let session = match login::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(None),
         Err(e) => return Err(errors::server_page(e)),
@@ -83,7 +84,7 @@ pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, Http
             return Err(limited);
         }
         let pending = Pending::Portal(return_path(req));
-        return Err(login_page(req, state, pending, "your Tessera account", "").await);
+        return Err(login_page(req, state, &state.ctx(), pending, "your Tessera account", "").await);
     }
     Err(pages::error_page(
         StatusCode::UNAUTHORIZED,

@@ -10,19 +10,19 @@ use actix_web::{HttpRequest, HttpResponse};
 use super::{errors, guard, params};
 use crate::auth::limits::Bucket;
 use crate::db::clients::Client;
-use crate::oidc::{client_auth, introspect as inspect, token as grants, OAuthError};
+use crate::oidc::{client_auth, introspect as inspect, token as grants, Ctx, OAuthError};
 use crate::state::AppState;
 
 pub async fn authenticated(
     req: &HttpRequest,
-    state: &AppState,
+    cx: &Ctx<'_>,
     body: &Bytes,
 ) -> Result<(Arc<Client>, HashMap<String, String>), OAuthError> {
     params::require_form(req)?;
     let form = params::unique_form(body)?;
     let presented = params::client_credentials(req, &form)?;
     guard::tag_client(req, &presented.client_id);
-    let client = client_auth::authenticate(state, presented).await?;
+    let client = client_auth::authenticate(cx, presented).await?;
     Ok((client, form))
 }
 
@@ -33,12 +33,13 @@ fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
 }
 
 pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
         return limited;
     }
     let result = async {
-        let (client, form) = authenticated(&req, &state, &body).await?;
-        let resp = grants::grant(&state, &client, &form, &super::guard::ip_text(&req, &state)).await?;
+        let (client, form) = authenticated(&req, &cx, &body).await?;
+        let resp = grants::grant(&cx, &client, &form, &super::guard::ip_text(&req, &state)).await?;
         state
             .metrics
             .token_issued(form.get("grant_type").map(String::as_str).unwrap_or_default());
@@ -52,12 +53,13 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
 }
 
 pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Introspect) {
         return limited;
     }
     let result = async {
-        let (client, form) = authenticated(&req, &state, &body).await?;
-        inspect::introspect(&state, &client, form.get("token").map(String::as_str)).await
+        let (client, form) = authenticated(&req, &cx, &body).await?;
+        inspect::introspect(&cx, &client, form.get("token").map(String::as_str)).await
     }
     .await;
     match result {
@@ -67,17 +69,18 @@ pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Byte
 }
 
 pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let cx = state.ctx();
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Revoke) {
         return limited;
     }
     let result = async {
-        let (client, form) = authenticated(&req, &state, &body).await?;
+        let (client, form) = authenticated(&req, &cx, &body).await?;
         let token = form
             .get("token")
             .ok_or_else(|| OAuthError::invalid_request("token is required"))?;
         let ip = super::guard::ip_text(&req, &state);
         inspect::revoke(
-            &state,
+            &cx,
             &client,
             token,
             form.get("token_type_hint").map(String::as_str),

@@ -27,12 +27,13 @@ pub fn header_token(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
 }
 
 async fn answer(req: &HttpRequest, state: &AppState, token: Result<Option<String>, OAuthError>) -> HttpResponse {
+    let cx = state.ctx();
     let token = match token {
         Ok(Some(t)) => t,
         Ok(None) => return errors::bearer(None),
         Err(e) => return errors::bearer(Some(&e)),
     };
-    match introspect::userinfo(state, &token).await {
+    match introspect::userinfo(&cx, &token).await {
         Ok((client_id, claims)) => {
             // The token's client decides which browser origin may read the answer.
             super::guard::tag_client(req, &client_id);

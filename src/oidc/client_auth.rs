@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 use super::{ErrorCode, OAuthError};
 use crate::crypto::{assertion, Secret, TokenHash};
 use crate::db::{self, clients::Client};
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMethod {
@@ -50,14 +50,11 @@ fn failed() -> OAuthError {
 const MAX_ASSERTION_LIFETIME: i64 = 3600;
 const CLOCK_SKEW: i64 = 60;
 
-pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<Client>, OAuthError> {
+pub async fn authenticate(cx: &Ctx<'_>, presented: Presented) -> Result<Arc<Client>, OAuthError> {
     if presented.client_id.is_empty() || presented.client_id.len() > 256 {
         return Err(failed());
     }
-    let client = state
-        .clients
-        .get(&state.db, &presented.client_id, state.clock.now())
-        .await?;
+    let client = cx.clients.get(cx.db, &presented.client_id, cx.now).await?;
     let Some(client) = client else {
         return Err(failed());
     };
@@ -78,7 +75,7 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<
         }
         (_, AuthMethod::Jwt, None) => {
             let token = presented.assertion.as_deref().unwrap_or_default();
-            check_assertion(state, &client, token).await?;
+            check_assertion(cx, &client, token).await?;
             Ok(client)
         }
         (_, AuthMethod::None, None) if client.is_public() => Ok(client),
@@ -88,8 +85,8 @@ pub async fn authenticate(state: &AppState, presented: Presented) -> Result<Arc<
 
 /// The HMAC key of a client_secret_jwt client, unsealed with the master key when it
 /// was stored sealed.
-fn hmac_key(state: &AppState, stored: &str) -> Result<String, OAuthError> {
-    crate::crypto::sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(|e| {
+fn hmac_key(cx: &Ctx<'_>, stored: &str) -> Result<String, OAuthError> {
+    crate::crypto::sealed::open_text(cx.settings.master_key.as_ref(), stored).map_err(|e| {
         tracing::error!(error = %e, "cannot open a client secret");
         OAuthError::server_error()
     })
@@ -97,23 +94,20 @@ fn hmac_key(state: &AppState, stored: &str) -> Result<String, OAuthError> {
 
 /// RFC 7523 §3: signature by the client's key, iss = sub = client_id, our issuer or
 /// endpoint as audience, a bounded unexpired lifetime, and a jti never seen before.
-async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Result<(), OAuthError> {
+async fn check_assertion(cx: &Ctx<'_>, client: &Client, token: &str) -> Result<(), OAuthError> {
     let claims = match (client.auth_method.as_str(), &client.jwks, &client.secret_for_hmac) {
         ("private_key_jwt", Some(jwks), _) => assertion::verify_with_jwks(jwks, token),
-        ("client_secret_jwt", _, Some(stored)) => assertion::verify_with_secret(&hmac_key(state, stored)?, token),
+        ("client_secret_jwt", _, Some(stored)) => assertion::verify_with_secret(&hmac_key(cx, stored)?, token),
         _ => return Err(failed()),
     }
     .map_err(|_| failed())?;
     let text = |name: &str| claims.get(name).and_then(Value::as_str);
-    let now = state.clock.now();
+    let now = cx.now;
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
     let nbf = claims.get("nbf").and_then(Value::as_i64).unwrap_or(0);
     let audience_ok = match claims.get("aud") {
-        Some(Value::String(a)) => accepted_audience(state, a),
-        Some(Value::Array(list)) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .any(|a| accepted_audience(state, a)),
+        Some(Value::String(a)) => accepted_audience(cx, a),
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).any(|a| accepted_audience(cx, a)),
         _ => false,
     };
     let valid = text("iss") == Some(client.client_id.as_str())
@@ -126,7 +120,7 @@ async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Resu
         return Err(failed());
     };
     let (client_id, jti) = (client.client_id.clone(), jti.to_string());
-    let fresh = state
+    let fresh = cx
         .db
         .write(move |c| Ok(db::clients::record_assertion(c, &client_id, &jti, exp)?.won()))
         .await?;
@@ -137,9 +131,9 @@ async fn check_assertion(state: &AppState, client: &Client, token: &str) -> Resu
     }
 }
 
-fn accepted_audience(state: &AppState, aud: &str) -> bool {
-    aud == &*state.issuer
+fn accepted_audience(cx: &Ctx<'_>, aud: &str) -> bool {
+    aud == cx.issuer
         || ["/token", "/introspect", "/revoke", "/device_authorization"]
             .iter()
-            .any(|p| aud == state.url(p))
+            .any(|p| aud == cx.url(p))
 }

@@ -13,7 +13,7 @@ use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, clients::Client, grants::Grant, sessions::Session, DbError};
 use crate::domain::Scope;
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// Consonants only: no vowels (no words), no look-alikes (RFC 8628 §6.1).
 const ALPHABET: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
@@ -45,7 +45,7 @@ pub fn normalize(input: &str) -> Option<String> {
 }
 
 /// RFC 8628 §3.1–3.2.
-pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Value, OAuthError> {
+pub async fn start(cx: &Ctx<'_>, client: &Client, form: &Form) -> Result<Value, OAuthError> {
     if !client.allows_grant(DEVICE_CODE) {
         return Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
@@ -56,7 +56,7 @@ pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Val
         .map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
     let scope = requested.filter(|s| SUPPORTED_SCOPES.contains(&s)).to_string();
     let device_code = Secret::generate();
-    let now = state.clock.now();
+    let now = cx.now;
     for _ in 0..5 {
         let user_code = new_user_code();
         let (hash, code, client_id, scope) = (
@@ -65,7 +65,7 @@ pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Val
             client.client_id.clone(),
             scope.clone(),
         );
-        let stored = state
+        let stored = cx
             .db
             .write(move |c| {
                 let d = db::device::NewDevice {
@@ -89,8 +89,8 @@ pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Val
             return Ok(json!({
                 "device_code": device_code.expose(),
                 "user_code": shown,
-                "verification_uri": state.url("/device"),
-                "verification_uri_complete": format!("{}?user_code={shown}", state.url("/device")),
+                "verification_uri": cx.url("/device"),
+                "verification_uri_complete": format!("{}?user_code={shown}", cx.url("/device")),
                 "expires_in": LIFETIME,
                 "interval": INTERVAL,
             }));
@@ -100,12 +100,9 @@ pub async fn start(state: &AppState, client: &Client, form: &Form) -> Result<Val
 }
 
 /// The pending request behind a user code, if it can still be decided.
-pub async fn pending(
-    state: &AppState,
-    user_code: &str,
-) -> Result<Option<(db::device::DeviceRequest, Client)>, Internal> {
-    let (code, now) = (user_code.to_string(), state.clock.now());
-    Ok(state
+pub async fn pending(cx: &Ctx<'_>, user_code: &str) -> Result<Option<(db::device::DeviceRequest, Client)>, Internal> {
+    let (code, now) = (user_code.to_string(), cx.now);
+    Ok(cx
         .db
         .read(move |c| {
             let Some(d) = db::device::find_by_user_code(c, &code)? else {
@@ -120,9 +117,9 @@ pub async fn pending(
 }
 
 /// Records the signed-in person's decision; `false` when it can no longer be made.
-pub async fn decide(state: &AppState, user_code: &str, session: &Session, approve: bool) -> Result<bool, Internal> {
-    let (code, s, now) = (user_code.to_string(), session.clone(), state.clock.now());
-    Ok(state
+pub async fn decide(cx: &Ctx<'_>, user_code: &str, session: &Session, approve: bool) -> Result<bool, Internal> {
+    let (code, s, now) = (user_code.to_string(), session.clone(), cx.now);
+    Ok(cx
         .db
         .write(move |c| {
             db::device::decide(
@@ -147,19 +144,19 @@ enum Polled {
 }
 
 /// RFC 8628 §3.4–3.5: pending, slow down, expired, denied, or tokens — once.
-pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let code = form
         .get("device_code")
         .filter(|v| !v.is_empty())
         .ok_or_else(|| OAuthError::invalid_request("device_code is required"))?;
     let hash = TokenHash::of(code);
-    let now = state.clock.now();
+    let now = cx.now;
     let client_id = client.client_id.clone();
     let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(state, client));
-    let polled = state
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
+    let polled = cx
         .db
         .write(move |c| {
             use Polled::Refused;
@@ -227,7 +224,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
         Polled::Issued(grant, user, with_refresh) => {
             let scope = Scope::parse(&grant.scope).unwrap_or_default();
             mint(
-                state,
+                cx,
                 &Mint {
                     grant: &grant,
                     user: &user,
@@ -235,7 +232,7 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
                     nonce: None,
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
-                    access_ttl: access_ttl(state, client),
+                    access_ttl: access_ttl(cx, client),
                 },
             )
         }
@@ -244,9 +241,9 @@ pub async fn poll(state: &AppState, client: &Client, form: &Form, ip: &str) -> R
 
 /// Whether the client's allowed groups admit the user approving a device (the same
 /// rule as at authorization).
-pub async fn admits(state: &AppState, client_id: &str, user_id: i64) -> Result<bool, Internal> {
+pub async fn admits(cx: &Ctx<'_>, client_id: &str, user_id: i64) -> Result<bool, Internal> {
     let cid = client_id.to_string();
-    Ok(state
+    Ok(cx
         .db
         .read(move |c| db::clients::group_allowed(c, &cid, user_id))
         .await?)

@@ -4,19 +4,19 @@
 use serde_json::{json, Value};
 
 use super::claims::{supported_claims, SUPPORTED_SCOPES};
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
-pub fn document(state: &AppState) -> Value {
+pub fn document(cx: &Ctx<'_>) -> Value {
     json!({
-        "issuer": &*state.issuer,
-        "authorization_endpoint": state.url("/authorize"),
-        "token_endpoint": state.url("/token"),
-        "userinfo_endpoint": state.url("/userinfo"),
-        "jwks_uri": state.url("/jwks"),
-        "introspection_endpoint": state.url("/introspect"),
-        "revocation_endpoint": state.url("/revoke"),
-        "end_session_endpoint": state.url("/logout"),
-        "device_authorization_endpoint": state.url("/device_authorization"),
+        "issuer": cx.issuer,
+        "authorization_endpoint": cx.url("/authorize"),
+        "token_endpoint": cx.url("/token"),
+        "userinfo_endpoint": cx.url("/userinfo"),
+        "jwks_uri": cx.url("/jwks"),
+        "introspection_endpoint": cx.url("/introspect"),
+        "revocation_endpoint": cx.url("/revoke"),
+        "end_session_endpoint": cx.url("/logout"),
+        "device_authorization_endpoint": cx.url("/device_authorization"),
         "backchannel_logout_supported": true,
         "backchannel_logout_session_supported": true,
         "frontchannel_logout_supported": false,

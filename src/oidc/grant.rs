@@ -9,7 +9,7 @@ use crate::crypto::keys::Alg;
 use crate::crypto::TokenHash;
 use crate::db::{self, clients::Client, grants::Grant, users::User};
 use crate::domain::Scope;
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
@@ -85,13 +85,11 @@ pub fn required<'a>(form: &'a Form, name: &'static str) -> Result<&'a str, OAuth
 pub const DEVICE_CODE: &str = crate::domain::GrantType::DeviceCode.as_str();
 
 /// The client's own access-token lifetime, or the server's.
-pub fn access_ttl(state: &AppState, client: &Client) -> i64 {
-    client.access_token_ttl.unwrap_or(state.settings.lifetimes.access_token)
+pub fn access_ttl(cx: &Ctx<'_>, client: &Client) -> i64 {
+    client.access_token_ttl.unwrap_or(cx.settings.lifetimes.access_token)
 }
 
 /// The client's own refresh-token lifetime, or the server's.
-pub fn refresh_ttl(state: &AppState, client: &Client) -> i64 {
-    client
-        .refresh_token_ttl
-        .unwrap_or(state.settings.lifetimes.refresh_token)
+pub fn refresh_ttl(cx: &Ctx<'_>, client: &Client) -> i64 {
+    client.refresh_token_ttl.unwrap_or(cx.settings.lifetimes.refresh_token)
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::{ErrorCode, OAuthError};
 use crate::crypto::{jwt, TokenHash};
 use crate::db::{self, clients::Client};
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// The claims of an access token that is valid right now.
 #[derive(Debug)]
@@ -26,18 +26,18 @@ fn looks_like_jwt(token: &str) -> bool {
 }
 
 /// Verifies an access token fully: signature, type, issuer, expiry, and revocation.
-pub async fn check_access_token(state: &AppState, token: &str) -> Result<Option<AccessToken>, OAuthError> {
+pub async fn check_access_token(cx: &Ctx<'_>, token: &str) -> Result<Option<AccessToken>, OAuthError> {
     if !looks_like_jwt(token) {
         return Ok(None);
     }
-    let keys = state.keys.current();
+    let keys = cx.keys.current();
     let Ok(signed) = jwt::verify(&keys, token) else {
         return Ok(None);
     };
-    let now = state.clock.now();
+    let now = cx.now;
     let claims = signed.claims;
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
-    let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(&*state.issuer);
+    let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(cx.issuer);
     // RFC 9068 §4: the `typ` header tells access tokens from ID tokens.
     if signed.typ.as_deref() != Some("at+jwt") || !iss_ok || exp <= now {
         return Ok(None);
@@ -52,7 +52,7 @@ pub async fn check_access_token(state: &AppState, token: &str) -> Result<Option<
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let active = state
+    let active = cx
         .db
         .read(move |c| db::grants::access_token_active(c, &gid, &jti))
         .await?;
@@ -66,7 +66,7 @@ fn inactive() -> Value {
 /// RFC 7662 §2.2. Any authenticated confidential client may introspect (resource
 /// servers are clients too); a public client cannot prove who asks (§2.1) and is
 /// refused. A token that is unknown, expired or revoked is just `active: false`.
-pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) -> Result<Value, OAuthError> {
+pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> Result<Value, OAuthError> {
     if caller.is_public() {
         return Err(OAuthError::invalid_client("public clients cannot introspect"));
     }
@@ -74,7 +74,7 @@ pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) 
     if token.is_empty() || token.len() > 16 * 1024 {
         return Ok(inactive());
     }
-    if let Some(at) = check_access_token(state, token).await? {
+    if let Some(at) = check_access_token(cx, token).await? {
         let mut out = Map::new();
         out.insert("active".into(), Value::Bool(true));
         for name in [
@@ -96,8 +96,8 @@ pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) 
         return Ok(Value::Object(out));
     }
     let hash = TokenHash::of(token);
-    let now = state.clock.now();
-    let found = state
+    let now = cx.now;
+    let found = cx
         .db
         .read(move |c| {
             let Some(r) = db::grants::find_refresh(c, &hash)? else {
@@ -121,7 +121,7 @@ pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) 
                 "client_id": r.grant.client_id,
                 "sub": user.sub,
                 "username": user.username,
-                "iss": &*state.issuer,
+                "iss": cx.issuer,
                 "exp": r.expires_at,
                 "iat": r.created_at,
             }))
@@ -133,7 +133,7 @@ pub async fn introspect(state: &AppState, caller: &Client, token: Option<&str>) 
 /// RFC 7009 §2.1: revokes a token the client holds. Unknown tokens are not an error
 /// (§2.2); a token issued to another client is refused.
 pub async fn revoke(
-    state: &AppState,
+    cx: &Ctx<'_>,
     client: &Client,
     token: &str,
     hint: Option<&str>,
@@ -153,9 +153,9 @@ pub async fn revoke(
         return Ok(());
     }
     let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was not issued to this client");
-    let now = state.clock.now();
+    let now = cx.now;
     if looks_like_jwt(token) {
-        let keys = state.keys.current();
+        let keys = cx.keys.current();
         let Ok(signed) = jwt::verify(&keys, token) else {
             return Ok(());
         };
@@ -174,8 +174,7 @@ pub async fn revoke(
         let exp = signed.claims.get("exp").and_then(Value::as_i64).unwrap_or(now);
         if !jti.is_empty() && exp > now {
             let event = crate::audit::token("token.revoked", &client.client_id, "access_token", &jti, &ip);
-            state
-                .db
+            cx.db
                 .write(move |c| {
                     db::grants::revoke_jti(c, &jti, exp)?;
                     event.write(c, now)
@@ -186,7 +185,7 @@ pub async fn revoke(
     }
     let hash = TokenHash::of(token);
     let client_id = client.client_id.clone();
-    let mine = state
+    let mine = cx
         .db
         .write(move |c| match db::grants::find_refresh(c, &hash)? {
             None => Ok(true),
@@ -207,9 +206,9 @@ pub async fn revoke(
 }
 
 /// OpenID Connect Core §5.3: the claims the access token's scope releases.
-pub async fn userinfo(state: &AppState, token: &str) -> Result<(String, Value), OAuthError> {
+pub async fn userinfo(cx: &Ctx<'_>, token: &str) -> Result<(String, Value), OAuthError> {
     let invalid = || OAuthError::new(ErrorCode::InvalidToken, "the access token is invalid or expired");
-    let at = check_access_token(state, token).await?.ok_or_else(invalid)?;
+    let at = check_access_token(cx, token).await?.ok_or_else(invalid)?;
     let client_id = at.str_claim("client_id").to_string();
     let scope = crate::domain::Scope::parse(at.str_claim("scope")).unwrap_or_default();
     if !scope.contains("openid") {
@@ -219,7 +218,7 @@ pub async fn userinfo(state: &AppState, token: &str) -> Result<(String, Value), 
         ));
     }
     let (sub, gid) = (at.str_claim("sub").to_string(), at.str_claim("gid").to_string());
-    let found = state
+    let found = cx
         .db
         .read(move |c| {
             let Some(mut user) = db::users::find_by_sub(c, &sub)? else {

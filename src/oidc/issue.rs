@@ -11,7 +11,7 @@ use crate::crypto::random::random_id;
 use crate::crypto::{jwt, Secret};
 use crate::db::{grants::Grant, users::User};
 use crate::domain::Scope;
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 #[derive(Debug, Serialize)]
 pub struct TokenResponse {
@@ -41,16 +41,16 @@ pub struct Mint<'a> {
 
 /// RFC 6749 §4.4.3: only an access token, with the client as its subject.
 pub fn mint_for_client(
-    state: &AppState,
+    cx: &Ctx<'_>,
     grant: &Grant,
     scope: &Scope,
     alg: Alg,
     ttl: i64,
 ) -> Result<TokenResponse, OAuthError> {
-    let keys = state.keys.current();
-    let now = state.clock.now();
+    let keys = cx.keys.current();
+    let now = cx.now;
     let mut at = Map::new();
-    at.insert("iss".into(), Value::from(&*state.issuer));
+    at.insert("iss".into(), Value::from(cx.issuer));
     at.insert("sub".into(), Value::from(grant.client_id.clone()));
     at.insert("aud".into(), Value::from(grant.client_id.clone()));
     at.insert("exp".into(), Value::from(now + ttl));
@@ -86,14 +86,14 @@ pub fn acr_for(amr: &str) -> &'static str {
     }
 }
 
-pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
-    let keys = state.keys.current();
-    let now = state.clock.now();
-    let lifetimes = &state.settings.lifetimes;
+pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
+    let keys = cx.keys.current();
+    let now = cx.now;
+    let lifetimes = &cx.settings.lifetimes;
     let client_id = &m.grant.client_id;
 
     let mut at = Map::new();
-    at.insert("iss".into(), Value::from(&*state.issuer));
+    at.insert("iss".into(), Value::from(cx.issuer));
     at.insert("sub".into(), Value::from(m.user.sub.clone()));
     at.insert("aud".into(), Value::from(client_id.clone()));
     at.insert("exp".into(), Value::from(now + m.access_ttl));
@@ -111,7 +111,7 @@ pub fn mint(state: &AppState, m: &Mint<'_>) -> Result<TokenResponse, OAuthError>
     let id_token = if m.scope.contains("openid") {
         let extra = requested(m.grant).id_token;
         let mut id = user_claims(m.user, m.scope, &extra);
-        id.insert("iss".into(), Value::from(&*state.issuer));
+        id.insert("iss".into(), Value::from(cx.issuer));
         id.insert("aud".into(), Value::from(client_id.clone()));
         id.insert("azp".into(), Value::from(client_id.clone()));
         id.insert("exp".into(), Value::from(now + lifetimes.id_token));

@@ -7,6 +7,7 @@ use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
 use crate::crypto::random::random_id;
 use crate::crypto::sealed::{self, MasterKey};
 use crate::db::{self, Db, DbError};
+use crate::oidc::Ctx;
 use crate::state::AppState;
 
 /// How long a retired key stays in the JWKS: longer than any token it signed lives.
@@ -153,7 +154,8 @@ pub fn spawn_reloader(state: AppState) {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
         loop {
             tick.tick().await;
-            let print = match state.db.read(db::keys::fingerprint).await {
+            let cx = state.ctx();
+            let print = match cx.db.read(db::keys::fingerprint).await {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot check signing keys");
@@ -167,17 +169,17 @@ pub fn spawn_reloader(state: AppState) {
                 continue;
             }
             seen = Some(print);
-            if let Err(e) = reload(&state).await {
+            if let Err(e) = reload(&cx).await {
                 tracing::error!(error = %e, "reloading signing keys failed; keeping the current set");
             }
         }
     });
 }
 
-pub async fn reload(state: &AppState) -> Result<(), KeysError> {
-    let records = opened(state.db.read(db::keys::list).await?, state.settings.master_key.as_ref())?;
-    let keep = keep_retired(&state.settings.lifetimes);
-    let set = KeySet::from_records(&records, state.clock.now(), keep)?;
-    state.keys.replace(set);
+pub async fn reload(cx: &Ctx<'_>) -> Result<(), KeysError> {
+    let records = opened(cx.db.read(db::keys::list).await?, cx.settings.master_key.as_ref())?;
+    let keep = keep_retired(&cx.settings.lifetimes);
+    let set = KeySet::from_records(&records, cx.now, keep)?;
+    cx.keys.replace(set);
     Ok(())
 }

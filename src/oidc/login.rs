@@ -11,7 +11,7 @@ use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, sessions::Session};
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// What a parked record waits for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ struct ParkRow {
 }
 
 impl ParkRow {
-    fn new(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
+    fn new(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
         let parked = Parked {
             request_id: Secret::generate(),
             csrf: Secret::generate(),
@@ -89,7 +89,7 @@ impl ParkRow {
             csrf_hash: parked.csrf.hash(),
             browser: *browser,
             params: serde_json::to_string(pending).map_err(|_| Internal::Failed)?,
-            expires_at: state.clock.now() + state.settings.lifetimes.login_request,
+            expires_at: cx.now + cx.settings.lifetimes.login_request,
         };
         Ok((row, parked))
     }
@@ -109,17 +109,17 @@ impl ParkRow {
     }
 }
 
-pub async fn park(state: &AppState, pending: &Pending, browser: &TokenHash) -> Result<Parked, Internal> {
-    let (row, parked) = ParkRow::new(state, pending, browser)?;
-    let now = state.clock.now();
-    state.db.write(move |c| row.insert(c, now)).await?;
+pub async fn park(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Result<Parked, Internal> {
+    let (row, parked) = ParkRow::new(cx, pending, browser)?;
+    let now = cx.now;
+    cx.db.write(move |c| row.insert(c, now)).await?;
     Ok(parked)
 }
 
 /// Swaps the password step for the second-factor step: the password form's record is
 /// consumed and a new one parked, so the password cannot be replayed past the code.
 pub async fn park_mfa(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     user_id: i64,
     then: Pending,
@@ -129,9 +129,9 @@ pub async fn park_mfa(
         user_id,
         then: Box::new(then),
     };
-    let (row, parked) = ParkRow::new(state, &pending, browser)?;
-    let (id_hash, now) = (TokenHash::of(request_id), state.clock.now());
-    let consumed = state
+    let (row, parked) = ParkRow::new(cx, &pending, browser)?;
+    let (id_hash, now) = (TokenHash::of(request_id), cx.now);
+    let consumed = cx
         .db
         .write(move |c| {
             if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
@@ -155,7 +155,7 @@ fn same(a: &TokenHash, b: &TokenHash) -> bool {
 /// Finds the parked record the form names and checks that this browser, with this
 /// CSRF token, is the one it was shown to.
 pub async fn resume(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     csrf: &str,
     browser: Option<&TokenHash>,
@@ -164,8 +164,8 @@ pub async fn resume(
         return Err(ResumeError::Expired);
     }
     let id_hash = TokenHash::of(request_id);
-    let now = state.clock.now();
-    let parked = state
+    let now = cx.now;
+    let parked = cx
         .db
         .read(move |c| db::sessions::find_login_request(c, &id_hash, now))
         .await?
@@ -197,22 +197,22 @@ pub struct SignedIn {
 /// either stores the code or parks the consent step, all in one transaction: a double
 /// submit yields one session and one code.
 pub async fn finish(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     req: &AuthRequest,
     who: &SignIn,
     previous: Option<TokenHash>,
     browser: &TokenHash,
 ) -> Result<SignedIn, ResumeError> {
-    let now = state.clock.now();
+    let now = cx.now;
     let cookie = Secret::generate();
-    let session = new_session(state, who);
+    let session = new_session(cx, who);
     let who = who.clone();
     let code = Secret::generate();
-    let record = code_record(state, req, &session, &code);
-    let (consent_row, consent_names) = ParkRow::new(state, &Pending::Consent(req.clone()), browser)?;
+    let record = code_record(cx, req, &session, &code);
+    let (consent_row, consent_names) = ParkRow::new(cx, &Pending::Consent(req.clone()), browser)?;
     let (id_hash, cookie_hash, s, r) = (TokenHash::of(request_id), cookie.hash(), session.clone(), req.clone());
-    let outcome = state
+    let outcome = cx
         .db
         .write(move |c| {
             if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
@@ -235,9 +235,9 @@ pub async fn finish(
         .await?;
     let next = match outcome {
         None => return Err(ResumeError::Expired),
-        Some(Step::Code) => AfterLogin::Respond(AuthResponse::code(&state.issuer, req, &code)),
+        Some(Step::Code) => AfterLogin::Respond(AuthResponse::code(cx.issuer, req, &code)),
         Some(Step::Consent) => AfterLogin::Consent(consent_names),
-        Some(Step::Denied) => AfterLogin::Denied(denied_response(state, req)),
+        Some(Step::Denied) => AfterLogin::Denied(denied_response(cx, req)),
     };
     Ok(SignedIn {
         session_cookie: cookie,
@@ -258,13 +258,13 @@ impl From<Internal> for ResumeError {
     }
 }
 
-pub fn new_session(state: &AppState, who: &SignIn) -> Session {
-    let now = state.clock.now();
+pub fn new_session(cx: &Ctx<'_>, who: &SignIn) -> Session {
+    let now = cx.now;
     Session {
         sid: random_id(),
         user_id: who.user_id,
         auth_time: now,
-        expires_at: now + state.settings.lifetimes.session,
+        expires_at: now + cx.settings.lifetimes.session,
         amr: who.amr.to_string(),
         reauth_at: None,
     }
@@ -296,17 +296,17 @@ pub fn store_session(
 /// Consumes a parked login that is not an authorization (the device flow) and opens
 /// a session for the user.
 pub async fn finish_session_only(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     who: &SignIn,
     previous: Option<TokenHash>,
 ) -> Result<(Secret, Session), ResumeError> {
-    let now = state.clock.now();
+    let now = cx.now;
     let cookie = Secret::generate();
-    let session = new_session(state, who);
+    let session = new_session(cx, who);
     let who = who.clone();
     let (id_hash, cookie_hash, s) = (TokenHash::of(request_id), cookie.hash(), session.clone());
-    let consumed = state
+    let consumed = cx
         .db
         .write(move |c| {
             if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
@@ -326,9 +326,9 @@ pub async fn finish_session_only(
 }
 
 /// Consumes a parked step without acting on it (a device decision, recorded apart).
-pub async fn consume(state: &AppState, request_id: &str) -> Result<(), ResumeError> {
-    let (id_hash, now) = (TokenHash::of(request_id), state.clock.now());
-    if state
+pub async fn consume(cx: &Ctx<'_>, request_id: &str) -> Result<(), ResumeError> {
+    let (id_hash, now) = (TokenHash::of(request_id), cx.now);
+    if cx
         .db
         .write(move |c| Ok(db::sessions::consume_login_request(c, &id_hash, now)?.won()))
         .await?
@@ -342,15 +342,15 @@ pub async fn consume(state: &AppState, request_id: &str) -> Result<(), ResumeErr
 /// The user's answer on the consent page (Core §3.1.2.4): approval is remembered and a
 /// code issued; refusal is `access_denied` (RFC 6749 §4.1.2.1).
 pub async fn decide_consent(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     req: &AuthRequest,
     session: &Session,
     approve: bool,
 ) -> Result<AuthResponse, ResumeError> {
-    let now = state.clock.now();
+    let now = cx.now;
     let code = Secret::generate();
-    let record = code_record(state, req, session, &code);
+    let record = code_record(cx, req, session, &code);
     let (id_hash, uid, client_id, scope) = (
         TokenHash::of(request_id),
         session.user_id,
@@ -358,7 +358,7 @@ pub async fn decide_consent(
         req.scope.clone(),
     );
     let claims = super::authorize::claims_beyond_scope(req).join(" ");
-    let consumed = state
+    let consumed = cx
         .db
         .write(move |c| {
             if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
@@ -375,19 +375,19 @@ pub async fn decide_consent(
         return Err(ResumeError::Expired);
     }
     if approve {
-        Ok(AuthResponse::code(&state.issuer, req, &code))
+        Ok(AuthResponse::code(cx.issuer, req, &code))
     } else {
         let denied = OAuthError::new(ErrorCode::AccessDenied, "the user declined the request");
-        Ok(AuthResponse::error_for(&state.issuer, req, &denied))
+        Ok(AuthResponse::error_for(cx.issuer, req, &denied))
     }
 }
 
 /// The session behind a cookie value, if it is live.
-pub async fn current_session(state: &AppState, cookie: Option<&str>) -> Result<Option<Session>, Internal> {
+pub async fn current_session(cx: &Ctx<'_>, cookie: Option<&str>) -> Result<Option<Session>, Internal> {
     let Some(value) = cookie.filter(|v| !v.is_empty() && v.len() <= 128) else {
         return Ok(None);
     };
     let hash = TokenHash::of(value);
-    let now = state.clock.now();
-    Ok(state.db.read(move |c| db::sessions::find_active(c, &hash, now)).await?)
+    let now = cx.now;
+    Ok(cx.db.read(move |c| db::sessions::find_active(c, &hash, now)).await?)
 }

@@ -13,6 +13,7 @@ use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
 use crate::db::{self, sessions::Session};
 use crate::domain::RedirectUri;
+use crate::oidc::Ctx;
 use crate::state::AppState;
 
 /// A logout request after validation.
@@ -44,15 +45,15 @@ fn one<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a str>
 
 /// RP-Initiated Logout §2–3: the hint and client_id identify the client, whose
 /// registered post-logout URIs are the only permitted destinations.
-pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<LogoutRequest, LogoutError> {
+pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<LogoutRequest, LogoutError> {
     let mut client_id = one(params, "client_id")?.map(str::to_string);
     let mut hint = None;
     if let Some(token) = one(params, "id_token_hint")? {
-        let keys = state.keys.current();
+        let keys = cx.keys.current();
         let signed = jwt::verify(&keys, token).map_err(|_| LogoutError::Invalid("id_token_hint is not valid"))?;
         let is_id_token = signed.is_id_token();
         let claims = signed.claims;
-        let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(&*state.issuer);
+        let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(cx.issuer);
         let aud = claims.get("aud").and_then(Value::as_str).map(str::to_string);
         let sub = claims.get("sub").and_then(Value::as_str).map(str::to_string);
         let (true, Some(aud), Some(sub)) = (iss_ok && is_id_token, aud, sub) else {
@@ -74,7 +75,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<L
                     "post_logout_redirect_uri needs client_id or id_token_hint",
                 ));
             };
-            let client = state.db.read(move |c| db::clients::find(c, &id)).await?;
+            let client = cx.db.read(move |c| db::clients::find(c, &id)).await?;
             let registered = client.is_some_and(|c| c.post_logout_redirect_uris.iter().any(|r| r == uri));
             if !registered {
                 return Err(LogoutError::Invalid(
@@ -93,7 +94,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<L
 
 /// Whether the request proves the relying party knows this session, so that no
 /// confirmation is needed: a hint for the same session (or user).
-pub async fn hint_matches(state: &AppState, req: &LogoutRequest, session: &Session) -> Result<bool, LogoutError> {
+pub async fn hint_matches(cx: &Ctx<'_>, req: &LogoutRequest, session: &Session) -> Result<bool, LogoutError> {
     let Some((sid, sub)) = &req.hint else {
         return Ok(false);
     };
@@ -101,7 +102,7 @@ pub async fn hint_matches(state: &AppState, req: &LogoutRequest, session: &Sessi
         return Ok(true);
     }
     let (uid, sub) = (session.user_id, sub.clone());
-    Ok(state
+    Ok(cx
         .db
         .read(move |c| Ok(db::users::find_by_id(c, uid)?.is_some_and(|u| u.sub == sub)))
         .await?)
@@ -117,11 +118,10 @@ pub fn confirmation_token(session_cookie: &str) -> String {
 /// client with a back-channel endpoint is queued a logout. The token itself is
 /// signed when it is sent (by the server's deliverer, with its issuer), so that this
 /// also works from the command line and every retry carries a fresh token.
-pub async fn end_session(state: &AppState, session: &Session) -> Result<(), Internal> {
-    let now = state.clock.now();
+pub async fn end_session(cx: &Ctx<'_>, session: &Session) -> Result<(), Internal> {
+    let now = cx.now;
     let (sid, uid) = (session.sid.clone(), session.user_id);
-    state
-        .db
+    cx.db
         .write(move |c| {
             let audience = db::logout::audience_of_session(c, &sid)?;
             let sub = db::users::find_by_id(c, uid)?.map(|u| u.sub);
@@ -133,14 +133,14 @@ pub async fn end_session(state: &AppState, session: &Session) -> Result<(), Inte
             Ok(())
         })
         .await?;
-    state.logout_wakeup.notify_one();
+    cx.logout_wakeup.notify_one();
     Ok(())
 }
 
 /// Ends each listed session as `end_session` does, back-channel logout included.
-pub async fn end_listed(state: &AppState, sessions: &[db::sessions::SessionInfo]) -> Result<(), Internal> {
+pub async fn end_listed(cx: &Ctx<'_>, sessions: &[db::sessions::SessionInfo]) -> Result<(), Internal> {
     for s in sessions {
-        end_session(state, &s.as_session()).await?;
+        end_session(cx, &s.as_session()).await?;
     }
     Ok(())
 }
@@ -150,15 +150,10 @@ const DELIVERY_WINDOW: i64 = 24 * 3600;
 pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
 
 /// Back-Channel Logout §2.4: a JWT with the logout event, never a nonce.
-fn logout_token(
-    state: &AppState,
-    a: &db::logout::Audience,
-    sub: Option<&str>,
-    sid: &str,
-) -> Result<String, OAuthError> {
-    let now = state.clock.now();
+fn logout_token(cx: &Ctx<'_>, a: &db::logout::Audience, sub: Option<&str>, sid: &str) -> Result<String, OAuthError> {
+    let now = cx.now;
     let mut claims = Map::new();
-    claims.insert("iss".into(), Value::from(&*state.issuer));
+    claims.insert("iss".into(), Value::from(cx.issuer));
     claims.insert("aud".into(), Value::from(a.client_id.clone()));
     claims.insert("iat".into(), Value::from(now));
     claims.insert("exp".into(), Value::from(now + 120));
@@ -170,7 +165,7 @@ fn logout_token(
     if a.wants_sid || sub.is_none() {
         claims.insert("sid".into(), Value::from(sid));
     }
-    let keys = state.keys.current();
+    let keys = cx.keys.current();
     Ok(jwt::sign(
         &keys,
         Alg::parse(&a.alg).unwrap_or(Alg::Rs256),
@@ -201,9 +196,13 @@ pub fn spawn_deliverer(state: AppState) {
     });
 }
 
+/// One pass over the queue, under one context. Each token is signed under a fresh one,
+/// so that its `iat` and `exp` are those of its sending even when the endpoints before
+/// it in the pass were slow to answer.
 async fn deliver_due(state: &AppState, http: &reqwest::Client) {
-    let now = state.clock.now();
-    let due = match state.db.read(move |c| db::logout::due(c, now, 50)).await {
+    let cx = state.ctx();
+    let now = cx.now;
+    let due = match cx.db.read(move |c| db::logout::due(c, now, 50)).await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read pending logout deliveries");
@@ -211,7 +210,7 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
         }
     };
     for d in due {
-        let token = match logout_token(state, &d.audience, d.sub.as_deref(), &d.sid) {
+        let token = match logout_token(&state.ctx(), &d.audience, d.sub.as_deref(), &d.sid) {
             Ok(t) => t,
             Err(e) => {
                 tracing::error!(client_id = %d.audience.client_id, error = %e, "cannot sign a logout token");
@@ -232,14 +231,13 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
         let result = match outcome {
             None => {
                 tracing::info!(client_id = %d.audience.client_id, attempt = d.attempts + 1, "back-channel logout delivered");
-                state.db.write(move |c| db::logout::delivered(c, id)).await
+                cx.db.write(move |c| db::logout::delivered(c, id)).await
             }
             Some(reason) => {
                 let backoff = 2_i64.saturating_pow(d.attempts.clamp(0, 12) as u32).min(3600);
                 tracing::warn!(client_id = %d.audience.client_id, attempt = d.attempts + 1, %reason,
                     retry_in_s = backoff, "back-channel logout delivery failed");
-                state
-                    .db
+                cx.db
                     .write(move |c| db::logout::retry_later(c, id, now + backoff))
                     .await
             }

@@ -4,6 +4,7 @@ pub mod authorize;
 pub mod claims;
 pub mod client_auth;
 pub mod client_cache;
+pub mod context;
 pub mod cors;
 pub mod device;
 pub mod discovery;
@@ -17,6 +18,7 @@ pub mod logout;
 pub mod pkce;
 pub mod token;
 
+pub use context::Ctx;
 pub use error::{ErrorCode, OAuthError};
 
 /// A parameter sent more than once.

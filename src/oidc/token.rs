@@ -9,7 +9,7 @@ use crate::crypto::{Secret, TokenHash};
 use crate::db::grants::{Consumed, Grant};
 use crate::db::{self, clients::Client, users::User};
 use crate::domain::{GrantType, Scope};
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// Seconds after a refresh token's use during which a confidential client presenting
 /// it again is taken as retrying (a lost response) and answered with a new successor,
@@ -17,7 +17,7 @@ use crate::state::AppState;
 pub const REFRESH_RETRY_GRACE: i64 = 10;
 
 /// Answers a token request; `ip` is the client's address, for the audit log.
-pub async fn grant(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+pub async fn grant(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let grant_type = GrantType::parse(required(form, "grant_type")?)
         .map_err(|e| OAuthError::new(ErrorCode::UnsupportedGrantType, e.0))?;
     if !client.allows_grant(grant_type.as_str()) {
@@ -27,10 +27,10 @@ pub async fn grant(state: &AppState, client: &Client, form: &Form, ip: &str) -> 
         ));
     }
     match grant_type {
-        GrantType::AuthorizationCode => exchange_code(state, client, form, ip).await,
-        GrantType::RefreshToken => refresh(state, client, form, ip).await,
-        GrantType::ClientCredentials => client_credentials(state, client, form, ip).await,
-        GrantType::DeviceCode => super::device::poll(state, client, form, ip).await,
+        GrantType::AuthorizationCode => exchange_code(cx, client, form, ip).await,
+        GrantType::RefreshToken => refresh(cx, client, form, ip).await,
+        GrantType::ClientCredentials => client_credentials(cx, client, form, ip).await,
+        GrantType::DeviceCode => super::device::poll(cx, client, form, ip).await,
     }
 }
 
@@ -40,12 +40,7 @@ pub const ADMIN_SCOPE: &str = "tessera:admin";
 
 /// RFC 6749 §4.4: a token for the client itself: no user, no refresh token, no ID
 /// token, and only scopes registered for the client (`client_scope`).
-async fn client_credentials(
-    state: &AppState,
-    client: &Client,
-    form: &Form,
-    ip: &str,
-) -> Result<TokenResponse, OAuthError> {
+async fn client_credentials(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     if client.is_public() {
         return Err(OAuthError::new(
@@ -54,7 +49,7 @@ async fn client_credentials(
         ));
     }
     let scope = client_scope(client, param(form, "scope"))?;
-    let now = state.clock.now();
+    let now = cx.now;
     let grant = Grant {
         id: crate::crypto::random::random_id(),
         client_id: client.client_id.clone(),
@@ -63,21 +58,20 @@ async fn client_credentials(
         sid: None,
         auth_time: None,
         nonce: None,
-        expires_at: now + access_ttl(state, client),
+        expires_at: now + access_ttl(cx, client),
         revoked_at: None,
         claims_request: None,
         amr: None,
         created_at: now,
     };
     let stored = grant.clone();
-    state
-        .db
+    cx.db
         .write(move |c| {
             db::grants::insert_grant(c, &stored, now)?;
             audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id, &ip).write(c, now)
         })
         .await?;
-    super::issue::mint_for_client(state, &grant, &scope, client_alg(client), access_ttl(state, client))
+    super::issue::mint_for_client(cx, &grant, &scope, client_alg(client), access_ttl(cx, client))
 }
 
 /// RFC 6749 §3.3 for a client acting for itself: each scope asked for must be one the
@@ -122,17 +116,17 @@ enum Outcome {
     Refused(OAuthError),
 }
 
-async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let code = TokenHash::of(required(form, "code")?);
     let redirect_uri = required(form, "redirect_uri")?.to_string();
     let verifier = param(form, "code_verifier").map(str::to_string);
     let client_id = client.client_id.clone();
-    let now = state.clock.now();
+    let now = cx.now;
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(state, client));
+    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
     let rule = RefreshRule::of(client);
-    let outcome = state
+    let outcome = cx
         .db
         .write(move |c| {
             let code = match db::grants::consume_code(c, &code, now)? {
@@ -202,7 +196,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str)
         } => {
             let scope = Scope::parse(&grant.scope).unwrap_or_default();
             mint(
-                state,
+                cx,
                 &Mint {
                     grant: &grant,
                     user: &user,
@@ -210,7 +204,7 @@ async fn exchange_code(state: &AppState, client: &Client, form: &Form, ip: &str)
                     nonce: nonce.as_deref(),
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
-                    access_ttl: access_ttl(state, client),
+                    access_ttl: access_ttl(cx, client),
                 },
             )
         }
@@ -227,7 +221,7 @@ struct RefreshRules {
     ttl: i64,
 }
 
-async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let presented = TokenHash::of(required(form, "refresh_token")?);
     let requested = match param(form, "scope") {
@@ -238,13 +232,13 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
         client_id: client.client_id.clone(),
         grace: !client.is_public(),
         restricted: !client.allowed_groups.is_empty(),
-        grant_lifetime: client.grant_lifetime.unwrap_or(state.settings.lifetimes.grant),
-        ttl: refresh_ttl(state, client),
+        grant_lifetime: client.grant_lifetime.unwrap_or(cx.settings.lifetimes.grant),
+        ttl: refresh_ttl(cx, client),
     };
-    let now = state.clock.now();
+    let now = cx.now;
     let next = Secret::generate();
     let next_hash = next.hash();
-    let outcome = state
+    let outcome = cx
         .db
         .write(move |c| {
             let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
@@ -335,7 +329,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
         (Outcome::Issued { grant, user, .. }, scope) => {
             let scope = scope.unwrap_or_default();
             mint(
-                state,
+                cx,
                 &Mint {
                     grant: &grant,
                     user: &user,
@@ -343,7 +337,7 @@ async fn refresh(state: &AppState, client: &Client, form: &Form, ip: &str) -> Re
                     nonce: None,
                     refresh_token: Some(&next),
                     alg: client_alg(client),
-                    access_ttl: access_ttl(state, client),
+                    access_ttl: access_ttl(cx, client),
                 },
             )
         }

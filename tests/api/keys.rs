@@ -74,7 +74,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    tessera::oidc::keys::reload(&app.state).await.unwrap();
+    tessera::oidc::keys::reload(&app.state.ctx()).await.unwrap();
 
     let after = app.tokens("app", &secret, "alice").await;
     let new_kid = jwt_parts(after["id_token"].as_str().unwrap()).0["kid"].clone();
@@ -104,7 +104,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
 
     // Once the old tokens have expired, the old key is gone.
     app.clock.advance(3600);
-    tessera::oidc::keys::reload(&app.state).await.unwrap();
+    tessera::oidc::keys::reload(&app.state.ctx()).await.unwrap();
     let jwks: serde_json::Value = plain_client()
         .get(app.url("/jwks"))
         .send()

@@ -5,8 +5,8 @@ use super::response::{code_record, AuthResponse};
 use crate::crypto::Secret;
 use crate::db::{self, sessions::Session, DbError};
 use crate::domain::Scope;
+use crate::oidc::Ctx;
 use crate::oidc::{ErrorCode, OAuthError};
-use crate::state::AppState;
 
 /// What to do with a valid request.
 pub enum Next {
@@ -22,12 +22,12 @@ pub enum Next {
 }
 
 /// The `access_denied` answer for a user outside the client's allowed groups.
-pub fn denied_response(state: &AppState, req: &AuthRequest) -> AuthResponse {
+pub fn denied_response(cx: &Ctx<'_>, req: &AuthRequest) -> AuthResponse {
     let e = OAuthError::new(
         ErrorCode::AccessDenied,
         "the user is not a member of a group allowed to use this client",
     );
-    AuthResponse::error_for(&state.issuer, req, &e)
+    AuthResponse::error_for(cx.issuer, req, &e)
 }
 
 /// Whether the user must (again) approve this client for this scope and these
@@ -61,13 +61,13 @@ pub fn claims_beyond_scope(req: &AuthRequest) -> Vec<String> {
 }
 
 /// OpenID Connect Core §3.1.2.1 (prompt, max_age, id_token_hint) and §3.1.2.4.
-pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session>) -> Result<Next, AuthorizeError> {
-    let now = state.clock.now();
+pub async fn decide(cx: &Ctx<'_>, req: &AuthRequest, session: Option<Session>) -> Result<Next, AuthorizeError> {
+    let now = cx.now;
     let fresh = session.filter(|s| req.max_age.is_none_or(|max| now - s.auth_time <= max));
     let checked = match (fresh, &req.hint_sub) {
         (Some(s), Some(sub)) => {
             let (uid, sub) = (s.user_id, sub.clone());
-            let same = state
+            let same = cx
                 .db
                 .read(move |c| Ok(db::users::find_by_id(c, uid)?.is_some_and(|u| u.sub == sub)))
                 .await?;
@@ -77,7 +77,7 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
     };
     let respond_error = |code: ErrorCode, d: &'static str| {
         Err(AuthorizeError::Respond(AuthResponse::error_for(
-            &state.issuer,
+            cx.issuer,
             req,
             &OAuthError::new(code, d),
         )))
@@ -89,13 +89,13 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
     };
     let (cid, uid) = (req.client_id.clone(), session.user_id);
     // Most clients admit everyone: the cached registration says so without a query.
-    let restricted = state
+    let restricted = cx
         .clients
-        .get(&state.db, &req.client_id, state.clock.now())
+        .get(cx.db, &req.client_id, cx.now)
         .await?
         .is_none_or(|c| !c.allowed_groups.is_empty());
-    if restricted && !state.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
-        let denied = denied_response(state, req);
+    if restricted && !cx.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
+        let denied = denied_response(cx, req);
         return if req.prompt.none {
             Err(AuthorizeError::Respond(denied))
         } else {
@@ -103,24 +103,20 @@ pub async fn decide(state: &AppState, req: &AuthRequest, session: Option<Session
         };
     }
     let r = req.clone();
-    if state.db.read(move |c| consent_needed(c, &r, uid)).await? {
+    if cx.db.read(move |c| consent_needed(c, &r, uid)).await? {
         if req.prompt.none {
             return respond_error(ErrorCode::ConsentRequired, "the user has not approved this application");
         }
         return Ok(Next::Consent);
     }
-    Ok(Next::Respond(issue_code(state, req, &session).await?))
+    Ok(Next::Respond(issue_code(cx, req, &session).await?))
 }
 
 /// Stores a fresh code for `session` and returns the response that delivers it.
-pub async fn issue_code(
-    state: &AppState,
-    req: &AuthRequest,
-    session: &Session,
-) -> Result<AuthResponse, AuthorizeError> {
+pub async fn issue_code(cx: &Ctx<'_>, req: &AuthRequest, session: &Session) -> Result<AuthResponse, AuthorizeError> {
     let code = Secret::generate();
-    let record = code_record(state, req, session, &code);
-    let now = state.clock.now();
-    state.db.write(move |c| record.insert(c, now)).await?;
-    Ok(AuthResponse::code(&state.issuer, req, &code))
+    let record = code_record(cx, req, session, &code);
+    let now = cx.now;
+    cx.db.write(move |c| record.insert(c, now)).await?;
+    Ok(AuthResponse::code(cx.issuer, req, &code))
 }

@@ -8,8 +8,8 @@ use crate::crypto::jwt;
 use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
 use crate::oidc::claims::{ClaimsRequest, SUPPORTED_SCOPES};
+use crate::oidc::Ctx;
 use crate::oidc::{pkce, ErrorCode, OAuthError};
-use crate::state::AppState;
 
 /// A validated authorization request; parked server-side while the user signs in.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,10 +73,10 @@ fn fatal(message: &str) -> AuthorizeError {
     AuthorizeError::Fatal(message.to_string())
 }
 
-pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<AuthRequest, AuthorizeError> {
+pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthRequest, AuthorizeError> {
     let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
     let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
-    let client = state.clients.get(&state.db, client_id, state.clock.now()).await?;
+    let client = cx.clients.get(cx.db, client_id, cx.now).await?;
     let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
     let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
     let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
@@ -102,7 +102,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
     };
     let fail = |code: ErrorCode, description: String| {
         AuthorizeError::Respond(AuthResponse::error(
-            &state.issuer,
+            cx.issuer,
             &redirect_uri,
             state_param.as_deref(),
             form_post,
@@ -177,7 +177,7 @@ pub async fn validate(state: &AppState, params: &[(String, String)]) -> Result<A
     };
     let hint_sub = match get("id_token_hint")? {
         None => None,
-        Some(hint) => Some(hint_subject(state, hint, &client.client_id).ok_or_else(|| {
+        Some(hint) => Some(hint_subject(cx, hint, &client.client_id).ok_or_else(|| {
             fail(
                 ErrorCode::InvalidRequest,
                 "id_token_hint is not an ID token we issued".into(),
@@ -231,12 +231,12 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, &'static str> {
 
 /// The `sub` of an ID token this provider signed for this client. Expiry is not
 /// checked: a hint names a user, it does not authenticate one (Core §3.1.2.1).
-fn hint_subject(state: &AppState, hint: &str, client_id: &str) -> Option<String> {
-    let keys = state.keys.current();
+fn hint_subject(cx: &Ctx<'_>, hint: &str, client_id: &str) -> Option<String> {
+    let keys = cx.keys.current();
     let signed = jwt::verify(&keys, hint).ok()?;
     let is_id_token = signed.is_id_token();
     let claims = signed.claims;
-    let iss_ok = claims.get("iss").and_then(|v| v.as_str()) == Some(&*state.issuer);
+    let iss_ok = claims.get("iss").and_then(|v| v.as_str()) == Some(cx.issuer);
     let aud_ok = match claims.get("aud") {
         Some(serde_json::Value::String(a)) => a == client_id,
         Some(serde_json::Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(client_id)),

@@ -6,8 +6,8 @@ use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, sessions::Session};
 use crate::domain::RedirectUri;
+use crate::oidc::Ctx;
 use crate::oidc::OAuthError;
-use crate::state::AppState;
 
 /// What goes back to the client: parameters for its redirect URI.
 #[derive(Debug, Clone)]
@@ -107,7 +107,7 @@ impl CodeRecord {
     }
 }
 
-pub fn code_record(state: &AppState, req: &AuthRequest, session: &Session, code: &Secret) -> CodeRecord {
+pub fn code_record(cx: &Ctx<'_>, req: &AuthRequest, session: &Session, code: &Secret) -> CodeRecord {
     CodeRecord {
         hash: code.hash(),
         grant_id: random_id(),
@@ -116,6 +116,6 @@ pub fn code_record(state: &AppState, req: &AuthRequest, session: &Session, code:
         sid: session.sid.clone(),
         auth_time: session.auth_time,
         amr: session.amr.clone(),
-        expires_at: state.clock.now() + state.settings.lifetimes.code,
+        expires_at: cx.now + cx.settings.lifetimes.code,
     }
 }

@@ -1,0 +1,32 @@
+//! `Ctx`: what protocol code uses of the server (issuer, settings, store, keys, client
+//! registry) and the time of the request, read once.
+
+use crate::config::Settings;
+use crate::crypto::KeyStore;
+use crate::db::Db;
+use crate::oidc::client_cache::ClientCache;
+
+/// Made once per request (or per pass of a background task) by `state.ctx()` (see
+/// `src/state.rs`) and passed by reference to every protocol function the request
+/// calls, so that they all see the same `now`.
+#[derive(Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The issuer identifier exactly as it appears in `iss` (no trailing slash).
+    pub issuer: &'a str,
+    pub settings: &'a Settings,
+    pub db: &'a Db,
+    pub keys: &'a KeyStore,
+    /// Client registrations, cached for a second.
+    pub clients: &'a ClientCache,
+    /// Wakes the back-channel logout deliverer when a logout is queued.
+    pub logout_wakeup: &'a tokio::sync::Notify,
+    /// The request's time, read once when the context is made (Unix seconds).
+    pub now: i64,
+}
+
+impl Ctx<'_> {
+    /// An absolute URL for a path on this provider.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.issuer, path)
+    }
+}
