@@ -33,9 +33,9 @@ pub struct SessionRow {
 /// How a session was signed in, in words.
 fn method_label(amr: &str) -> &str {
     match amr {
-        crate::oidc::login::AMR_PASSWORD => "password",
-        crate::oidc::login::AMR_PASSWORD_OTP => "password and code",
-        crate::oidc::login::AMR_PASSKEY => "passkey",
+        crate::oidc::interaction::AMR_PASSWORD => "password",
+        crate::oidc::interaction::AMR_PASSWORD_OTP => "password and code",
+        crate::oidc::interaction::AMR_PASSKEY => "passkey",
         other => other,
     }
 }
@@ -130,10 +130,6 @@ pub async fn posted(
     Ok((viewer, form))
 }
 
-pub(super) fn get<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
-    form.get(name).map(String::as_str).unwrap_or_default()
-}
-
 pub(super) async fn render(
     state: &AppState,
     v: &Viewer,
@@ -215,7 +211,10 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let (name, email) = (get(&form, "name").trim(), get(&form, "email").trim());
+    let (name, email) = (
+        params::field(&form, "name").trim(),
+        params::field(&form, "email").trim(),
+    );
     let mut problems = Problems::default();
     if name.chars().count() > 200 {
         problems.insert("name".into(), "use at most 200 characters".into());
@@ -271,17 +270,17 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Err(resp) => return resp,
     };
     let mut problems = Problems::default();
-    let new = match NewPassword::parse(get(&form, "password")) {
+    let new = match NewPassword::parse(params::field(&form, "password")) {
         Ok(p) => Some(p),
         Err(e) => {
             problems.insert("password".into(), e.0);
             None
         }
     };
-    if get(&form, "password") != get(&form, "confirm") {
+    if params::field(&form, "password") != params::field(&form, "confirm") {
         problems.insert("confirm".into(), "the two passwords differ".into());
     }
-    match password_ok(&state, &v, get(&form, "current")).await {
+    match password_ok(&state, &v, params::field(&form, "current")).await {
         Ok(true) => {}
         Ok(false) => {
             problems.insert("current".into(), "this is not your current password".into());
@@ -295,7 +294,7 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(h) => h,
         Err(e) => return errors::server_page(e),
     };
-    let remove_passkeys = get(&form, "remove_passkeys") == "on";
+    let remove_passkeys = params::field(&form, "remove_passkeys") == "on";
     let saved = crate::account::change_password(&state, &me(&req, &state, &v), hash, remove_passkeys).await;
     if let Err(e) = saved {
         return errors::server_page(e);
@@ -327,7 +326,7 @@ pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let sid = get(&form, "sid");
+    let sid = params::field(&form, "sid");
     // Only the viewer's own sessions are listed, so another user's sid matches nothing.
     match end_sessions(&state, &v, |s| s.sid == sid && s.sid != v.session.sid).await {
         Ok(0) => pages::error_page(
@@ -376,7 +375,7 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let client_id = get(&form, "client_id");
+    let client_id = params::field(&form, "client_id");
     let revoked = crate::account::revoke_consent(&state, &me(&req, &state, &v), client_id).await;
     match revoked {
         Ok(true) => back("app-removed"),

@@ -8,7 +8,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::account::{get, password_ok, posted};
+use super::account::{password_ok, posted};
+use super::params;
 use super::portal::{self, Viewer};
 use super::{errors, guard, pages};
 use crate::audit::Event;
@@ -80,9 +81,9 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let next = get(&form, "next").to_string();
+    let next = params::field(&form, "next").to_string();
     let ip = super::guard::ip_text(&req, &state);
-    match password_ok(&state, &v, get(&form, "password")).await {
+    match password_ok(&state, &v, params::field(&form, "password")).await {
         Ok(true) => {}
         Ok(false) => {
             Event::new("account.reauth_failed")

@@ -6,8 +6,9 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::account::{back, get, password_ok, posted, render, Problems};
+use super::account::{back, password_ok, posted, render, Problems};
 use super::account_confirm::{confirm_url, recently_authenticated};
+use super::params;
 use super::portal::{self, Viewer};
 use super::{errors, guard, pages};
 use crate::audit::Event;
@@ -69,7 +70,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     if !recently_authenticated(&state, &v) {
         return errors::redirect(&confirm_url("totp"));
     }
-    match mfa::confirm(&state, v.user.id, get(&form, "code")).await {
+    match mfa::confirm(&state, v.user.id, params::field(&form, "code")).await {
         Ok(codes) => {
             Event::new("mfa.enrolled")
                 .actor(&v.user.username)
@@ -105,7 +106,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match password_ok(&state, &v, get(&form, "password")).await {
+    match password_ok(&state, &v, params::field(&form, "password")).await {
         Ok(true) => {}
         Ok(false) => {
             let problems = Problems::from([("disable".into(), "this is not your current password".into())]);

@@ -5,7 +5,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::admin_ui::{done, error_page, flash, posted, posted_to};
+use super::admin::{done, error_page, flash, posted, posted_to};
 use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, groups::GroupView, AdminError, Problems};

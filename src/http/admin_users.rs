@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::account::SessionRow;
-use super::admin_ui::{done, error_page, flash, pager, posted, posted_to};
+use super::admin::{done, error_page, flash, pager, posted, posted_to};
 use super::portal::{self, Viewer};
 use super::{errors, pages};
 use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};

@@ -9,7 +9,7 @@ use super::{cookies, errors, guard, pages, params};
 use crate::auth::limits::Bucket;
 use crate::crypto::{Secret, TokenHash};
 use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
-use crate::oidc::login::{self, Parked, Pending};
+use crate::oidc::interaction::{self, Parked, Pending};
 use crate::oidc::Ctx;
 use crate::state::AppState;
 
@@ -49,7 +49,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     };
     guard::tag_client(req, &request.client_id);
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match login::current_session(&cx, cookie.as_deref()).await {
+    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
@@ -60,7 +60,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Ok(Next::Login) => show_login(req, state, &cx, Pending::Login(request.clone()), &request).await,
         Ok(Next::Consent) => {
             let browser = browser_cookie(req, state);
-            match login::park(&cx, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
+            match interaction::park(&cx, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
                 Ok(parked) => {
                     let mut page = show_consent(state, &request, user_id.unwrap_or_default(), &parked).await;
                     set_browser(&mut page, state, browser.1);
@@ -142,7 +142,7 @@ pub async fn login_page(
     hint: &str,
 ) -> HttpResponse {
     let (browser, new_cookie) = browser_cookie(req, state);
-    let parked = match login::park(cx, &pending, &TokenHash::of(&browser)).await {
+    let parked = match interaction::park(cx, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };

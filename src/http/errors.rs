@@ -11,7 +11,7 @@ use crate::admin::{AdminError, Problems};
 use crate::auth::passkeys::PasskeyError;
 use crate::error::Internal;
 use crate::oidc::authorize::AuthorizeError;
-use crate::oidc::login::ResumeError;
+use crate::oidc::interaction::ResumeError;
 use crate::oidc::logout::LogoutError;
 use crate::oidc::{ErrorCode, OAuthError};
 

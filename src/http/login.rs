@@ -18,7 +18,7 @@ use crate::auth::limits::Bucket;
 use crate::auth::login::{authenticate, LoginError, Outcome};
 use crate::auth::mfa::{self, MfaError, SecondFactor};
 use crate::crypto::TokenHash;
-use crate::oidc::login::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
+use crate::oidc::interaction::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
 use crate::oidc::Ctx;
 use crate::state::AppState;
 
@@ -28,10 +28,6 @@ struct MfaPage<'a> {
     request_id: &'a str,
     csrf: &'a str,
     error: Option<&'a str>,
-}
-
-fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
-    form.get(name).map(String::as_str).unwrap_or_default()
 }
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
@@ -56,14 +52,14 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page("The sign-in form was not submitted correctly.");
     };
-    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
+    let pending = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
-    let username = field(&form, "username");
+    let username = params::field(&form, "username");
     // Per-account limits come before any password is hashed.
     if let Some(limited) = guard::limit_account(&state, username) {
         return limited;
@@ -72,7 +68,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         &state.db,
         &state.hasher,
         username,
-        field(&form, "password"),
+        params::field(&form, "password"),
         state.settings.lockout,
         cx.now,
     )
@@ -112,7 +108,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     match mfa::enabled(&state, user.id).await {
         Ok(true) => {
             Event::new(event).actor(&user.username).ip(Some(ip)).log(&state).await;
-            return match login::park_mfa(&cx, request_id, user.id, pending, &browser).await {
+            return match interaction::park_mfa(&cx, request_id, user.id, pending, &browser).await {
                 Ok(parked) => mfa_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
                 Err(e) => resume_error(e),
             };
@@ -190,9 +186,9 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page("The verification form was not submitted correctly.");
     };
-    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let (user_id, then) = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
+    let (user_id, then) = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(Pending::Mfa { user_id, then }) => (user_id, *then),
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -204,7 +200,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         return limited;
     }
     let ip = ip_text(&req, &state);
-    let user = match mfa::second_factor(&state, user_id, field(&form, "code"), &ip).await {
+    let user = match mfa::second_factor(&state, user_id, params::field(&form, "code"), &ip).await {
         Ok(SecondFactor::Passed { user, .. }) => user,
         Ok(SecondFactor::Wrong { .. }) => {
             state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
@@ -253,7 +249,7 @@ async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: Stri
     let cx = state.ctx();
     state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
     Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
-    let _ = login::consume(&cx, request_id).await;
+    let _ = interaction::consume(&cx, request_id).await;
     pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
         "Too many attempts",
@@ -279,20 +275,20 @@ async fn complete(
     let request = match pending {
         Pending::Login(r) => r,
         Pending::DeviceLogin(code) => {
-            return match login::finish_session_only(cx, request_id, who, previous).await {
+            return match interaction::finish_session_only(cx, request_id, who, previous).await {
                 Ok((cookie, _)) => with_session(state, super::device::after_login(&code), cookie.expose()),
                 Err(e) => resume_error(e),
             };
         }
         Pending::Portal(path) => {
-            return match login::finish_session_only(cx, request_id, who, previous).await {
+            return match interaction::finish_session_only(cx, request_id, who, previous).await {
                 Ok((cookie, _)) => with_session(state, errors::redirect(&path), cookie.expose()),
                 Err(e) => resume_error(e),
             };
         }
         _ => return resume_error(ResumeError::Expired),
     };
-    let done = match login::finish(cx, request_id, &request, who, previous, browser).await {
+    let done = match interaction::finish(cx, request_id, &request, who, previous, browser).await {
         Ok(done) => done,
         Err(e) => return resume_error(e),
     };
@@ -321,25 +317,25 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page("The consent form was not submitted correctly.");
     };
-    let (request_id, csrf) = (field(&form, "request_id"), field(&form, "csrf"));
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let request = match login::resume(&cx, request_id, csrf, browser.as_ref()).await {
+    let request = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
         Ok(Pending::Consent(r)) => r,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
-    let approve = match field(&form, "decision") {
+    let approve = match params::field(&form, "decision") {
         "allow" => true,
         "deny" => false,
         _ => return bad_request_page("The consent form did not say allow or deny."),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match login::current_session(&cx, cookie.as_deref()).await {
+    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
         Err(e) => return errors::server_page(e),
     };
-    match login::decide_consent(&cx, request_id, &request, &session, approve).await {
+    match interaction::decide_consent(&cx, request_id, &request, &session, approve).await {
         Ok(r) => {
             // The consent is stored: whatever happens now, the user goes on.
             let name = crate::account::actor_name(&state, session.user_id).await;

@@ -8,7 +8,7 @@ use askama::Template;
 use subtle::ConstantTimeEq;
 
 use super::{cookies, errors, guard, pages, params};
-use crate::oidc::login::current_session;
+use crate::oidc::interaction::current_session;
 use crate::oidc::logout::{self, LogoutError, LogoutRequest};
 use crate::state::AppState;
 
@@ -107,7 +107,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
 }
 
 async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str, user_id: i64) -> HttpResponse {
-    let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    let get = |n: &str| params::first(pairs, n);
     let username = match crate::account::username(state, user_id).await {
         Ok(name) => name.unwrap_or_default(),
         Err(e) => return errors::server_page(e),

@@ -4,24 +4,26 @@
 pub mod account;
 pub mod account_confirm;
 pub mod account_totp;
+pub mod admin;
 pub mod admin_api;
+pub mod admin_clients;
 pub mod admin_groups;
-pub mod admin_pages;
-pub mod admin_ui;
 pub mod admin_users;
+pub mod assets;
 pub mod authorize;
 pub mod cookies;
 pub mod cors;
 pub mod device;
+pub mod discovery;
 pub mod errors;
 pub mod guard;
 pub mod login;
 pub mod logout;
-pub mod meta;
 pub mod pages;
 pub mod params;
 pub mod passkeys;
 pub mod portal;
+pub mod probes;
 pub mod setup;
 pub mod token;
 pub mod userinfo;
@@ -31,14 +33,14 @@ use actix_web::web;
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     admin_api::routes(cfg);
-    admin_pages::routes(cfg);
+    admin_clients::routes(cfg);
     cors::routes(cfg);
-    cfg.route("/.well-known/openid-configuration", web::get().to(meta::discovery))
-        .route("/jwks", web::get().to(meta::jwks))
-        .route("/healthz", web::get().to(meta::healthz))
-        .route("/readyz", web::get().to(meta::readyz))
-        .route("/metrics", web::get().to(meta::metrics))
-        .route("/static/tessera.css", web::get().to(meta::stylesheet))
+    cfg.route("/.well-known/openid-configuration", web::get().to(discovery::discovery))
+        .route("/jwks", web::get().to(discovery::jwks))
+        .route("/healthz", web::get().to(probes::healthz))
+        .route("/readyz", web::get().to(probes::readyz))
+        .route("/metrics", web::get().to(probes::metrics))
+        .route("/static/tessera.css", web::get().to(assets::stylesheet))
         .route("/authorize", web::get().to(authorize::authorize_get))
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))

@@ -38,6 +38,18 @@ pub fn unique_form(raw: &[u8]) -> Result<HashMap<String, String>, OAuthError> {
     Ok(map)
 }
 
+/// A field of a form read with `unique_form` (so each name has at most one value), or
+/// "" when it is absent: the one way handlers read a posted field.
+pub fn field<'a>(form: &'a HashMap<String, String>, name: &str) -> &'a str {
+    form.get(name).map(String::as_str).unwrap_or_default()
+}
+
+/// The first value of `name` among parameters kept in order (a request whose
+/// repetitions were already refused), if it is there.
+pub fn first<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
 /// The body of a POST must be `application/x-www-form-urlencoded` (RFC 6749 §4.1.3).
 pub fn require_form(req: &HttpRequest) -> Result<(), OAuthError> {
     let ct = req

@@ -14,7 +14,7 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::auth::passkeys::{self, Assertion, PasskeyError};
 use crate::crypto::TokenHash;
-use crate::oidc::login::{self, Pending, SignIn, AMR_PASSKEY};
+use crate::oidc::interaction::{self, Pending, SignIn, AMR_PASSKEY};
 use crate::state::AppState;
 
 pub async fn script() -> HttpResponse {
@@ -140,9 +140,9 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
     let Some(form) = form_of(&req, &body) else {
         return json_error(StatusCode::BAD_REQUEST, "the sign-in form was not sent correctly");
     };
-    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    match login::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
+    match interaction::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
         Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
         _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
     }
@@ -167,16 +167,16 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let Some(form) = form_of(&req, &body) else {
         return super::authorize::bad_request_page("The passkey sign-in was not submitted correctly.");
     };
-    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let get = |n: &str| params::field(&form, n);
     let request_id = get("request_id");
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match login::resume(&cx, request_id, get("csrf"), browser.as_ref()).await {
+    let pending = match interaction::resume(&cx, request_id, get("csrf"), browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(login::ResumeError::Expired),
+        Ok(_) => return resume_error(interaction::ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
     let Some(browser) = browser else {
-        return resume_error(login::ResumeError::Forged);
+        return resume_error(interaction::ResumeError::Forged);
     };
     let assertion = Assertion {
         credential_id: get("credential_id"),

@@ -63,7 +63,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
         return dead_link();
     };
-    let get = |n: &str| form.get(n).map(String::as_str).unwrap_or_default();
+    let get = |n: &str| params::field(&form, n);
     let (token, username, email) = (get("token"), get("username"), get("email"));
     match setup::finish(&state, token, username, email, get("password"), get("confirm")).await {
         Ok(Outcome::Created) => {

@@ -6,7 +6,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::admin_ui::{done, error_page, flash, pager, posted, Form};
+use super::admin::{done, error_page, flash, pager, posted, Form};
 use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, clients::ClientSpec, AdminError, ListQuery, Problems};
@@ -329,7 +329,7 @@ pub async fn client_action(
 
 /// Registers the admin pages.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    use super::{admin_groups as groups, admin_ui as ui, admin_users as users};
+    use super::{admin as ui, admin_groups as groups, admin_users as users};
     cfg.route("/admin", web::get().to(ui::dashboard))
         .route("/admin/users", web::get().to(users::users))
         .route("/admin/users", web::post().to(users::user_create))

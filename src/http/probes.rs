@@ -1,4 +1,5 @@
-//! Discovery, JWKS, health and the embedded stylesheet.
+//! Operations endpoints: `/healthz` (the process answers), `/readyz` (the database
+//! reads and commits) and `/metrics` (Prometheus text, optionally behind a token).
 
 use std::sync::atomic::Ordering;
 
@@ -6,24 +7,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::errors;
-
-use crate::oidc::discovery;
 use crate::state::AppState;
-
-pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
-    let cx = state.ctx();
-    HttpResponse::Ok()
-        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .json(discovery::document(&cx))
-}
-
-pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
-    let keys = state.keys.current();
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .body(keys.jwks_json().to_string())
-}
 
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok()
@@ -80,14 +64,4 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         .content_type("text/plain; version=0.0.4")
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .body(state.metrics.render(&gauges))
-}
-
-const STYLESHEET: &str = include_str!("../../static/tessera.css");
-
-pub async fn stylesheet() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/css; charset=utf-8")
-        .insert_header((header::CACHE_CONTROL, "public, max-age=86400"))
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .body(STYLESHEET)
 }

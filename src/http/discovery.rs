@@ -1,0 +1,23 @@
+//! `/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4) and `/jwks`
+//! (RFC 7517): what relying parties fetch to configure themselves and verify tokens.
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+
+use crate::oidc::discovery;
+use crate::state::AppState;
+
+pub async fn discovery(state: web::Data<AppState>) -> HttpResponse {
+    let cx = state.ctx();
+    HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
+        .json(discovery::document(&cx))
+}
+
+pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
+    let keys = state.keys.current();
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
+        .body(keys.jwks_json().to_string())
+}
