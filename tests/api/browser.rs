@@ -25,6 +25,9 @@ fn ready() -> bool {
     ok
 }
 
+/// Chosen before the servers start, unlike the other process tests' port 0: the issuer
+/// must be `localhost` (passkeys and cookies need it) and is fixed by `--issuer`, and
+/// the single-page app's origin is registered with its client before either runs.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -43,7 +43,9 @@ struct Server {
 }
 
 impl Server {
-    /// Starts on `port`: the issuer, which every token names, must survive a restart.
+    /// Starts on `port` (0: any free port, reported back in the printed issuer); a
+    /// restart passes the first start's `port()`, since the issuer every token names
+    /// must survive it.
     fn start(db: &Path, log: &Path, port: u16) -> Self {
         let listen = format!("127.0.0.1:{port}");
         let mut child = Command::new(BIN)
@@ -74,6 +76,13 @@ impl Server {
             address,
             log: log.to_path_buf(),
         }
+    }
+
+    fn port(&self) -> u16 {
+        url::Url::parse(&self.address)
+            .ok()
+            .and_then(|u| u.port())
+            .expect("the printed issuer names its port")
     }
 
     fn signal(&self, name: &str) {
@@ -154,14 +163,6 @@ async fn active(address: &str, secret: &str, token: &str) -> bool {
     body["active"] == true
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn setup(dir: &Path) -> (PathBuf, String) {
     let db = dir.join("tessera.db");
     cli(&db, &["init"], None);
@@ -220,8 +221,8 @@ async fn kill_9_during_load_loses_nothing_a_client_was_given() {
     use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().unwrap();
     let (db, secret) = setup(dir.path());
-    let port = free_port();
-    let server = Server::start(&db, &dir.path().join("log1"), port);
+    let server = Server::start(&db, &dir.path().join("log1"), 0);
+    let port = server.port();
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let codes = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -288,8 +289,8 @@ async fn kill_9_during_load_loses_nothing_a_client_was_given() {
 async fn sigterm_drains_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let (db, secret) = setup(dir.path());
-    let port = free_port();
-    let mut server = Server::start(&db, &dir.path().join("log"), port);
+    let mut server = Server::start(&db, &dir.path().join("log"), 0);
+    let port = server.port();
     let pkce = Pkce::new();
     let code = code(&server.address, &pkce, &mut Vec::new()).await;
     let body: serde_json::Value = exchange(&server.address, &secret, &code, &pkce)
@@ -314,8 +315,7 @@ async fn sigterm_drains_and_exits_cleanly() {
 async fn backup_while_serving_gives_a_sound_copy() {
     let dir = tempfile::tempdir().unwrap();
     let (db, secret) = setup(dir.path());
-    let port = free_port();
-    let server = Server::start(&db, &dir.path().join("log"), port);
+    let server = Server::start(&db, &dir.path().join("log"), 0);
     let pkce = Pkce::new();
     let code = code(&server.address, &pkce, &mut Vec::new()).await;
     assert_eq!(exchange(&server.address, &secret, &code, &pkce).await.status(), 200);
@@ -336,8 +336,7 @@ async fn backup_while_serving_gives_a_sound_copy() {
 async fn the_log_of_a_full_flow_holds_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let (db, secret) = setup(dir.path());
-    let port = free_port();
-    let server = Server::start(&db, &dir.path().join("log"), port);
+    let server = Server::start(&db, &dir.path().join("log"), 0);
     let mut seen = vec![secret.clone(), PASSWORD.to_string()];
     let pkce = Pkce::new();
     seen.push(pkce.verifier.clone());
@@ -384,11 +383,10 @@ async fn the_log_of_a_full_flow_holds_no_secret() {
 async fn an_empty_database_prints_a_working_setup_link() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fresh.db");
-    let port = free_port();
     let mut child = Command::new(BIN)
         .arg("--db")
         .arg(&db)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -443,7 +441,7 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
         .unwrap()
         .to_string();
     let log = dir.path().join("log");
-    let server = Server::start(&db, &log, free_port());
+    let server = Server::start(&db, &log, 0);
 
     // A password typed into the username box, at a sign-in that names no account.
     let b = browser();
