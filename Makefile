@@ -13,8 +13,8 @@ run: ## Build (release) and start Tessera on ./tessera.db at http://127.0.0.1:90
 build: ## Build the release binary into target/release/tessera
 	$(CARGO) build --release
 
-test: ## Run the whole test suite
-	$(CARGO) test --workspace --all-targets
+test: ## Run the whole test suite (on SQLite, and on PostgreSQL when it is installed)
+	CARGO=$(CARGO) bash scripts/test.sh
 
 fmt: ## Format the code
 	$(CARGO) fmt --all

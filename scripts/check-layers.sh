@@ -17,7 +17,9 @@ forbid() {
     fi
 }
 
-forbid '\b(rusqlite|r2d2|r2d2_sqlite)::' 'src/db/sql\.rs:|src/db/sqlite/' 'the SQLite engine is used only in src/db/sqlite/ and the executor (src/db/sql.rs)'
+forbid '\b(rusqlite|r2d2_sqlite)::' 'src/db/sql\.rs:|src/db/sqlite/' 'the SQLite engine is used only in src/db/sqlite/ and the executor (src/db/sql.rs)'
+forbid '\br2d2::' 'src/db/sqlite/|src/db/pg/' 'connection pools belong to the engines (src/db/sqlite/, src/db/pg/)'
+forbid '\b(postgres|postgres_native_tls|native_tls)::' 'src/db/sql\.rs:|src/db/pg/' 'the PostgreSQL engine is used only in src/db/pg/ and the executor (src/db/sql.rs)'
 forbid '\bactix_web\b|\bactix_rt\b' 'src/http/|src/startup\.rs:|src/main\.rs:' 'actix is used only in src/http/, startup.rs and main.rs'
 forbid '\bjosekit::' 'src/crypto/' 'josekit is used only in src/crypto/'
 # Handlers and commands make one call into a use case (oidc/, auth/, account/, admin/);

@@ -34,6 +34,10 @@ fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
 pub struct RawSettings {
     pub config: Option<PathBuf>,
     pub db: Option<String>,
+    /// A PostgreSQL URL; selects PostgreSQL instead of the SQLite file.
+    pub database_url: Option<String>,
+    /// `serve --no-migrate`: leave the schema to `tessera migrate`.
+    pub no_migrate: bool,
     pub listen: Option<String>,
     pub issuer: Option<String>,
     pub bcrypt_cost: Option<String>,
@@ -59,6 +63,7 @@ impl std::fmt::Debug for RawSettings {
         f.debug_struct("RawSettings")
             .field("config", &self.config)
             .field("db", &self.db)
+            .field("database_url", &hidden(&self.database_url))
             .field("listen", &self.listen)
             .field("issuer", &self.issuer)
             .field("metrics_token", &hidden(&self.metrics_token))
@@ -73,6 +78,7 @@ impl std::fmt::Debug for RawSettings {
 #[serde(deny_unknown_fields)]
 struct FileSettings {
     db: Option<toml::Value>,
+    database_url: Option<toml::Value>,
     listen: Option<toml::Value>,
     issuer: Option<toml::Value>,
     bcrypt_cost: Option<toml::Value>,
@@ -144,6 +150,14 @@ impl Default for TokenLifetimes {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub db_path: PathBuf,
+    /// PostgreSQL instead of the SQLite file at `db_path` (it contains a password:
+    /// never logged).
+    pub database_url: Option<Secret>,
+    /// Whether `serve` applies migrations on start (`--no-migrate` leaves them to
+    /// `tessera migrate`, for rolling upgrades of several nodes).
+    pub migrate: bool,
+    /// Connections each node keeps to PostgreSQL at most.
+    pub pg_pool: u32,
     pub listen: SocketAddr,
     /// `None` means "derive from the bound address", which is how tests on port 0 work.
     pub issuer: Option<Url>,
@@ -177,6 +191,9 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             db_path: PathBuf::from("tessera.db"),
+            database_url: None,
+            migrate: true,
+            pg_pool: 16,
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9000),
             issuer: None,
             bcrypt_cost: 10,
@@ -202,6 +219,24 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The database, as the banner and messages name it (never the password).
+    pub fn database_label(&self) -> String {
+        match &self.database_url {
+            Some(url) => format!("PostgreSQL {}", redact_url(url.expose())),
+            None => self.db_path.display().to_string(),
+        }
+    }
+
+    /// The flag that points another command at the same database, for hints printed
+    /// to the operator (the PostgreSQL URL through its environment variable, since it
+    /// holds a password).
+    pub fn database_flag(&self) -> String {
+        match &self.database_url {
+            Some(_) => "--database-url \"$TESSERA_DATABASE_URL\"".to_string(),
+            None => format!("--db {}", self.db_path.display()),
+        }
+    }
+
     /// Layers defaults < file < environment/flags and validates every value.
     pub fn load(raw: &RawSettings) -> Result<Self, ConfigError> {
         let file = match &raw.config {
@@ -217,6 +252,17 @@ impl Settings {
             }
             s.db_path = PathBuf::from(v);
         }
+        if let Some(v) = pick(&raw.database_url, &file.database_url) {
+            if pick(&raw.db, &file.db).is_some() {
+                return Err(invalid(
+                    "database_url",
+                    "given together with `db`: choose the SQLite file (--db) or PostgreSQL (--database-url)",
+                ));
+            }
+            crate::db::check_database_url(v.trim()).map_err(|e| invalid("database_url", e))?;
+            s.database_url = Some(Secret::from_string(v.trim().to_string()));
+        }
+        s.migrate = !raw.no_migrate;
         if let Some(v) = pick(&raw.listen, &file.listen) {
             s.listen = v
                 .parse()
@@ -292,6 +338,20 @@ impl Settings {
             s.forwarded_header = ForwardedHeader::parse(&v).map_err(|e| invalid("forwarded_header", e))?;
         }
         Ok(s)
+    }
+}
+
+/// A URL without its password.
+pub fn redact_url(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            u.set_query(None);
+            u.to_string()
+        }
+        Err(_) => "(unparsable URL)".to_string(),
     }
 }
 

@@ -13,7 +13,7 @@ use tessera::startup::Application;
 #[command(
     name = "tessera",
     version,
-    about = "A single-binary OpenID Connect provider on SQLite"
+    about = "A single-binary OpenID Connect provider on SQLite (or PostgreSQL, for several nodes)"
 )]
 struct Cli {
     #[command(flatten)]
@@ -31,6 +31,10 @@ struct Common {
     /// SQLite database file [default: ./tessera.db]
     #[arg(long, global = true, env = "TESSERA_DB", value_name = "PATH")]
     db: Option<String>,
+    /// PostgreSQL instead of the SQLite file: postgres://user:pass@host:5432/db
+    /// [?sslmode=disable|prefer|require|verify-full&sslrootcert=CA.pem]
+    #[arg(long, global = true, env = "TESSERA_DATABASE_URL", value_name = "URL")]
+    database_url: Option<String>,
     /// bcrypt cost for password hashes, 4-31 [default: 10]
     #[arg(long, global = true, env = "TESSERA_BCRYPT_COST", value_name = "N")]
     bcrypt_cost: Option<String>,
@@ -62,6 +66,8 @@ enum Command {
     Check,
     /// Create the database (or bring it up to date) and its signing keys, then exit
     Init,
+    /// Apply the schema migrations this binary knows, then exit
+    Migrate,
 }
 
 #[derive(Args, Default)]
@@ -102,10 +108,18 @@ struct ServeArgs {
     /// Require `Authorization: Bearer TOKEN` on /metrics [default: open, restrict at the proxy]
     #[arg(long, env = "TESSERA_METRICS_TOKEN", value_name = "TOKEN")]
     metrics_token: Option<String>,
+    /// Do not apply schema migrations on start (run `tessera migrate` first)
+    #[arg(long)]
+    no_migrate: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, None | Some(Command::Serve(_))) {
+        // A command reports its outcome itself; the log adds the cause of a failure
+        // (a storage error is logged where it is converted, and only there).
+        init_logging(LogFormat::Text, "warn");
+    }
     let serve = match cli.command {
         None => ServeArgs::default(),
         Some(Command::Serve(args)) => args,
@@ -117,12 +131,13 @@ fn main() -> ExitCode {
         }
         Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
         Some(Command::Init) => return finish(settings(&cli.common, None).and_then(|s| cli::init(&s))),
+        Some(Command::Migrate) => return finish(settings(&cli.common, None).and_then(|s| cli::migrate(&s))),
     };
     let settings = match settings(&cli.common, Some(&serve)) {
         Ok(s) => s,
         Err(e) => return finish(Err(e)),
     };
-    init_logging(settings.log_format);
+    init_logging(settings.log_format, "info");
     finish(serve_forever(settings))
 }
 
@@ -140,11 +155,13 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         trusted_proxies: s.trusted_proxies.clone(),
         forwarded_header: s.forwarded_header.clone(),
         metrics_token: s.metrics_token.clone(),
+        no_migrate: s.no_migrate,
         ..Default::default()
     });
     let raw = RawSettings {
         config: common.config.clone(),
         db: common.db.clone(),
+        database_url: common.database_url.clone().filter(|v| !v.is_empty()),
         bcrypt_cost: common.bcrypt_cost.clone(),
         sqlite_wal: common.sqlite_wal.clone(),
         master_key: std::env::var("TESSERA_MASTER_KEY").ok().filter(|v| !v.is_empty()),
@@ -164,9 +181,9 @@ fn finish(result: Result<(), String>) -> ExitCode {
     }
 }
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     use std::io::IsTerminal;
     // Colour only for a person at a terminal; files and collectors get plain text.
     let builder = tracing_subscriber::fmt()
@@ -181,13 +198,10 @@ fn init_logging(format: LogFormat) {
 
 fn serve_forever(settings: Settings) -> Result<(), String> {
     actix_web::rt::System::new().block_on(async move {
-        let db_path = settings.db_path.clone();
         let app = Application::build(settings, Clock::system())
             .await
             .map_err(|e| e.to_string())?;
-        cli::print_banner(app.state(), &db_path)
-            .await
-            .map_err(|e| e.to_string())?;
+        cli::print_banner(app.state()).await.map_err(|e| e.to_string())?;
         app.run_until_stopped().await.map_err(|e| e.to_string())
     })
 }

@@ -54,7 +54,7 @@ impl Application {
             Some(url) => url.clone(),
             None => config::default_issuer(addr)?,
         };
-        let db = Db::open(&settings.db_path, &settings.sqlite)?;
+        let db = open_database(&settings, Open::Create).await?;
         let keep = oidc::keys::keep_retired(&settings.lifetimes);
         let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
             .await
@@ -117,7 +117,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         Some(url) => url.clone(),
         None => config::default_issuer(settings.listen)?,
     };
-    let db = Db::open_existing(&settings.db_path, &settings.sqlite)?;
+    let db = open_database(&settings, Open::Existing).await?;
     let clock = Clock::system();
     // Commands sign nothing (the server signs logout tokens when it sends them), so
     // they need neither the signing keys nor the master key that opens them.
@@ -143,7 +143,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
 /// `tessera init`: creates the database (owner-only) or brings it up to date, and
 /// makes sure it has signing keys.
 pub async fn init_database(settings: Settings) -> Result<(), StartupError> {
-    let db = Db::open(&settings.db_path, &settings.sqlite)?;
+    let db = open_database(&settings, Open::Create).await?;
     let keep = oidc::keys::keep_retired(&settings.lifetimes);
     oidc::keys::ensure(&db, &Clock::system(), keep, settings.master_key.as_ref())
         .await
@@ -152,9 +152,44 @@ pub async fn init_database(settings: Settings) -> Result<(), StartupError> {
     Ok(())
 }
 
-/// `tessera check`: the integrity and foreign-key problems of the database, read-only.
-pub fn check_database(settings: &Settings) -> Result<Vec<String>, StartupError> {
-    Ok(db::check_file(&settings.db_path, &settings.sqlite)?)
+/// `tessera check`, read-only: SQLite's integrity and foreign-key problems, or
+/// PostgreSQL's schema version, unvalidated constraints and invalid indexes.
+pub async fn check_database(settings: &Settings) -> Result<Vec<String>, StartupError> {
+    match &settings.database_url {
+        None => Ok(db::check_file(&settings.db_path, &settings.sqlite)?),
+        Some(url) => {
+            let db = Db::open_postgres(url.expose(), 1, false).await?;
+            Ok(db.check().await?)
+        }
+    }
+}
+
+/// `tessera migrate`: the schema brought up to date, and its version.
+pub async fn migrate_database(settings: &Settings) -> Result<(), StartupError> {
+    let db = open_database(settings, Open::Create).await?;
+    db.migrate().await?;
+    db.shutdown();
+    Ok(())
+}
+
+/// Whether a command may create the database or needs one already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Open {
+    /// `serve`, `init`, `migrate`: a SQLite file is created if missing.
+    Create,
+    /// Administration commands: a mistyped `--db` is an error, never a new file.
+    Existing,
+}
+
+/// The database the settings name: the SQLite file, or PostgreSQL (migrated on open
+/// unless `--no-migrate`; administration commands never migrate it, so that an older
+/// binary cannot be pointed at a cluster and change its schema by accident).
+pub async fn open_database(settings: &Settings, open: Open) -> Result<Db, StartupError> {
+    match (&settings.database_url, open) {
+        (Some(url), _) => Ok(Db::open_postgres(url.expose(), settings.pg_pool, settings.migrate).await?),
+        (None, Open::Create) => Ok(Db::open(&settings.db_path, &settings.sqlite)?),
+        (None, Open::Existing) => Ok(Db::open_existing(&settings.db_path, &settings.sqlite)?),
+    }
 }
 
 /// The database's pseudonym key, made on first start.

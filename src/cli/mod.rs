@@ -73,17 +73,27 @@ pub(crate) fn with_state(
 /// `tessera init`: creates the database (owner-only), applies migrations and
 /// generates signing keys, so that the other commands can run before `serve`.
 pub fn init(settings: &Settings) -> Result<(), String> {
-    let existed = settings.db_path.is_file();
-    let path = settings.db_path.clone();
+    let existed = settings.database_url.is_some() || settings.db_path.is_file();
+    let settings_label = settings.database_label();
     let settings = settings.clone();
     runtime()?
         .block_on(crate::startup::init_database(settings))
         .map_err(|e| e.to_string())?;
     if existed {
-        println!("database {} is up to date", path.display());
+        println!("database {} is up to date", settings_label);
     } else {
-        println!("database {} created", path.display());
+        println!("database {} created", settings_label);
     }
+    Ok(())
+}
+
+/// `tessera migrate`: applies the migrations (PostgreSQL: under an advisory lock, so
+/// that several nodes or deploy jobs may run it at once) and exits.
+pub fn migrate(settings: &Settings) -> Result<(), String> {
+    runtime()?
+        .block_on(crate::startup::migrate_database(settings))
+        .map_err(|e| e.to_string())?;
+    println!("{}: schema up to date", settings.database_label());
     Ok(())
 }
 
@@ -112,9 +122,14 @@ pub fn backup(settings: &Settings, target: &Path) -> Result<(), String> {
 
 pub fn check(settings: &Settings) -> Result<(), String> {
     // Read-only: a check never migrates, creates or changes anything.
-    let problems = crate::startup::check_database(settings).map_err(|e| e.to_string())?;
+    let problems = runtime()?
+        .block_on(crate::startup::check_database(settings))
+        .map_err(|e| e.to_string())?;
     if problems.is_empty() {
-        println!("{}: integrity ok, foreign keys ok", settings.db_path.display());
+        match settings.database_url {
+            None => println!("{}: integrity ok, foreign keys ok", settings.db_path.display()),
+            Some(_) => println!("{}: schema ok, constraints ok", settings.database_label()),
+        }
         return Ok(());
     }
     for p in &problems {
@@ -125,7 +140,7 @@ pub fn check(settings: &Settings) -> Result<(), String> {
 
 /// What an operator needs on first start: where the provider is and how to add the
 /// first user and client.
-pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbError> {
+pub async fn print_banner(state: &AppState) -> Result<(), DbError> {
     use std::io::Write;
     let setup = crate::auth::setup::start(state).await?;
     // A closed stdout (a supervisor that stopped reading) must not stop the server.
@@ -135,9 +150,9 @@ pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbErro
     let _ = writeln!(out, "  discovery: {}/.well-known/openid-configuration", state.issuer);
     let _ = writeln!(out, "  admin:     {}/admin", state.issuer);
     let _ = writeln!(out, "  account:   {}/account", state.issuer);
-    let _ = writeln!(out, "  database:  {}", db_path.display());
+    let _ = writeln!(out, "  database:  {}", state.settings.database_label());
     if let Some(token) = setup {
-        let db = db_path.display();
+        let db = state.settings.database_flag();
         let exe = std::env::args().next().unwrap_or_else(|| "tessera".into());
         let _ = writeln!(out);
         let _ = writeln!(
@@ -151,11 +166,11 @@ pub async fn print_banner(state: &AppState, db_path: &Path) -> Result<(), DbErro
         );
         let _ = writeln!(
             out,
-            "  printf '%s\\n' 'a-long-password' | {exe} --db {db} user add admin --admin --password-stdin"
+            "  printf '%s\\n' 'a-long-password' | {exe} {db} user add admin --admin --password-stdin"
         );
         let _ = writeln!(
             out,
-            "  {exe} --db {db} client add my-app --redirect-uri http://localhost:8080/callback"
+            "  {exe} {db} client add my-app --redirect-uri http://localhost:8080/callback"
         );
     }
     Ok(())

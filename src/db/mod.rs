@@ -1,7 +1,9 @@
 //! Storage: domain operations (one module per table family) over `Tx`, the engine-
 //! neutral transaction of `sql.rs`, and `Db`, which hands each operation to the engine
-//! behind it. SQLite (`sqlite/`: a writer thread that group-commits, read-only pooled
-//! connections in WAL) is the only module that knows its engine.
+//! behind it: SQLite (`sqlite/`: a writer thread that group-commits, read-only pooled
+//! connections in WAL), the default and the single-node fast path, or PostgreSQL
+//! (`pg/`: a pooled connection per transaction), which several nodes share.
+//! Only those two modules and `sql.rs` know an engine.
 
 pub mod audit;
 pub mod clients;
@@ -13,6 +15,7 @@ pub mod keys;
 pub mod logout;
 pub mod mfa;
 pub mod passkeys;
+mod pg;
 pub mod purge;
 pub mod secrets;
 pub mod sessions;
@@ -68,6 +71,21 @@ pub struct Db {
 #[derive(Clone)]
 enum Engine {
     Sqlite(sqlite::Sqlite),
+    Postgres(pg::Postgres),
+}
+
+/// Which engine a `Db` runs on, for what depends on it (`backup`, the banner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Sqlite,
+    Postgres,
+}
+
+/// Checks a PostgreSQL URL (`postgres://` or `postgresql://`, libpq's form with
+/// `sslmode` and `sslrootcert`) without connecting: the one-line reason when it is
+/// not usable, never naming the password.
+pub fn check_database_url(url: &str) -> Result<(), String> {
+    pg::Target::parse(url).map(drop)
 }
 
 impl Db {
@@ -86,6 +104,73 @@ impl Db {
         })
     }
 
+    /// Connects to PostgreSQL with a pool of at most `pool_size` connections and, when
+    /// `migrate`, applies the migrations (under an advisory lock, so that nodes starting
+    /// together are safe). A database that is down at start is not an error: requests
+    /// answer "busy" until it is back; migrating needs it, though.
+    pub async fn open_postgres(url: &str, pool_size: u32, migrate: bool) -> Result<Self, DbError> {
+        let target = pg::Target::parse(url).map_err(DbError::Open)?;
+        let engine = tokio::task::spawn_blocking(move || pg::Postgres::open(target, pool_size, migrate))
+            .await
+            .map_err(|_| DbError::Panicked)??;
+        Ok(Self {
+            engine: Engine::Postgres(engine),
+        })
+    }
+
+    pub fn kind(&self) -> EngineKind {
+        match &self.engine {
+            Engine::Sqlite(_) => EngineKind::Sqlite,
+            Engine::Postgres(_) => EngineKind::Postgres,
+        }
+    }
+
+    /// Applies the migrations this binary knows (`tessera migrate`); SQLite's are
+    /// applied on open.
+    pub async fn migrate(&self) -> Result<(), DbError> {
+        match &self.engine {
+            Engine::Sqlite(_) => Ok(()),
+            Engine::Postgres(e) => {
+                let e = e.clone();
+                tokio::task::spawn_blocking(move || e.migrate())
+                    .await
+                    .map_err(|_| DbError::Panicked)?
+            }
+        }
+    }
+
+    /// PostgreSQL's consistency problems (`tessera check`): a schema this binary does
+    /// not match, constraints not validated, invalid indexes.
+    pub async fn check(&self) -> Result<Vec<String>, DbError> {
+        match &self.engine {
+            Engine::Sqlite(e) => e.check(),
+            Engine::Postgres(e) => {
+                let e = e.clone();
+                tokio::task::spawn_blocking(move || e.check())
+                    .await
+                    .map_err(|_| DbError::Panicked)?
+            }
+        }
+    }
+
+    /// How much the database takes (the file and its WAL; the PostgreSQL database's
+    /// size), for `/metrics`.
+    pub async fn size_bytes(&self) -> Result<u64, DbError> {
+        match &self.engine {
+            Engine::Sqlite(e) => Ok(e.size_bytes()),
+            Engine::Postgres(_) => {
+                let size = self
+                    .read(|c| {
+                        c.one("SELECT pg_database_size(current_database())", sql::args![], |r| {
+                            r.get::<i64>(0)
+                        })
+                    })
+                    .await?;
+                Ok(u64::try_from(size).unwrap_or(0))
+            }
+        }
+    }
+
     /// Runs `op` as one write transaction (with SQLite: under its own SAVEPOINT in the
     /// writer's next group commit, so an error rolls back this operation only).
     /// Resolves once the write is durable.
@@ -96,6 +181,7 @@ impl Db {
     {
         match &self.engine {
             Engine::Sqlite(e) => e.write(op).await,
+            Engine::Postgres(e) => e.write(op).await,
         }
     }
 
@@ -107,6 +193,7 @@ impl Db {
     {
         match &self.engine {
             Engine::Sqlite(e) => e.read(op).await,
+            Engine::Postgres(e) => e.read(op).await,
         }
     }
 
@@ -115,6 +202,9 @@ impl Db {
     pub async fn backup(&self, target: &Path) -> Result<(), DbError> {
         match &self.engine {
             Engine::Sqlite(e) => e.backup(target).await,
+            Engine::Postgres(_) => Err(DbError::Open(
+                "backup copies a SQLite file; on PostgreSQL use pg_dump (or tessera export)".into(),
+            )),
         }
     }
 
@@ -133,6 +223,7 @@ impl Db {
     pub fn writer_stats(&self) -> WriterStats {
         match &self.engine {
             Engine::Sqlite(e) => e.writer_stats(),
+            Engine::Postgres(_) => WriterStats::default(),
         }
     }
 
@@ -140,6 +231,8 @@ impl Db {
     pub fn shutdown(&self) {
         match &self.engine {
             Engine::Sqlite(e) => e.shutdown(),
+            // Each write committed before it was acknowledged; nothing is queued.
+            Engine::Postgres(_) => {}
         }
     }
 }

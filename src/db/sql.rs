@@ -2,8 +2,9 @@
 //! `rows`, with arguments as engine-neutral values and results read by column index.
 //! Each operation writes its SQL once, in the dialect both engines accept (`?N`
 //! placeholders, `ON CONFLICT`, `RETURNING`, `lower()` for case-insensitive matching),
-//! and the engine behind `Tx` binds it. Nothing outside this file and `db/sqlite/`
-//! sees a rusqlite type.
+//! and the engine behind `Tx` binds it: SQLite in place, PostgreSQL with `?N` turned
+//! into `$N`. Nothing outside this file, `db/sqlite/` and `db/pg/` sees an
+//! engine's type.
 
 use super::DbError;
 
@@ -17,20 +18,41 @@ pub struct Tx<'a> {
 #[derive(Clone, Copy)]
 enum Engine<'a> {
     Sqlite(&'a rusqlite::Connection),
+    Postgres(&'a dyn PgSession),
 }
 
-/// One argument of a statement, borrowed from the caller.
+/// A PostgreSQL transaction as the executor sees it (`db/pg/`).
+pub(in crate::db) trait PgSession {
+    fn execute(&self, sql: &str, args: &[Value<'_>]) -> Result<usize, DbError>;
+    fn query(&self, sql: &str, args: &[Value<'_>]) -> Result<Vec<postgres::Row>, DbError>;
+}
+
+/// One argument of a statement, borrowed from the caller. A NULL keeps the kind of
+/// value it stands for, so that PostgreSQL can be told the parameter's type where it
+/// cannot infer one (`lower(?1)`, `?1 IS NULL`).
 #[derive(Debug, Clone, Copy)]
 pub(in crate::db) enum Value<'v> {
-    Null,
+    Null(Kind),
     Int(i64),
     Text(&'v str),
     Blob(&'v [u8]),
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::db) enum Kind {
+    Int,
+    Text,
+    Blob,
+}
+
 /// What may be passed as an argument; see `args!`.
 pub(in crate::db) trait ToValue {
     fn value(&self) -> Value<'_>;
+}
+
+/// The kind of value a type binds as, known without a value (for `None`).
+pub(in crate::db) trait Typed {
+    const KIND: Kind;
 }
 
 /// The argument list of a statement: `args![a, b]` borrows each as a `ToValue`.
@@ -40,62 +62,74 @@ macro_rules! args {
 }
 pub(in crate::db) use args;
 
-impl ToValue for i64 {
-    fn value(&self) -> Value<'_> {
-        Value::Int(*self)
-    }
+macro_rules! int_value {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn value(&self) -> Value<'_> {
+                // Limits and offsets beyond i64 mean "all of them".
+                Value::Int(i64::try_from(*self).unwrap_or(i64::MAX))
+            }
+        }
+        impl Typed for $t {
+            const KIND: Kind = Kind::Int;
+        }
+    )*};
 }
-impl ToValue for i32 {
-    fn value(&self) -> Value<'_> {
-        Value::Int(i64::from(*self))
-    }
-}
-impl ToValue for u32 {
-    fn value(&self) -> Value<'_> {
-        Value::Int(i64::from(*self))
-    }
-}
-impl ToValue for usize {
-    fn value(&self) -> Value<'_> {
-        // Limits and offsets: anything beyond i64 means "all of them".
-        Value::Int(i64::try_from(*self).unwrap_or(i64::MAX))
-    }
-}
+int_value!(i64, i32, u32, usize);
+
 impl ToValue for bool {
     fn value(&self) -> Value<'_> {
         Value::Int(i64::from(*self))
     }
+}
+impl Typed for bool {
+    const KIND: Kind = Kind::Int;
 }
 impl ToValue for str {
     fn value(&self) -> Value<'_> {
         Value::Text(self)
     }
 }
+impl Typed for str {
+    const KIND: Kind = Kind::Text;
+}
 impl ToValue for String {
     fn value(&self) -> Value<'_> {
         Value::Text(self)
     }
+}
+impl Typed for String {
+    const KIND: Kind = Kind::Text;
 }
 impl ToValue for [u8] {
     fn value(&self) -> Value<'_> {
         Value::Blob(self)
     }
 }
+impl Typed for [u8] {
+    const KIND: Kind = Kind::Blob;
+}
 impl ToValue for Vec<u8> {
     fn value(&self) -> Value<'_> {
         Value::Blob(self)
     }
+}
+impl Typed for Vec<u8> {
+    const KIND: Kind = Kind::Blob;
 }
 impl<const N: usize> ToValue for [u8; N] {
     fn value(&self) -> Value<'_> {
         Value::Blob(self)
     }
 }
-impl<T: ToValue> ToValue for Option<T> {
+impl<const N: usize> Typed for [u8; N] {
+    const KIND: Kind = Kind::Blob;
+}
+impl<T: ToValue + Typed> ToValue for Option<T> {
     fn value(&self) -> Value<'_> {
         match self {
             Some(v) => v.value(),
-            None => Value::Null,
+            None => Value::Null(T::KIND),
         }
     }
 }
@@ -104,10 +138,107 @@ impl<T: ToValue + ?Sized> ToValue for &T {
         (**self).value()
     }
 }
+impl<T: Typed + ?Sized> Typed for &T {
+    const KIND: Kind = T::KIND;
+}
 
-/// A column type a result may be read as.
-pub(in crate::db) trait Column: rusqlite::types::FromSql {}
-impl<T: rusqlite::types::FromSql> Column for T {}
+/// A column type a result may be read as, from either engine. Flags are integers 0/1
+/// in both schemas and a boolean expression is `BOOLEAN` in PostgreSQL: `bool` reads
+/// either, as an integer type reads any of PostgreSQL's integer widths.
+pub(in crate::db) trait Column: Sized {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError>;
+    fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError>;
+}
+
+fn pg_type_error(row: &postgres::Row, index: usize, wanted: &str) -> DbError {
+    let found = row
+        .columns()
+        .get(index)
+        .map(|c| c.type_().to_string())
+        .unwrap_or_default();
+    DbError::Corrupt(format!("column {index} is {found}, not {wanted}"))
+}
+
+/// Text and bytes read the same from both engines.
+macro_rules! column_as_stored {
+    ($t:ty) => {
+        impl Column for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+                Ok(row.get(index)?)
+            }
+            fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+                Ok(row.try_get(index)?)
+            }
+        }
+        impl Column for Option<$t> {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+                Ok(row.get(index)?)
+            }
+            fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+                Ok(row.try_get(index)?)
+            }
+        }
+    };
+}
+column_as_stored!(String);
+column_as_stored!(Vec<u8>);
+
+fn pg_int(row: &postgres::Row, index: usize) -> Result<Option<i64>, DbError> {
+    use postgres::types::Type;
+    let ty = row.columns().get(index).map(|c| c.type_().clone());
+    Ok(match ty {
+        Some(Type::INT8) => row.try_get::<_, Option<i64>>(index)?,
+        Some(Type::INT4) => row.try_get::<_, Option<i32>>(index)?.map(i64::from),
+        Some(Type::INT2) => row.try_get::<_, Option<i16>>(index)?.map(i64::from),
+        Some(Type::BOOL) => row.try_get::<_, Option<bool>>(index)?.map(i64::from),
+        _ => return Err(pg_type_error(row, index, "an integer")),
+    })
+}
+
+/// Integers of any width the value fits (sign counts are `u32`, sizes `usize`).
+macro_rules! column_int {
+    ($t:ty) => {
+        impl Column for Option<$t> {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+                Ok(row.get(index)?)
+            }
+            fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+                pg_int(row, index)?
+                    .map(|i| <$t>::try_from(i).map_err(|_| pg_type_error(row, index, stringify!($t))))
+                    .transpose()
+            }
+        }
+        impl Column for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+                Ok(row.get(index)?)
+            }
+            fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+                <Option<$t>>::from_pg(row, index)?.ok_or_else(|| pg_type_error(row, index, "a value"))
+            }
+        }
+    };
+}
+column_int!(i64);
+column_int!(i32);
+column_int!(u32);
+
+impl Column for Option<bool> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+        Ok(row.get(index)?)
+    }
+    fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+        Ok(pg_int(row, index)?.map(|i| i != 0))
+    }
+}
+
+impl Column for bool {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> Result<Self, DbError> {
+        Ok(row.get(index)?)
+    }
+    fn from_pg(row: &postgres::Row, index: usize) -> Result<Self, DbError> {
+        <Option<bool>>::from_pg(row, index)?.ok_or_else(|| pg_type_error(row, index, "a flag"))
+    }
+}
 
 /// One result row, read by column index.
 pub(in crate::db) struct Row<'r> {
@@ -116,12 +247,14 @@ pub(in crate::db) struct Row<'r> {
 
 enum RowInner<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
 }
 
 impl Row<'_> {
     pub(in crate::db) fn get<T: Column>(&self, index: usize) -> Result<T, DbError> {
         match self.inner {
-            RowInner::Sqlite(r) => Ok(r.get(index)?),
+            RowInner::Sqlite(r) => T::from_sqlite(r, index),
+            RowInner::Postgres(r) => T::from_pg(r, index),
         }
     }
 }
@@ -130,7 +263,7 @@ impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         use rusqlite::types::{ToSqlOutput, ValueRef};
         Ok(ToSqlOutput::Borrowed(match *self {
-            Value::Null => ValueRef::Null,
+            Value::Null(_) => ValueRef::Null,
             Value::Int(i) => ValueRef::Integer(i),
             Value::Text(s) => ValueRef::Text(s.as_bytes()),
             Value::Blob(b) => ValueRef::Blob(b),
@@ -149,12 +282,23 @@ impl<'a> Tx<'a> {
         }
     }
 
+    pub(in crate::db) fn postgres(session: &'a dyn PgSession) -> Self {
+        Self {
+            engine: Engine::Postgres(session),
+        }
+    }
+
+    fn values<'v>(args: &'v [&'v dyn ToValue]) -> Vec<Value<'v>> {
+        args.iter().map(|a| a.value()).collect()
+    }
+
     /// The SQLite connection, for the engine's own operations (migrations, backups,
     /// integrity checks) in `db/sqlite/`.
     #[cfg(any(test, feature = "testing"))]
     pub(in crate::db) fn sqlite_connection(&self) -> Option<&'a rusqlite::Connection> {
         match self.engine {
             Engine::Sqlite(c) => Some(c),
+            Engine::Postgres(_) => None,
         }
     }
 
@@ -162,6 +306,7 @@ impl<'a> Tx<'a> {
     pub(in crate::db) fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<usize, DbError> {
         match self.engine {
             Engine::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(bind(args))?),
+            Engine::Postgres(s) => s.execute(sql, &Self::values(args)),
         }
     }
 
@@ -183,6 +328,12 @@ impl<'a> Tx<'a> {
                     None => Ok(None),
                 }
             }
+            Engine::Postgres(s) => match s.query(sql, &Self::values(args))?.first() {
+                Some(r) => Ok(Some(read(&Row {
+                    inner: RowInner::Postgres(r),
+                })?)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -216,6 +367,15 @@ impl<'a> Tx<'a> {
                 }
                 Ok(out)
             }
+            Engine::Postgres(s) => s
+                .query(sql, &Self::values(args))?
+                .iter()
+                .map(|r| {
+                    read(&Row {
+                        inner: RowInner::Postgres(r),
+                    })
+                })
+                .collect(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! test asserts about stored rows without reaching for SQL itself.
 
 use super::sql::args;
-use super::{sqlite, DbError, Tx};
+use super::{pg, sqlite, DbError, Tx};
 
 /// Rows in one of the tables tests look at.
 pub fn count_rows(conn: &Tx<'_>, table: &str) -> Result<i64, DbError> {
@@ -36,4 +36,10 @@ pub fn with_file<T>(path: &std::path::Path, op: impl FnOnce(&Tx<'_>) -> Result<T
 /// Sets the stored schema version, to pretend a file comes from another release.
 pub fn set_schema_version(conn: &Tx<'_>, version: i64) -> Result<(), DbError> {
     sqlite::testing::set_schema_version(conn, version)
+}
+
+/// Runs `sql` on a fresh connection to the PostgreSQL database at `url` (making the
+/// schema a test runs in, copying the pre-generated keys into it).
+pub fn postgres_batch(url: &str, sql: &str) -> Result<(), DbError> {
+    pg::testing::batch(url, sql)
 }

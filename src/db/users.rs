@@ -247,7 +247,7 @@ pub fn update_profile(
     now: i64,
 ) -> Result<bool, DbError> {
     let n = conn.exec(
-        "UPDATE users SET name = ?2, email_verified = CASE WHEN email IS ?3 THEN email_verified ELSE 0 END,
+        "UPDATE users SET name = ?2, email_verified = CASE WHEN email IS NOT DISTINCT FROM ?3 THEN email_verified ELSE 0 END,
             email = ?3, updated_at = ?4 WHERE id = ?1",
         args![user_id, name, email, now],
     )?;

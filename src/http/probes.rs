@@ -45,12 +45,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     }
     let writer = state.db.writer_stats();
     let hash = state.hasher.stats();
-    let path = &state.settings.db_path;
-    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let wal = path.with_extension(format!(
-        "{}-wal",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("db")
-    ));
+    let db_bytes = state.db.size_bytes().await.unwrap_or(0);
     let gauges = crate::metrics::Gauges {
         hash_queue_depth: state.hasher.queue_depth(),
         hash_wait_seconds_total: hash.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
@@ -58,7 +53,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         writer_batches_total: writer.batches,
         writer_operations_total: writer.operations,
         writer_commit_seconds_total: writer.commit_micros_total as f64 / 1e6,
-        db_bytes: size(path) + size(&wal),
+        db_bytes,
     };
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

@@ -108,8 +108,7 @@ async fn revoking_consent_from_the_command_line_asks_again_and_ends_grants() {
     let code = redirect_params(&decide(&app, &b, fields, "allow").await)["code"].clone();
     let tokens = app.exchange("third", &secret, &code).await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("--db")
-        .arg(&app.state.settings.db_path)
+        .args(app.db_args())
         .args(["user", "revoke-consent", "alice", "third"])
         .output()
         .unwrap();

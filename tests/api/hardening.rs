@@ -150,8 +150,7 @@ async fn repeated_failures_lock_an_account_until_unlocked_without_revealing_it()
     assert_eq!(unknown, failed_page, "an unknown account looks the same too");
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("--db")
-        .arg(&app.state.settings.db_path)
+        .args(app.db_args())
         .args(["user", "unlock", "alice"])
         .output()
         .unwrap();

@@ -51,11 +51,75 @@ async fn template() -> &'static std::path::Path {
     path
 }
 
+/// The PostgreSQL cluster the suite runs on when `TESSERA_TEST_BACKEND=postgres`
+/// (`scripts/test.sh` runs it so, after the SQLite run); `None`: SQLite files.
+pub fn postgres_url() -> Option<String> {
+    if std::env::var("TESSERA_TEST_BACKEND").as_deref() != Ok("postgres") {
+        return None;
+    }
+    Some(
+        std::env::var("TESSERA_TEST_DATABASE_URL")
+            .expect("TESSERA_TEST_BACKEND=postgres needs TESSERA_TEST_DATABASE_URL"),
+    )
+}
+
+/// `url` with every connection's `search_path` set to `schema`: each test gets a
+/// schema of its own in the one database of the run.
+fn in_schema(url: &str, schema: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-csearch_path%3D{schema}")
+}
+
+fn schema_name(prefix: &str) -> String {
+    format!("{prefix}_{}", random_id().to_ascii_lowercase().replace('-', "_"))
+}
+
+/// The PostgreSQL twin of `template()`: a schema with the migrations applied and keys
+/// generated, once per run, whose keys each test's schema copies.
+async fn postgres_template(url: &str) -> &'static str {
+    static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    TEMPLATE
+        .get_or_init(|| async {
+            let schema = schema_name("tpl");
+            db::testing::postgres_batch(url, &format!("CREATE SCHEMA {schema}")).unwrap();
+            let db = db::Db::open_postgres(&in_schema(url, &schema), 2, true).await.unwrap();
+            let keep = tessera::oidc::keys::keep_retired(&Default::default());
+            tessera::oidc::keys::ensure(&db, &Clock::system(), keep, None)
+                .await
+                .unwrap();
+            schema
+        })
+        .await
+}
+
+/// A schema for one test, migrated, with the run's pre-generated keys.
+async fn postgres_database(url: &str) -> String {
+    let template = postgres_template(url).await;
+    let schema = schema_name("t");
+    db::testing::postgres_batch(url, &format!("CREATE SCHEMA {schema}")).unwrap();
+    let own = in_schema(url, &schema);
+    db::Db::open_postgres(&own, 1, true).await.unwrap();
+    db::testing::postgres_batch(
+        &own,
+        &format!("INSERT INTO signing_keys SELECT * FROM {template}.signing_keys"),
+    )
+    .unwrap();
+    own
+}
+
 pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(template().await, dir.path().join("tessera.db")).unwrap();
+    let database_url = match postgres_url() {
+        Some(url) => Some(Secret::from_string(postgres_database(&url).await)),
+        None => {
+            std::fs::copy(template().await, dir.path().join("tessera.db")).unwrap();
+            None
+        }
+    };
     let mut settings = Settings {
         db_path: dir.path().join("tessera.db"),
+        database_url,
+        pg_pool: 4,
         listen: "127.0.0.1:0".parse().unwrap(),
         bcrypt_cost: 4,
         workers: 2,
@@ -121,6 +185,14 @@ impl Pkce {
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.address, path)
+    }
+
+    /// The flags that point a `tessera` command at this app's database.
+    pub fn db_args(&self) -> Vec<String> {
+        match &self.state.settings.database_url {
+            Some(url) => vec!["--database-url".into(), url.expose().to_string()],
+            None => vec!["--db".into(), self.state.settings.db_path.display().to_string()],
+        }
     }
 
     pub async fn add_user(&self, username: &str) -> db::users::User {

@@ -68,8 +68,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
     let old_kid = jwt_parts(before["id_token"].as_str().unwrap()).0["kid"].clone();
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("--db")
-        .arg(app.state.settings.db_path.clone())
+        .args(app.db_args())
         .args(["keys", "rotate", "--alg", "RS256"])
         .output()
         .unwrap();
@@ -144,8 +143,9 @@ async fn signing_keys_are_encrypted_at_rest_with_a_master_key() {
         .await
         .unwrap();
     assert_eq!(stored.len(), 3);
+    // The SQLite file only: PostgreSQL's files are the server's.
     #[cfg(unix)]
-    {
+    if app.state.settings.database_url.is_none() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&app.state.settings.db_path)
             .unwrap()
@@ -182,9 +182,7 @@ async fn signing_keys_are_encrypted_at_rest_with_a_master_key() {
 
     let rotate = |env: Option<&str>| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
-        cmd.arg("--db")
-            .arg(&app.state.settings.db_path)
-            .args(["keys", "rotate"]);
+        cmd.args(app.db_args()).args(["keys", "rotate"]);
         cmd.env_remove("TESSERA_MASTER_KEY");
         if let Some(k) = env {
             cmd.env("TESSERA_MASTER_KEY", k);

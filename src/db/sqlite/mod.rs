@@ -129,6 +129,19 @@ impl Sqlite {
         .map_err(|_| DbError::Panicked)?
     }
 
+    /// Integrity and foreign-key problems of the open file (read-only).
+    pub(super) fn check(&self) -> Result<Vec<String>, DbError> {
+        check_file(&self.path, &self.settings)
+    }
+
+    /// The file and its write-ahead log.
+    pub(super) fn size_bytes(&self) -> u64 {
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        size(&self.path) + size(Path::new(&wal))
+    }
+
     pub(super) fn writer_stats(&self) -> WriterStats {
         self.writer.stats()
     }

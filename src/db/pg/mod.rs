@@ -1,0 +1,346 @@
+//! The PostgreSQL engine: a bounded pool of connections, one transaction per `Db::read`
+//! or `Db::write` on a blocking thread (the `postgres` client blocks), statements
+//! prepared once per connection, and migrations under an advisory lock so that nodes
+//! starting together apply each one once. The only place, with `sql.rs`, that uses the
+//! `postgres` crate.
+
+mod connect;
+pub(super) mod migrations;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::types::{IsNull, ToSql, Type};
+
+use super::sql::{Kind, PgSession, Value};
+use super::{DbError, Tx};
+
+pub use connect::Target;
+
+/// How long a request waits for a connection before it is told to come back later.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether an error means the database is unreachable or overloaded rather than the
+/// request wrong: answered as "busy" (503 with `Retry-After`), and the next request
+/// tries again. Serialization failures and deadlocks (SQLSTATE 40001, 40P01) are
+/// transient too.
+fn transient(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(c) => {
+            *c == SqlState::T_R_SERIALIZATION_FAILURE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || *c == SqlState::TOO_MANY_CONNECTIONS
+                || c.code().starts_with("08")
+        }
+        // No SQLSTATE: the socket failed (refused, reset, timed out).
+        None => true,
+    }
+}
+
+impl From<postgres::Error> for DbError {
+    fn from(e: postgres::Error) -> Self {
+        if e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+            || e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION)
+            || e.code() == Some(&SqlState::RESTRICT_VIOLATION)
+        {
+            return DbError::Conflict;
+        }
+        if transient(&e) {
+            tracing::warn!(error = %e, "PostgreSQL is unavailable");
+            return DbError::Busy;
+        }
+        // postgres::Error's Display is just "db error": the server's own words say why.
+        match e.as_db_error() {
+            Some(d) => DbError::Engine(format!("PostgreSQL {}: {}", d.code().code(), d.message()).into()),
+            None => DbError::Engine(Box::new(e)),
+        }
+    }
+}
+
+/// One pooled connection and the statements prepared on it.
+pub(super) struct PgConn {
+    /// Always `Some` until the connection is dropped.
+    client: Option<postgres::Client>,
+    statements: HashMap<String, postgres::Statement>,
+}
+
+impl PgConn {
+    fn parts(&mut self) -> Result<(&mut postgres::Client, &mut HashMap<String, postgres::Statement>), DbError> {
+        match self.client.as_mut() {
+            Some(c) => Ok((c, &mut self.statements)),
+            None => Err(DbError::Busy),
+        }
+    }
+}
+
+/// Closing a client blocks on its own runtime, which panics on an async thread (a
+/// pool dropped when a command ends): whatever thread drops a connection, the close
+/// happens on a thread of its own.
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = std::thread::Builder::new()
+                .name("pg-close".into())
+                .spawn(move || drop(client));
+        }
+    }
+}
+
+pub(super) struct Manager {
+    target: Target,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = PgConn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<PgConn, postgres::Error> {
+        Ok(PgConn {
+            client: Some(self.target.connect()?),
+            statements: HashMap::new(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        match conn.client.as_mut() {
+            Some(c) => c.simple_query("").map(drop),
+            None => Ok(()),
+        }
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.client.as_ref().is_none_or(|c| c.is_closed())
+    }
+}
+
+#[derive(Clone)]
+pub(super) struct Postgres {
+    pool: r2d2::Pool<Manager>,
+}
+
+impl Postgres {
+    /// Connects (the pool keeps at most `pool_size` connections) and, unless told
+    /// not to, applies the migrations.
+    pub(super) fn open(target: Target, pool_size: u32, migrate: bool) -> Result<Self, DbError> {
+        let pool = r2d2::Pool::builder()
+            .max_size(pool_size.max(1))
+            .min_idle(Some(1))
+            .connection_timeout(CHECKOUT_TIMEOUT)
+            // A node that starts while the database is down still starts; requests
+            // answer "busy" until it is back.
+            .build_unchecked(Manager { target });
+        let db = Self { pool };
+        if migrate {
+            db.migrate()?;
+        }
+        Ok(db)
+    }
+
+    fn checkout(&self) -> Result<r2d2::PooledConnection<Manager>, DbError> {
+        self.pool.get().map_err(|e| {
+            tracing::warn!(error = %e, "no PostgreSQL connection");
+            DbError::Busy
+        })
+    }
+
+    /// Applies every migration this binary knows that the database lacks.
+    pub(super) fn migrate(&self) -> Result<(), DbError> {
+        let mut conn = self.checkout()?;
+        migrations::apply(conn.parts()?.0)
+    }
+
+    /// Runs `op` in one transaction on a pooled connection, on a blocking thread.
+    fn run<T, F>(&self, read_only: bool, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError>,
+    {
+        let mut conn = self.checkout()?;
+        let (client, statements) = conn.parts()?;
+        let mut builder = client.build_transaction();
+        if read_only {
+            // One snapshot for every statement of the read, as SQLite's read gives.
+            builder = builder
+                .read_only(true)
+                .isolation_level(postgres::IsolationLevel::RepeatableRead);
+        }
+        let txn = builder.start()?;
+        let session = Session {
+            inner: RefCell::new(Inner { txn, statements }),
+        };
+        let out = op(&Tx::postgres(&session))?;
+        let Inner { txn, .. } = session.inner.into_inner();
+        txn.commit()?;
+        Ok(out)
+    }
+
+    pub(super) async fn read<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.run(true, op))
+            .await
+            .map_err(|_| DbError::Panicked)?
+    }
+
+    pub(super) async fn write<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.run(false, op))
+            .await
+            .map_err(|_| DbError::Panicked)?
+    }
+
+    /// Schema version and constraint checks for `tessera check`.
+    pub(super) fn check(&self) -> Result<Vec<String>, DbError> {
+        let mut conn = self.checkout()?;
+        migrations::check(conn.parts()?.0)
+    }
+}
+
+struct Inner<'c> {
+    txn: postgres::Transaction<'c>,
+    statements: &'c mut HashMap<String, postgres::Statement>,
+}
+
+/// The transaction behind a `Tx`: interior mutability because `Tx` is shared (`&`)
+/// while the client needs `&mut` for each statement.
+pub(super) struct Session<'c> {
+    inner: RefCell<Inner<'c>>,
+}
+
+impl Inner<'_> {
+    /// The statement prepared for `sql` on this connection. Its parameter types are
+    /// declared from the first call's arguments (a call site always passes the same
+    /// kinds), so that a parameter PostgreSQL cannot infer by itself — `lower(?1)`,
+    /// `?1 IS NULL` — still gets one (a NULL carries the kind it stands for).
+    fn statement(&mut self, sql: &str, args: &[Value<'_>]) -> Result<postgres::Statement, DbError> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let types: Vec<Type> = args
+            .iter()
+            .map(|a| match a {
+                Value::Int(_) | Value::Null(Kind::Int) => Type::INT8,
+                Value::Text(_) | Value::Null(Kind::Text) => Type::TEXT,
+                Value::Blob(_) | Value::Null(Kind::Blob) => Type::BYTEA,
+            })
+            .collect();
+        let s = self.txn.prepare_typed(&placeholders(sql), &types)?;
+        self.statements.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+impl PgSession for Session<'_> {
+    fn execute(&self, sql: &str, args: &[Value<'_>]) -> Result<usize, DbError> {
+        let mut inner = self.inner.borrow_mut();
+        let stmt = inner.statement(sql, args)?;
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        let n = inner.txn.execute(&stmt, &params)?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn query(&self, sql: &str, args: &[Value<'_>]) -> Result<Vec<postgres::Row>, DbError> {
+        let mut inner = self.inner.borrow_mut();
+        let stmt = inner.statement(sql, args)?;
+        let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        Ok(inner.txn.query(&stmt, &params)?)
+    }
+}
+
+/// `?N` (the placeholders the shared SQL is written with) to PostgreSQL's `$N`,
+/// leaving string literals and quoted identifiers alone.
+pub(super) fn placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    for c in sql.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if c == '?' => {
+                out.push('$');
+                continue;
+            }
+            None => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Arguments bind to whatever type PostgreSQL inferred for the placeholder: an
+/// integer to BIGINT, INTEGER, SMALLINT or BOOLEAN (flags are 0/1 in the shared SQL),
+/// text to any text type, bytes to BYTEA.
+impl ToSql for Value<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Value::Null(_) => Ok(IsNull::Yes),
+            Value::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                _ => Err(format!("an integer cannot be bound to {ty}").into()),
+            },
+            Value::Text(s) => s.to_sql(ty, out),
+            Value::Blob(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::placeholders;
+
+    #[test]
+    fn placeholders_become_dollars_outside_quotes() {
+        assert_eq!(
+            placeholders("SELECT '?1', \"a?\" FROM t WHERE a = ?1 AND b = ?12"),
+            "SELECT '?1', \"a?\" FROM t WHERE a = $1 AND b = $12"
+        );
+        assert_eq!(placeholders("x LIKE ?1 ESCAPE '\\'"), "x LIKE $1 ESCAPE '\\'");
+    }
+}
+
+/// For the integration tests (`db::testing`): statements outside any `Db`, to make the
+/// schema each test runs in.
+#[cfg(any(test, feature = "testing"))]
+pub(super) mod testing {
+    use super::*;
+
+    /// Runs `sql` (several statements allowed) on a fresh connection to `url`.
+    pub fn batch(url: &str, sql: &str) -> Result<(), DbError> {
+        let target = Target::parse(url).map_err(DbError::Open)?;
+        let sql = sql.to_string();
+        std::thread::spawn(move || -> Result<(), DbError> {
+            let mut client = target.connect()?;
+            client.batch_execute(&sql)?;
+            Ok(())
+        })
+        .join()
+        .map_err(|_| DbError::Panicked)?
+    }
+}
