@@ -68,6 +68,12 @@ enum Command {
     Init,
     /// Apply the schema migrations this binary knows, then exit
     Migrate,
+    /// Print a fresh one-time link to create the first administrator (while there is none)
+    SetupLink {
+        /// Issuer URL the link starts with, as people reach the provider [default: http://127.0.0.1:9000]
+        #[arg(long, env = "TESSERA_ISSUER", value_name = "URL")]
+        issuer: Option<String>,
+    },
 }
 
 #[derive(Args, Default)]
@@ -132,6 +138,13 @@ fn main() -> ExitCode {
         Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
         Some(Command::Init) => return finish(settings(&cli.common, None).and_then(|s| cli::init(&s))),
         Some(Command::Migrate) => return finish(settings(&cli.common, None).and_then(|s| cli::migrate(&s))),
+        Some(Command::SetupLink { issuer }) => {
+            let args = ServeArgs {
+                issuer,
+                ..Default::default()
+            };
+            return finish(settings(&cli.common, Some(&args)).and_then(|s| cli::setup_link(&s)));
+        }
     };
     let settings = match settings(&cli.common, Some(&serve)) {
         Ok(s) => s,

@@ -28,6 +28,8 @@ pub enum StartupError {
     Config(#[from] ConfigError),
     #[error("database: {0}")]
     Db(#[from] DbError),
+    #[error("cannot reach the database {0}; check that it is running and the URL is right")]
+    Unreachable(String),
     #[error("signing keys: {0}")]
     Keys(String),
     #[error("{0}")]
@@ -78,6 +80,7 @@ impl Application {
             limits,
             metrics: Default::default(),
             log_key,
+            node: Arc::from(crate::crypto::random::random_id()),
         };
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
@@ -137,6 +140,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         clients: Default::default(),
         metrics: Default::default(),
         log_key,
+        node: Arc::from(crate::crypto::random::random_id()),
     })
 }
 
@@ -186,7 +190,20 @@ pub enum Open {
 /// binary cannot be pointed at a cluster and change its schema by accident).
 pub async fn open_database(settings: &Settings, open: Open) -> Result<Db, StartupError> {
     match (&settings.database_url, open) {
-        (Some(url), _) => Ok(Db::open_postgres(url.expose(), settings.pg_pool, settings.migrate).await?),
+        (Some(url), _) => {
+            let db = Db::open_postgres(url.expose(), settings.pg_pool, settings.migrate)
+                .await
+                .map_err(|e| match e {
+                    DbError::Busy => StartupError::Unreachable(settings.database_label()),
+                    other => other.into(),
+                })?;
+            // A command, or a server starting without migrating, has not talked to the
+            // database yet: one read says at once whether it is there.
+            if db.ping().await.is_err() {
+                return Err(StartupError::Unreachable(settings.database_label()));
+            }
+            Ok(db)
+        }
         (None, Open::Create) => Ok(Db::open(&settings.db_path, &settings.sqlite)?),
         (None, Open::Existing) => Ok(Db::open_existing(&settings.db_path, &settings.sqlite)?),
     }
@@ -202,6 +219,9 @@ async fn log_key(db: &Db) -> Result<crate::crypto::random::LogKey, StartupError>
         .ok_or_else(|| StartupError::Db(DbError::Corrupt("the stored log key is not 32 bytes".into())))
 }
 
+/// How long the node that purges holds the job before another may take it.
+const PURGE_LEASE: i64 = 120;
+
 /// Every minute, deletes expired rows batch by batch until none are left.
 fn spawn_purger(state: AppState) {
     tokio::spawn(async move {
@@ -209,6 +229,22 @@ fn spawn_purger(state: AppState) {
         let retention = state.settings.audit_retention_days * 24 * 3600;
         loop {
             tick.tick().await;
+            // One node purges at a time: the lease is renewed each minute by its
+            // holder and taken over by another node two minutes after it stops.
+            let now = state.clock.now();
+            let node = state.node.clone();
+            match state
+                .db
+                .write(move |c| db::purge::take_lease(c, "purge", &node, now, now + PURGE_LEASE))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot take the purge lease; will retry");
+                    continue;
+                }
+            }
             loop {
                 let now = state.clock.now();
                 match state

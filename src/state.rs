@@ -25,6 +25,9 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Keys the pseudonyms of unknown sign-in names in logs.
     pub log_key: crate::crypto::random::LogKey,
+    /// This process among the nodes sharing a database: the holder of the leases of
+    /// background jobs that run on one node at a time.
+    pub node: Arc<str>,
 }
 
 impl AppState {

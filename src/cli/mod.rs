@@ -87,6 +87,24 @@ pub fn init(settings: &Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// `tessera setup-link`: a fresh one-time link to create the first administrator, for
+/// when the link the server printed at start is lost or belongs to another node.
+pub fn setup_link(settings: &Settings) -> Result<(), String> {
+    with_state(settings, async |state| {
+        match crate::auth::setup::start(state).await.map_err(db_err)? {
+            Some(token) => {
+                println!("{}/setup?token={}", state.issuer, token.expose());
+                println!("valid for an hour, once");
+                Ok(())
+            }
+            None => Err(format!(
+                "an administrator exists already: sign in at {}/admin, or add one with `tessera user add --admin`",
+                state.issuer
+            )),
+        }
+    })
+}
+
 /// `tessera migrate`: applies the migrations (PostgreSQL: under an advisory lock, so
 /// that several nodes or deploy jobs may run it at once) and exits.
 pub fn migrate(settings: &Settings) -> Result<(), String> {

@@ -80,6 +80,17 @@ pub fn find_by_user_code(conn: &Tx<'_>, user_code: &str) -> Result<Option<Device
 }
 
 /// Records a poll; `interval` grows when the device polled too fast (RFC 8628 §3.5).
+/// Holds the device request's row for the rest of the transaction (a no-op write), so
+/// that polls of one device code from several nodes take turns and the `slow_down`
+/// rule (RFC 8628 §3.5) sees the poll before.
+pub fn lock(conn: &Tx<'_>, hash: &TokenHash) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE device_codes SET last_poll_at = last_poll_at WHERE device_hash = ?1",
+        args![hash.as_bytes()],
+    )?;
+    Ok(())
+}
+
 pub fn record_poll(conn: &Tx<'_>, hash: &TokenHash, now: i64, interval: i64) -> Result<(), DbError> {
     conn.exec(
         "UPDATE device_codes SET last_poll_at = ?2, interval = ?3 WHERE device_hash = ?1",

@@ -214,6 +214,19 @@ pub struct Refresh {
     pub used_at: Option<i64>,
 }
 
+/// Takes the lock on the grant behind a refresh token for the rest of the transaction
+/// (a no-op write): refreshes of one family then run one after another, on every node,
+/// so that the reuse and retry rules see each other's successors. SQLite's single
+/// writer serializes them anyway.
+pub fn lock_family(conn: &Tx<'_>, hash: &TokenHash) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE grants SET revoked_at = revoked_at
+         WHERE id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = ?1)",
+        args![hash.as_bytes()],
+    )?;
+    Ok(())
+}
+
 /// A refresh token with its grant, looked up without using it (refresh, introspection,
 /// revocation).
 pub fn find_refresh(conn: &Tx<'_>, hash: &TokenHash) -> Result<Option<Refresh>, DbError> {

@@ -65,11 +65,19 @@ pub fn enqueue(
     Ok(())
 }
 
-pub fn due(conn: &Tx<'_>, now: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
+/// Claims up to `limit` deliveries that are due, moving each one's `next_at` to
+/// `lease_until`: another node's deliverer skips them meanwhile, and if this node dies
+/// before recording the outcome they come due again when the lease runs out. The
+/// outer `next_at <= ?1` is re-checked on the locked row (PostgreSQL re-evaluates it
+/// after waiting for a parallel claim), so two claimers never get the same delivery.
+pub fn claim_due(conn: &Tx<'_>, now: i64, lease_until: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
     conn.rows(
-        "SELECT id, client_id, uri, wants_sid, alg, sub, sid, attempts FROM logout_deliveries
-         WHERE next_at <= ?1 AND expires_at > ?1 ORDER BY next_at LIMIT ?2",
-        args![now, limit],
+        "UPDATE logout_deliveries SET next_at = ?3
+         WHERE next_at <= ?1 AND expires_at > ?1
+           AND id IN (SELECT id FROM logout_deliveries WHERE next_at <= ?1 AND expires_at > ?1
+                      ORDER BY next_at LIMIT ?2)
+         RETURNING id, client_id, uri, wants_sid, alg, sub, sid, attempts",
+        args![now, limit, lease_until],
         |r| {
             Ok(Delivery {
                 id: r.get(0)?,

@@ -106,8 +106,8 @@ impl Db {
 
     /// Connects to PostgreSQL with a pool of at most `pool_size` connections and, when
     /// `migrate`, applies the migrations (under an advisory lock, so that nodes starting
-    /// together are safe). A database that is down at start is not an error: requests
-    /// answer "busy" until it is back; migrating needs it, though.
+    /// together are safe). Connections are made on demand: without migrating, nothing
+    /// is sent until the first operation (`startup::open_database` pings once).
     pub async fn open_postgres(url: &str, pool_size: u32, migrate: bool) -> Result<Self, DbError> {
         let target = pg::Target::parse(url).map_err(DbError::Open)?;
         let engine = tokio::task::spawn_blocking(move || pg::Postgres::open(target, pool_size, migrate))

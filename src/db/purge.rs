@@ -26,6 +26,21 @@ const TARGETS: &[(&str, &str, &str)] = &[
     ("webauthn_challenges", "challenge_hash", "expires_at < ?1"),
 ];
 
+/// Takes (or renews) the lease `name` for `holder` until `until`, unless another
+/// holder's lease is still running: whether `holder` now holds it. One upsert, so of
+/// two nodes asking at once exactly one gets it, on either engine.
+pub fn take_lease(conn: &Tx<'_>, name: &str, holder: &str, now: i64, until: i64) -> Result<bool, DbError> {
+    let got = conn.row(
+        "INSERT INTO job_leases (name, holder, until) VALUES (?1, ?2, ?4)
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until
+         WHERE job_leases.until <= ?3 OR job_leases.holder = excluded.holder
+         RETURNING holder",
+        args![name, holder, now, until],
+        |r| r.get::<String>(0),
+    )?;
+    Ok(got.as_deref() == Some(holder))
+}
+
 /// Deletes up to `BATCH` expired rows from each table, and audit entries older than
 /// the retention (seconds, 0 keeps them); returns how many went.
 pub fn purge_expired(conn: &Tx<'_>, now: i64, audit_retention: i64) -> Result<usize, DbError> {

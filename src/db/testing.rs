@@ -43,3 +43,12 @@ pub fn set_schema_version(conn: &Tx<'_>, version: i64) -> Result<(), DbError> {
 pub fn postgres_batch(url: &str, sql: &str) -> Result<(), DbError> {
     pg::testing::batch(url, sql)
 }
+
+/// Refresh tokens not yet used or superseded, across every grant.
+pub fn live_refresh_tokens(conn: &Tx<'_>) -> Result<i64, DbError> {
+    conn.one(
+        "SELECT count(*) FROM refresh_tokens WHERE used_at IS NULL",
+        args![],
+        |r| r.get(0),
+    )
+}

@@ -220,12 +220,22 @@ pub fn record_failure(
     lock_for: impl Fn(i64) -> Option<i64>,
     now: i64,
 ) -> Result<LockState, DbError> {
-    let failed = lock_state(conn, user_id)?.failed_logins + 1;
-    let locked_until = lock_for(failed).map(|secs| now + secs);
-    conn.exec(
-        "UPDATE users SET failed_logins = ?2, locked_until = coalesce(?3, locked_until) WHERE id = ?1",
-        args![user_id, failed, locked_until],
-    )?;
+    // One increment in the database, not read-then-write: parallel failures on several
+    // nodes each count (the UPDATE holds the row until commit, so they queue).
+    let Some(failed) = conn.row(
+        "UPDATE users SET failed_logins = failed_logins + 1 WHERE id = ?1 RETURNING failed_logins",
+        args![user_id],
+        |r| r.get::<i64>(0),
+    )?
+    else {
+        return lock_state(conn, user_id);
+    };
+    if let Some(secs) = lock_for(failed) {
+        conn.exec(
+            "UPDATE users SET locked_until = ?2 WHERE id = ?1",
+            args![user_id, now + secs],
+        )?;
+    }
     lock_state(conn, user_id)
 }
 

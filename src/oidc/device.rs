@@ -160,6 +160,7 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
         .db
         .write(move |c| {
             use Polled::Refused;
+            db::device::lock(c, &hash)?;
             let d = match db::device::find_by_device(c, &hash)? {
                 Some(d) if d.client_id == client_id => d,
                 _ => return Ok(Refused(ErrorCode::InvalidGrant, "the device code is not valid")),

@@ -145,6 +145,9 @@ pub async fn end_listed(cx: &Ctx<'_>, sessions: &[db::sessions::SessionInfo]) ->
     Ok(())
 }
 
+/// How long a deliverer holds the deliveries it claimed before another node may.
+const DELIVERY_LEASE: i64 = 300;
+
 /// How long undelivered logout tokens are retried.
 const DELIVERY_WINDOW: i64 = 24 * 3600;
 pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
@@ -202,7 +205,9 @@ pub fn spawn_deliverer(state: AppState) {
 async fn deliver_due(state: &AppState, http: &reqwest::Client) {
     let cx = state.ctx();
     let now = cx.now;
-    let due = match cx.db.read(move |c| db::logout::due(c, now, 50)).await {
+    // Claimed for longer than a pass can take (50 sends of at most 5 s each).
+    let lease = now + DELIVERY_LEASE;
+    let due = match cx.db.write(move |c| db::logout::claim_due(c, now, lease, 50)).await {
         Ok(d) => d,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read pending logout deliveries");

@@ -243,6 +243,7 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
         .write(move |c| {
             let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
             let client_id = rules.client_id.as_str();
+            db::grants::lock_family(c, &presented)?;
             // Checked before use, so another client cannot burn a token it was not issued.
             let r = match db::grants::find_refresh(c, &presented)? {
                 Some(r) if r.grant.client_id == client_id => r,

@@ -411,3 +411,48 @@ fn administration_commands_need_no_master_key_on_a_sealed_database() {
     let rotate = tessera(&db, &["keys", "rotate"], None);
     assert!(!rotate.status.success());
 }
+
+#[test]
+fn the_database_url_is_checked_before_anything_runs() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env_remove("TESSERA_DB")
+            .env_remove("TESSERA_DATABASE_URL")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let last = err.lines().last().unwrap_or_default().to_string();
+        assert!(last.starts_with("error: "), "one line naming the problem: {err}");
+        last
+    };
+    let both = run(&[
+        "--db",
+        "x.db",
+        "--database-url",
+        "postgres://u:pw@127.0.0.1/x",
+        "user",
+        "list",
+    ]);
+    assert!(both.contains("given together with `db`"), "{both}");
+    let scheme = run(&["--database-url", "mysql://u@127.0.0.1/x", "user", "list"]);
+    assert!(scheme.contains("postgres://"), "{scheme}");
+    let mode = run(&[
+        "--database-url",
+        "postgres://u@127.0.0.1/x?sslmode=allow",
+        "user",
+        "list",
+    ]);
+    assert!(mode.contains("sslmode allow"), "{mode}");
+    let down = run(&[
+        "--database-url",
+        "postgres://u:secret-pw@127.0.0.1:1/x?sslmode=disable",
+        "user",
+        "list",
+    ]);
+    assert!(
+        down.contains("cannot reach the database") && !down.contains("secret-pw"),
+        "{down}"
+    );
+}

@@ -107,11 +107,50 @@ async fn postgres_database(url: &str) -> String {
     own
 }
 
+/// Where an app keeps its data.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Sqlite,
+    /// The cluster's URL; each app gets a schema of its own in it.
+    Postgres(String),
+}
+
+/// The backends a storage contract test runs on: SQLite always, and PostgreSQL when
+/// the run has a cluster (`TESSERA_TEST_DATABASE_URL`, which `scripts/test.sh` starts;
+/// required in CI).
+pub fn backends() -> Vec<Backend> {
+    match std::env::var("TESSERA_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => vec![Backend::Sqlite, Backend::Postgres(url)],
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs the storage contract on PostgreSQL: set TESSERA_TEST_DATABASE_URL"
+            );
+            eprintln!(
+                "SKIPPED: the PostgreSQL half of this test (no TESSERA_TEST_DATABASE_URL; make test starts a cluster)"
+            );
+            vec![Backend::Sqlite]
+        }
+    }
+}
+
+pub async fn spawn_on(backend: &Backend) -> TestApp {
+    spawn_backend(backend.clone(), |_| {}).await
+}
+
 pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let backend = match postgres_url() {
+        Some(url) => Backend::Postgres(url),
+        None => Backend::Sqlite,
+    };
+    spawn_backend(backend, adjust).await
+}
+
+async fn spawn_backend(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    let database_url = match postgres_url() {
-        Some(url) => Some(Secret::from_string(postgres_database(&url).await)),
-        None => {
+    let database_url = match backend {
+        Backend::Postgres(url) => Some(Secret::from_string(postgres_database(&url).await)),
+        Backend::Sqlite => {
             std::fs::copy(template().await, dir.path().join("tessera.db")).unwrap();
             None
         }

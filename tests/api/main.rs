@@ -12,6 +12,7 @@ mod cli;
 mod client_auth;
 mod conformance;
 mod consent;
+mod contract;
 mod cors;
 mod device;
 mod flow;

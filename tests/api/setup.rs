@@ -148,3 +148,32 @@ async fn the_setup_link_stays_valid_until_an_administrator_exists() {
         "with an administrator there is no link"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tessera_setup_link_prints_a_working_link_until_an_administrator_exists() {
+    let app = spawn_app().await;
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(app.db_args())
+            .args(["setup-link", "--issuer", &app.address])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let link = stdout.lines().next().unwrap().to_string();
+    assert!(link.starts_with(&format!("{}/setup?token=", app.address)), "{link}");
+    let page = browser().get(&link).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Create the first administrator"));
+
+    let token = link.split("token=").nth(1).unwrap().to_string();
+    let (status, body) = submit(&app, &token, "root", "root@example.com", PASSWORD, PASSWORD).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Administrator created"));
+    let refused = run();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("an administrator exists already"), "{err}");
+}

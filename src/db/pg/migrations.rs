@@ -6,8 +6,12 @@
 use crate::db::DbError;
 
 /// Migrations in order; version N is `MIGRATIONS[N - 1]`. Version 1 is the schema
-/// SQLite reaches with its migrations 1–8.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+/// SQLite reaches with its migrations 1–8; from there each SQLite migration has its
+/// twin here (SQLite's 9 is this 2).
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_leases.sql"),
+];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 

@@ -133,8 +133,9 @@ impl Postgres {
             .max_size(pool_size.max(1))
             .min_idle(Some(1))
             .connection_timeout(CHECKOUT_TIMEOUT)
-            // A node that starts while the database is down still starts; requests
-            // answer "busy" until it is back.
+            // Connections are made on demand: one that breaks later is replaced, and
+            // requests answer "busy" while the database is down (the caller checks
+            // once at start that it is there).
             .build_unchecked(Manager { target });
         let db = Self { pool };
         if migrate {

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_passkeys.sql"),
     include_str!("migrations/0007_security.sql"),
     include_str!("migrations/0008_portable.sql"),
+    include_str!("migrations/0009_leases.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

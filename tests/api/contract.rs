@@ -1,0 +1,399 @@
+//! The storage contract, run against every backend of the run (SQLite, and PostgreSQL
+//! when a cluster is there): what the protocol's guarantees rest on, above all the
+//! single-use claims under real parallelism. The integration suite covers each
+//! operation in its flow; this file holds what only concurrency shows.
+
+use std::sync::Arc;
+
+use tessera::crypto::{Secret, TokenHash};
+use tessera::db::{self, grants, Claim};
+
+use crate::helpers::{backends, spawn_on, Backend, TestApp};
+
+/// A grant of `client` for `user_id`, with the id returned.
+async fn grant(app: &TestApp, client: &str, user_id: i64) -> String {
+    let id = tessera::crypto::random::random_id();
+    let (g, client, now) = (id.clone(), client.to_string(), app.clock.now());
+    app.state
+        .db
+        .write(move |c| {
+            grants::insert_grant(
+                c,
+                &grants::Grant {
+                    id: g,
+                    client_id: client,
+                    user_id: Some(user_id),
+                    scope: "openid offline_access".into(),
+                    sid: None,
+                    auth_time: Some(now),
+                    nonce: None,
+                    expires_at: now + 3600,
+                    revoked_at: None,
+                    claims_request: None,
+                    amr: Some("pwd".into()),
+                    created_at: now,
+                },
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    id
+}
+
+fn label(b: &Backend) -> &'static str {
+    match b {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres(_) => "postgres",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_fifty_parallel_redemptions_of_one_code_exactly_one_wins() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let user = app.add_user("ada").await;
+        app.add_client("app", false).await;
+        let grant_id = grant(&app, "app", user.id).await;
+        let code = Secret::generate();
+        let hash = TokenHash::of(code.expose());
+        let now = app.clock.now();
+        let (h, g) = (hash, grant_id.clone());
+        app.state
+            .db
+            .write(move |c| {
+                grants::insert_code(
+                    c,
+                    &grants::NewCode {
+                        code_hash: &h,
+                        grant_id: &g,
+                        client_id: "app",
+                        user_id: user.id,
+                        redirect_uri: crate::helpers::REDIRECT,
+                        scope: "openid",
+                        nonce: None,
+                        code_challenge: None,
+                        claims_request: None,
+                        sid: "sid",
+                        auth_time: now,
+                        amr: "pwd",
+                        now,
+                        expires_at: now + 60,
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        let db = Arc::new(app.state.db.clone());
+        let mut tasks = Vec::new();
+        for _ in 0..50 {
+            let (db, hash) = (db.clone(), hash);
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| grants::consume_code(c, &hash, now)).await.unwrap()
+            }));
+        }
+        let mut fresh = 0;
+        let mut replayed = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                grants::Consumed::Fresh(code) => {
+                    assert_eq!(code.grant_id, grant_id);
+                    fresh += 1;
+                }
+                grants::Consumed::Replayed { grant_id: g } => {
+                    assert_eq!(g, grant_id);
+                    replayed += 1;
+                }
+                grants::Consumed::Unknown => panic!("{}: the code vanished", label(&backend)),
+            }
+        }
+        assert_eq!((fresh, replayed), (1, 49), "{}", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_parallel_uses_of_one_refresh_token_exactly_one_wins() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let user = app.add_user("ada").await;
+        app.add_client("app", false).await;
+        let grant_id = grant(&app, "app", user.id).await;
+        let hash = TokenHash::of(Secret::generate().expose());
+        let now = app.clock.now();
+        let (h, g) = (hash, grant_id.clone());
+        app.state
+            .db
+            .write(move |c| grants::insert_refresh(c, &h, &g, "openid offline_access", now, now + 3600))
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..30 {
+            let (db, hash) = (app.state.db.clone(), hash);
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| grants::use_refresh(c, &hash, now)).await.unwrap()
+            }));
+        }
+        let mut won = 0;
+        for t in tasks {
+            if t.await.unwrap() == Claim::Won {
+                won += 1;
+            }
+        }
+        assert_eq!(won, 1, "{}", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_failed_sign_ins_are_each_counted() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let user = app.add_user("ada").await;
+        let now = app.clock.now();
+        let mut tasks = Vec::new();
+        for _ in 0..40 {
+            let db = app.state.db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| db::users::record_failure(c, user.id, |n| (n >= 40).then_some(900), now))
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut counts: Vec<i64> = Vec::new();
+        for t in tasks {
+            counts.push(t.await.unwrap().failed_logins);
+        }
+        counts.sort_unstable();
+        assert_eq!(
+            counts,
+            (1..=40).collect::<Vec<_>>(),
+            "{}: each failure saw its own count",
+            label(&backend)
+        );
+        let state = app
+            .state
+            .db
+            .read(move |c| db::users::lock_state(c, user.id))
+            .await
+            .unwrap();
+        assert_eq!(state.failed_logins, 40, "{}", label(&backend));
+        assert_eq!(
+            state.locked_until,
+            Some(now + 900),
+            "{}: the fortieth locked the account",
+            label(&backend)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_unique_name_stays_unique_under_parallel_inserts_and_case() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let db = app.state.db.clone();
+            let name = if i % 2 == 0 { "Grace" } else { "grace" };
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| {
+                    db::users::insert(
+                        c,
+                        &db::users::NewUser {
+                            sub: &tessera::crypto::random::random_id(),
+                            username: name,
+                            email: None,
+                            name: None,
+                            password_hash: "x",
+                            is_admin: false,
+                            now: 0,
+                        },
+                    )
+                })
+                .await
+            }));
+        }
+        let mut created = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => created += 1,
+                Err(db::DbError::Conflict) => {}
+                Err(e) => panic!("{}: {e}", label(&backend)),
+            }
+        }
+        assert_eq!(
+            created,
+            1,
+            "{}: usernames are unique without regard to case",
+            label(&backend)
+        );
+        let found = app
+            .state
+            .db
+            .read(|c| db::users::find_by_username(c, "GRACE"))
+            .await
+            .unwrap();
+        assert!(found.is_some(), "{}: found without regard to case", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refusal_that_must_commit_commits_and_an_error_rolls_back() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let user = app.add_user("ada").await;
+        app.add_client("app", false).await;
+        let kept = grant(&app, "app", user.id).await;
+        let now = app.clock.now();
+        // Ok carrying a refusal: the revocation stays.
+        let g = kept.clone();
+        let refused: Result<&str, _> = app
+            .state
+            .db
+            .write(move |c| {
+                grants::revoke_grant(c, &g, now)?;
+                Ok("refused")
+            })
+            .await;
+        assert_eq!(refused.unwrap(), "refused");
+        // Err: everything the operation did is undone.
+        let rolled = grant(&app, "app", user.id).await;
+        let g = rolled.clone();
+        let failed: Result<(), _> = app
+            .state
+            .db
+            .write(move |c| {
+                grants::revoke_grant(c, &g, now)?;
+                Err(db::DbError::Corrupt("on purpose".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        let (a, b) = (kept.clone(), rolled.clone());
+        let (kept_state, rolled_state) = app
+            .state
+            .db
+            .read(move |c| Ok((grants::find_grant(c, &a)?, grants::find_grant(c, &b)?)))
+            .await
+            .unwrap();
+        assert!(kept_state.unwrap().revoked_at.is_some(), "{}", label(&backend));
+        assert!(rolled_state.unwrap().revoked_at.is_none(), "{}", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_refreshes_of_one_token_leave_one_live_successor() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        app.add_user("ada").await;
+        let secret = app.add_client("app", false).await.unwrap();
+        let tokens = app.tokens("app", &secret, "ada").await;
+        let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
+        let mut tasks = Vec::new();
+        for _ in 0..12 {
+            let (url, secret, refresh) = (app.url("/token"), secret.clone(), refresh.clone());
+            tasks.push(tokio::spawn(async move {
+                crate::helpers::plain_client()
+                    .post(url)
+                    .basic_auth("app", Some(secret))
+                    .form(&[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())])
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16()
+            }));
+        }
+        let mut ok = 0;
+        for t in tasks {
+            let status = t.await.unwrap();
+            assert!(status == 200 || status == 400, "{}: {status}", label(&backend));
+            ok += usize::from(status == 200);
+        }
+        assert!(ok >= 1, "{}", label(&backend));
+        let live = app.state.db.read(db::testing::live_refresh_tokens).await.unwrap();
+        assert_eq!(live, 1, "{}: one branch of the family lives", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lease_has_one_holder_until_it_runs_out() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let take = |name: &'static str, holder: &'static str, now: i64| {
+            let db = app.state.db.clone();
+            async move {
+                db.write(move |c| db::purge::take_lease(c, name, holder, now, now + 100))
+                    .await
+                    .unwrap()
+            }
+        };
+        let l = label(&backend);
+        assert!(take("job", "a", 1000).await, "{l}: a free lease is taken");
+        assert!(!take("job", "b", 1050).await, "{l}: a running lease is not taken");
+        assert!(take("job", "a", 1060).await, "{l}: its holder renews it (to 1160)");
+        assert!(!take("job", "b", 1150).await, "{l}: the renewal counts");
+        assert!(take("job", "b", 1160).await, "{l}: a lease that ran out is taken over");
+        assert!(!take("job", "a", 1170).await, "{l}: and is the new holder's");
+        let mut parallel = Vec::new();
+        for holder in ["a", "b", "c", "d", "e", "f"] {
+            parallel.push(tokio::spawn(take("other", holder, 1000)));
+        }
+        let mut holders = 0;
+        for t in parallel {
+            holders += usize::from(t.await.unwrap());
+        }
+        assert_eq!(holders, 1, "{l}: one of six parallel takers holds it");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_claims_of_due_deliveries_never_share_one() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        app.add_client("rp", false).await;
+        let now = app.clock.now();
+        app.state
+            .db
+            .write(move |c| {
+                let a = db::logout::Audience {
+                    client_id: "rp".into(),
+                    uri: "http://127.0.0.1:9/logout".into(),
+                    wants_sid: true,
+                    alg: "RS256".into(),
+                };
+                for i in 0..60 {
+                    db::logout::enqueue(c, &a, Some("sub"), &format!("sid{i}"), now, now + 3600)?;
+                }
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..6 {
+            let db = app.state.db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| db::logout::claim_due(c, now, now + 300, 15))
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut ids = Vec::new();
+        for t in tasks {
+            ids.extend(t.await.unwrap().into_iter().map(|d| d.id));
+        }
+        let claimed = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), claimed, "{}: no delivery claimed twice", label(&backend));
+        assert_eq!(claimed, 60, "{}: every due delivery claimed once", label(&backend));
+        let again = app
+            .state
+            .db
+            .write(move |c| db::logout::claim_due(c, now + 10, now + 310, 100))
+            .await
+            .unwrap();
+        assert!(
+            again.is_empty(),
+            "{}: claimed deliveries wait for their lease",
+            label(&backend)
+        );
+    }
+}
