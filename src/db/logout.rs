@@ -69,7 +69,8 @@ pub fn enqueue(
 /// `lease_until`: another node's deliverer skips them meanwhile, and if this node dies
 /// before recording the outcome they come due again when the lease runs out. The
 /// outer `next_at <= ?1` is re-checked on the locked row (PostgreSQL re-evaluates it
-/// after waiting for a parallel claim), so two claimers never get the same delivery.
+/// after waiting for a parallel claim), so two claimers never get the same delivery;
+/// one that met rows a parallel claim took returns fewer, and the rest wait a pass.
 pub fn claim_due(conn: &Tx<'_>, now: i64, lease_until: i64, limit: i64) -> Result<Vec<Delivery>, DbError> {
     conn.rows(
         "UPDATE logout_deliveries SET next_at = ?3
