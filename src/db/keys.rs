@@ -20,6 +20,29 @@ pub fn insert(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Stores `key` unless its algorithm already has an active key: whether it was stored.
+/// Nodes starting together on an empty database each generate a key; the first to
+/// commit wins and the others adopt it, because the check runs behind a lock on one
+/// row (`job_leases`' `signing-keys`), taken by a no-op upsert that both engines
+/// accept (SQLite's single writer serializes it anyway).
+pub fn insert_unless_active(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<bool, DbError> {
+    conn.exec(
+        "INSERT INTO job_leases (name, holder, until) VALUES ('signing-keys', '', 0)
+         ON CONFLICT (name) DO UPDATE SET until = job_leases.until",
+        args![],
+    )?;
+    let active: i64 = conn.one(
+        "SELECT count(*) FROM signing_keys WHERE alg = ?1 AND retired_at IS NULL",
+        args![key.alg.as_str()],
+        |r| r.get(0),
+    )?;
+    if active > 0 {
+        return Ok(false);
+    }
+    insert(conn, key)?;
+    Ok(true)
+}
+
 pub fn list(conn: &Tx<'_>) -> Result<Vec<SigningKeyRecord>, DbError> {
     conn.rows(
         "SELECT kid, alg, private_pem, public_jwk, created_at, retired_at FROM signing_keys ORDER BY created_at",

@@ -81,14 +81,22 @@ pub async fn ensure(db: &Db, clock: &Clock, keep: i64, master: Option<&MasterKey
         }
     }
     let mut records = opened(stored, master)?;
+    let mut adopted = false;
     for alg in Alg::ALL {
         if !records.iter().any(|k| k.alg == alg && k.retired_at.is_none()) {
             let key = SigningKeyRecord::generate(alg, random_id(), clock.now())?;
             let stored = to_stored(key.clone(), master)?;
-            db.write(move |c| db::keys::insert(c, &stored)).await?;
-            tracing::info!(kid = %key.kid, alg = alg.as_str(), "generated a new signing key");
-            records.push(key);
+            if db.write(move |c| db::keys::insert_unless_active(c, &stored)).await? {
+                tracing::info!(kid = %key.kid, alg = alg.as_str(), "generated a new signing key");
+                records.push(key);
+            } else {
+                // Another node starting at the same moment stored one first.
+                adopted = true;
+            }
         }
+    }
+    if adopted {
+        records = opened(db.read(db::keys::list).await?, master)?;
     }
     Ok(KeySet::from_records(&records, clock.now(), keep)?)
 }

@@ -411,3 +411,48 @@ async fn parallel_claims_of_due_deliveries_never_share_one() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nodes_starting_together_store_one_key_per_algorithm() {
+    for backend in backends() {
+        let db = crate::helpers::empty_db(&backend).await;
+        let mut starts = Vec::new();
+        for _ in 0..4 {
+            let db = db.clone();
+            starts.push(tokio::spawn(async move {
+                let keep = tessera::oidc::keys::keep_retired(&Default::default());
+                let jwks = tessera::oidc::keys::ensure(&db, &tessera::clock::Clock::system(), keep, None)
+                    .await
+                    .unwrap()
+                    .jwks_json()
+                    .to_string();
+                let jwks: serde_json::Value = serde_json::from_str(&jwks).unwrap();
+                let mut kids: Vec<String> = jwks["keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k["kid"].as_str().unwrap().to_string())
+                    .collect();
+                kids.sort();
+                kids
+            }));
+        }
+        let mut published = Vec::new();
+        for s in starts {
+            published.push(s.await.unwrap());
+        }
+        let keys = db.read(db::keys::list).await.unwrap();
+        let active: Vec<_> = keys.iter().filter(|k| k.retired_at.is_none()).collect();
+        assert_eq!(
+            active.len(),
+            3,
+            "{}: one RS256, one ES256, one EdDSA key",
+            label(&backend)
+        );
+        assert!(
+            published.windows(2).all(|w| w[0] == w[1]),
+            "{}: every node publishes the same keys",
+            label(&backend)
+        );
+    }
+}

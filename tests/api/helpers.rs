@@ -92,6 +92,22 @@ async fn postgres_template(url: &str) -> &'static str {
         .await
 }
 
+/// An empty, migrated database on `backend` (no keys), outside any app; the directory
+/// holding a SQLite file lives as long as the test process.
+pub async fn empty_db(backend: &Backend) -> db::Db {
+    match backend {
+        Backend::Sqlite => {
+            let dir = Box::leak(Box::new(tempfile::tempdir().unwrap()));
+            db::Db::open(&dir.path().join("empty.db"), &Settings::default().sqlite).unwrap()
+        }
+        Backend::Postgres(url) => {
+            let schema = schema_name("e");
+            db::testing::postgres_batch(url, &format!("CREATE SCHEMA {schema}")).unwrap();
+            db::Db::open_postgres(&in_schema(url, &schema), 8, true).await.unwrap()
+        }
+    }
+}
+
 /// A schema for one test, migrated, with the run's pre-generated keys.
 async fn postgres_database(url: &str) -> String {
     let template = postgres_template(url).await;
