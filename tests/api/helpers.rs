@@ -154,6 +154,24 @@ pub async fn spawn_on(backend: &Backend) -> TestApp {
     spawn_backend(backend.clone(), |_| {}).await
 }
 
+/// `n` nodes on one PostgreSQL schema, as a cluster runs them: the same database,
+/// issuer and keys, each on its own port.
+pub async fn spawn_nodes(url: &str, n: usize) -> Vec<TestApp> {
+    let shared = postgres_database(url).await;
+    let mut nodes = Vec::new();
+    for _ in 0..n {
+        let shared = shared.clone();
+        nodes.push(
+            spawn_backend(Backend::Sqlite, move |s| {
+                s.database_url = Some(Secret::from_string(shared));
+                s.issuer = Some(tessera::config::parse_issuer("http://id.test").unwrap());
+            })
+            .await,
+        );
+    }
+    nodes
+}
+
 pub async fn spawn_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let backend = match postgres_url() {
         Some(url) => Backend::Postgres(url),

@@ -23,6 +23,7 @@ mod helpers;
 mod interop;
 mod keys;
 mod logout;
+mod nodes;
 mod passkeys;
 mod process;
 mod reauth;

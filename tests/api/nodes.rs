@@ -1,0 +1,148 @@
+//! Several nodes on one PostgreSQL database: whichever node a request reaches, a flow
+//! behaves as on one node (needs the run's cluster; required in CI).
+
+use crate::helpers::*;
+
+fn cluster() -> Option<String> {
+    match std::env::var("TESSERA_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs the multi-node tests: set TESSERA_TEST_DATABASE_URL"
+            );
+            eprintln!("SKIPPED: the multi-node tests need PostgreSQL (make test starts a cluster)");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flow_alternating_between_three_nodes_behaves_as_on_one() {
+    let Some(url) = cluster() else { return };
+    let nodes = spawn_nodes(&url, 3).await;
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    a.add_user("ada").await;
+    let secret = b.add_client("app", false).await.unwrap();
+    let browser = browser();
+
+    // Authorize on A, sign in on B (the parked request and the browser binding are in
+    // the database), redeem the code on C.
+    let pkce = Pkce::new();
+    let url = a.authorize_url(
+        "app",
+        &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
+    );
+    let fields = a.open_login(&browser, &url).await;
+    let resp = b.submit_login(&browser, fields, "ada", PASSWORD).await;
+    assert_eq!(resp.status(), 303, "{}", resp.text().await.unwrap());
+    let code = redirect_params(&resp)["code"].clone();
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", pkce.verifier.as_str()),
+    ];
+    let resp = c.token(Some(("app", &secret)), &exchange).await;
+    assert_eq!(resp.status(), 200);
+    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let (_, claims) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(claims["iss"], "http://id.test", "every node speaks as the one issuer");
+    // The same code on another node is a replay, and revokes what it gave.
+    assert_eq!(a.token(Some(("app", &secret)), &exchange).await.status(), 400);
+    let access = tokens["access_token"].as_str().unwrap();
+    assert_eq!(b.introspect(("app", &secret), access).await["active"], false);
+
+    // A second sign-in: a returning browser gets a code from any node.
+    let pkce = Pkce::new();
+    let url = c.authorize_url(
+        "app",
+        &[("code_challenge", &pkce.challenge), ("code_challenge_method", "S256")],
+    );
+    let resp = browser.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 302, "the session made on B is known on C");
+    let code = redirect_params(&resp)["code"].clone();
+    let resp = a
+        .token(
+            Some(("app", &secret)),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code.as_str()),
+                ("redirect_uri", REDIRECT),
+                ("code_verifier", pkce.verifier.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let tokens: serde_json::Value = resp.json().await.unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
+
+    // Refresh on B, introspect on C, reuse of the old refresh token on A revokes all.
+    let resp = b
+        .token(
+            Some(("app", &secret)),
+            &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let renewed: serde_json::Value = resp.json().await.unwrap();
+    let access = renewed["access_token"].as_str().unwrap().to_string();
+    assert_eq!(c.introspect(("app", &secret), &access).await["active"], true);
+    // Past the retry window of confidential clients, on A's clock.
+    a.clock.advance(tessera::oidc::token::REFRESH_RETRY_GRACE + 1);
+    let reuse = a
+        .token(
+            Some(("app", &secret)),
+            &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
+        )
+        .await;
+    assert_eq!(reuse.status(), 400);
+    assert_eq!(
+        b.introspect(("app", &secret), &access).await["active"],
+        false,
+        "reuse detected on A ends the family on B"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rotated_client_secret_is_refused_on_every_node_within_a_second() {
+    let Some(url) = cluster() else { return };
+    let nodes = spawn_nodes(&url, 3).await;
+    nodes[0].add_user("ada").await;
+    let secret = nodes[0].add_client("app", false).await.unwrap();
+    let grant = |node: &TestApp, secret: String| {
+        let url = node.url("/token");
+        async move {
+            plain_client()
+                .post(url)
+                .basic_auth("app", Some(secret))
+                .form(&[("grant_type", "refresh_token"), ("refresh_token", "x")])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    // Each node has the client cached: a wrong refresh token, but the client passes.
+    for n in &nodes {
+        assert_eq!(grant(n, secret.clone()).await, 400);
+    }
+    let fresh = tessera::crypto::Secret::generate();
+    let hash = fresh.hash();
+    nodes[1]
+        .state
+        .db
+        .write(move |c| tessera::db::clients::set_secret(c, "app", &hash, None, 0))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    for n in &nodes {
+        assert_eq!(
+            grant(n, secret.clone()).await,
+            401,
+            "the old secret is refused everywhere"
+        );
+        assert_eq!(grant(n, fresh.expose().to_string()).await, 400, "the new one works");
+    }
+}
