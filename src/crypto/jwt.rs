@@ -62,6 +62,18 @@ pub fn verify(keys: &KeySet, token: &str) -> Result<Signed, JwtError> {
     })
 }
 
+/// The `kid` a token's header names, read without verifying anything: only to decide
+/// whether the key set is stale (another node rotated), never to trust the token.
+pub fn unverified_kid(token: &str) -> Option<String> {
+    let header = token.split('.').next()?;
+    if header.len() > 1024 {
+        return None;
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(header).ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    value.get("kid")?.as_str().map(str::to_string)
+}
+
 /// `at_hash` / `c_hash` (OpenID Connect Core §3.1.3.6): the left half of the hash of the
 /// value's ASCII octets, with the hash the signing algorithm uses (SHA-512 for Ed25519).
 pub fn half_hash(alg: Alg, value: &str) -> String {
@@ -79,6 +91,18 @@ pub fn half_hash(alg: Alg, value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_unverified_kid_is_read_from_the_header_only() {
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256","kid":"abc"}"#);
+        assert_eq!(unverified_kid(&format!("{header}.e30.sig")).as_deref(), Some("abc"));
+        assert_eq!(unverified_kid("not a token"), None);
+        assert_eq!(
+            unverified_kid(&format!("{}.e30.sig", URL_SAFE_NO_PAD.encode(b"{}"))),
+            None
+        );
+        assert_eq!(unverified_kid(&"A".repeat(5000)), None);
+    }
+
     use super::*;
     use crate::crypto::keys::SigningKeyRecord;
     use serde_json::json;

@@ -179,19 +179,39 @@ impl KeySet {
     pub(crate) fn verifier(&self, kid: &str) -> Option<&dyn JwsVerifier> {
         self.verifiers.get(kid).map(|v| v.as_ref())
     }
+
+    /// Whether a key with this `kid` is published in the set.
+    pub fn knows(&self, kid: &str) -> bool {
+        self.verifiers.contains_key(kid)
+    }
 }
 
 /// The shared, swappable key set handed to handlers.
 #[derive(Clone)]
 pub struct KeyStore {
     current: Arc<RwLock<Arc<KeySet>>>,
+    /// When a token with an unknown `kid` last made this node reload (Unix seconds).
+    unknown_kid_reload: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl KeyStore {
     pub fn new(set: KeySet) -> Self {
         Self {
             current: Arc::new(RwLock::new(Arc::new(set))),
+            unknown_kid_reload: Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
         }
+    }
+
+    /// Whether a reload for an unknown `kid` may run at `now`: at most one a second,
+    /// so that tokens with made-up key ids cannot turn into a database read each.
+    pub fn may_reload_for_unknown_kid(&self, now: i64) -> bool {
+        use std::sync::atomic::Ordering;
+        let last = self.unknown_kid_reload.load(Ordering::Relaxed);
+        now > last
+            && self
+                .unknown_kid_reload
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// A snapshot: cheap to take, unaffected by a rotation that happens meanwhile.

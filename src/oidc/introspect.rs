@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{ErrorCode, OAuthError};
-use crate::crypto::{jwt, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, clients::Client};
 use crate::oidc::Ctx;
 
@@ -30,8 +30,7 @@ pub async fn check_access_token(cx: &Ctx<'_>, token: &str) -> Result<Option<Acce
     if !looks_like_jwt(token) {
         return Ok(None);
     }
-    let keys = cx.keys.current();
-    let Ok(signed) = jwt::verify(&keys, token) else {
+    let Ok(signed) = super::keys::verify(cx, token).await else {
         return Ok(None);
     };
     let now = cx.now;
@@ -155,8 +154,7 @@ pub async fn revoke(
     let not_yours = || OAuthError::new(ErrorCode::UnauthorizedClient, "the token was not issued to this client");
     let now = cx.now;
     if looks_like_jwt(token) {
-        let keys = cx.keys.current();
-        let Ok(signed) = jwt::verify(&keys, token) else {
+        let Ok(signed) = super::keys::verify(cx, token).await else {
             return Ok(());
         };
         if signed.typ.as_deref() != Some("at+jwt") {

@@ -184,6 +184,25 @@ pub fn spawn_reloader(state: AppState) {
     });
 }
 
+/// Verifies a token of ours. A `kid` this node does not know may be a key another
+/// node just created: the set is reloaded once (at most once a second) and the token
+/// tried again, so a rotation elsewhere never makes this node refuse good tokens.
+pub async fn verify(cx: &Ctx<'_>, token: &str) -> Result<crate::crypto::jwt::Signed, crate::crypto::JwtError> {
+    let first = crate::crypto::jwt::verify(&cx.keys.current(), token);
+    if first.is_ok() {
+        return first;
+    }
+    let unknown = crate::crypto::jwt::unverified_kid(token).is_some_and(|kid| !cx.keys.current().knows(&kid));
+    if !unknown || !cx.keys.may_reload_for_unknown_kid(cx.now) {
+        return first;
+    }
+    if let Err(e) = reload(cx).await {
+        tracing::warn!(error = %e, "cannot reload signing keys for an unknown key id");
+        return first;
+    }
+    crate::crypto::jwt::verify(&cx.keys.current(), token)
+}
+
 pub async fn reload(cx: &Ctx<'_>) -> Result<(), KeysError> {
     let records = opened(cx.db.read(db::keys::list).await?, cx.settings.master_key.as_ref())?;
     let keep = keep_retired(&cx.settings.lifetimes);

@@ -49,8 +49,9 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<Logou
     let mut client_id = one(params, "client_id")?.map(str::to_string);
     let mut hint = None;
     if let Some(token) = one(params, "id_token_hint")? {
-        let keys = cx.keys.current();
-        let signed = jwt::verify(&keys, token).map_err(|_| LogoutError::Invalid("id_token_hint is not valid"))?;
+        let signed = super::keys::verify(cx, token)
+            .await
+            .map_err(|_| LogoutError::Invalid("id_token_hint is not valid"))?;
         let is_id_token = signed.is_id_token();
         let claims = signed.claims;
         let iss_ok = claims.get("iss").and_then(Value::as_str) == Some(cx.issuer);

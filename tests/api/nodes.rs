@@ -146,3 +146,33 @@ async fn a_rotated_client_secret_is_refused_on_every_node_within_a_second() {
         assert_eq!(grant(n, fresh.expose().to_string()).await, 400, "the new one works");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
+    let Some(url) = cluster() else { return };
+    let nodes = spawn_nodes(&url, 2).await;
+    let (a, b) = (&nodes[0], &nodes[1]);
+    a.add_user("ada").await;
+    let secret = a.add_client("app", false).await.unwrap();
+    let actor = tessera::admin::Actor {
+        name: "test".into(),
+        ip: None,
+        user_id: None,
+    };
+    let rotated = tessera::admin::overview::rotate_key(&a.state, &actor, "RS256")
+        .await
+        .unwrap();
+    let kid = rotated["kid"].as_str().unwrap().to_string();
+    // B has not reloaded yet (its reloader runs every 10 s).
+    assert!(!b.state.keys.current().knows(&kid));
+    let tokens = a.tokens("app", &secret, "ada").await;
+    let access = tokens["access_token"].as_str().unwrap();
+    let (header, _) = jwt_parts(access);
+    assert_eq!(header["kid"], kid.as_str(), "A signs with the new key");
+    assert_eq!(
+        b.introspect(("app", &secret), access).await["active"],
+        true,
+        "B meets an unknown kid of ours, reloads and verifies"
+    );
+    assert!(b.state.keys.current().knows(&kid));
+}
