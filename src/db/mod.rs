@@ -74,13 +74,6 @@ enum Engine {
     Postgres(pg::Postgres),
 }
 
-/// Which engine a `Db` runs on, for what depends on it (`backup`, the banner).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Sqlite,
-    Postgres,
-}
-
 /// Checks a PostgreSQL URL (`postgres://` or `postgresql://`, libpq's form with
 /// `sslmode` and `sslrootcert`) without connecting: the one-line reason when it is
 /// not usable, never naming the password.
@@ -116,13 +109,6 @@ impl Db {
         Ok(Self {
             engine: Engine::Postgres(engine),
         })
-    }
-
-    pub fn kind(&self) -> EngineKind {
-        match &self.engine {
-            Engine::Sqlite(_) => EngineKind::Sqlite,
-            Engine::Postgres(_) => EngineKind::Postgres,
-        }
     }
 
     /// Applies the migrations this binary knows (`tessera migrate`); SQLite's are

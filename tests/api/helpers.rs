@@ -160,10 +160,9 @@ pub async fn spawn_nodes(url: &str, n: usize) -> Vec<TestApp> {
     let shared = postgres_database(url).await;
     let mut nodes = Vec::new();
     for _ in 0..n {
-        let shared = shared.clone();
+        let database_url = Some(Secret::from_string(shared.clone()));
         nodes.push(
-            spawn_backend(Backend::Sqlite, move |s| {
-                s.database_url = Some(Secret::from_string(shared));
+            start(tempfile::tempdir().unwrap(), database_url, |s| {
                 s.issuer = Some(tessera::config::parse_issuer("http://id.test").unwrap());
             })
             .await,
@@ -189,6 +188,11 @@ async fn spawn_backend(backend: Backend, adjust: impl FnOnce(&mut Settings)) -> 
             None
         }
     };
+    start(dir, database_url, adjust).await
+}
+
+/// An app on the SQLite file in `dir`, or on `database_url` when given.
+async fn start(dir: tempfile::TempDir, database_url: Option<Secret>, adjust: impl FnOnce(&mut Settings)) -> TestApp {
     let mut settings = Settings {
         db_path: dir.path().join("tessera.db"),
         database_url,
