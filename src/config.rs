@@ -181,6 +181,10 @@ pub struct Settings {
     pub master_key: Option<MasterKey>,
     /// Audit entries older than this are deleted; 0 keeps them forever.
     pub audit_retention_days: i64,
+    /// How often (seconds) each node looks for signing keys another node or the CLI
+    /// added; a rotated key is published this long (and a margin) before it signs.
+    /// Not a flag: tests shorten it.
+    pub key_reload_every: u64,
 }
 
 fn cores() -> usize {
@@ -214,11 +218,19 @@ impl Default for Settings {
             metrics_token: None,
             master_key: None,
             audit_retention_days: 90,
+            key_reload_every: 10,
         }
     }
 }
 
 impl Settings {
+    /// Seconds between a rotation publishing a new key and that key signing: past
+    /// every node's next key reload, so no node's JWKS lacks a kid any token carries.
+    pub fn key_publish_delay(&self) -> i64 {
+        let every = self.key_reload_every as i64;
+        every + (every / 2).max(1)
+    }
+
     /// The database, as the banner and messages name it (never the password).
     pub fn database_label(&self) -> String {
         match &self.database_url {

@@ -37,29 +37,55 @@ pub async fn stats(state: &AppState) -> Result<Stats, AdminError> {
         .await?)
 }
 
+/// Signing keys, oldest first, each with its `status`: `signing`, `published` (a
+/// rotation's successor, signing from `signs_from`), `retiring` (signs until its
+/// `retired_at`) or `retired` (verifies the tokens it signed until they expire).
 pub async fn keys(state: &AppState) -> Result<Vec<Value>, AdminError> {
+    let now = state.clock.now();
     let keys = state.db.read(db::keys::list).await?;
     Ok(keys
         .iter()
-        .map(|k| json!({"kid": k.kid, "alg": k.alg.as_str(), "created_at": k.created_at, "retired_at": k.retired_at}))
+        .map(|k| {
+            let successor_of = keys
+                .iter()
+                .filter(|o| o.alg == k.alg && o.kid != k.kid)
+                .filter_map(|o| o.retired_at.filter(|t| *t > now))
+                .max();
+            let (status, signs_from) = match (k.retired_at, successor_of) {
+                (Some(t), _) if t <= now => ("retired", None),
+                (Some(_), _) => ("retiring", None),
+                (None, Some(from)) => ("published", Some(from)),
+                (None, None) => ("signing", None),
+            };
+            json!({
+                "kid": k.kid,
+                "alg": k.alg.as_str(),
+                "created_at": k.created_at,
+                "retired_at": k.retired_at,
+                "status": status,
+                "signs_from": signs_from,
+            })
+        })
         .collect())
 }
 
-/// Adds a new signing key for `alg`; the old one keeps verifying until its tokens
-/// expire. The running server switches at once.
+/// Adds a new signing key for `alg`, published at once and signing after every node
+/// has had time to publish it (`signs_from`); the old one signs until then and keeps
+/// verifying until its tokens expire.
 pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Value, AdminError> {
     let cx = state.ctx();
     let alg = Alg::parse(alg)
         .filter(|a| ["RS256", "ES256", "EdDSA"].contains(&a.as_str()))
         .ok_or_else(|| invalid("alg", "one of RS256, ES256, EdDSA"))?;
     let (now, master, actor) = (cx.now, state.settings.master_key.clone(), actor.clone());
+    let delay = state.settings.key_publish_delay();
     let kid = state
         .db
         .write(move |c| {
             // Everything but a storage failure is found before anything changes; a
             // storage failure rolls the rotation back.
-            let key = match crate::oidc::keys::rotate(c, alg, now, master.as_ref()) {
-                Ok(key) => key,
+            let key = match crate::oidc::keys::rotate(c, alg, now, delay, master.as_ref()) {
+                Ok((key, _)) => key,
                 Err(crate::oidc::keys::KeysError::Db(e)) => return Err(e),
                 Err(other) => return Ok(Err(other)),
             };
@@ -82,7 +108,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
     if let Err(e) = crate::oidc::keys::reload(&cx).await {
         tracing::error!(error = %e, "reloading keys after rotation failed; the reloader will retry");
     }
-    Ok(json!({"kid": kid, "alg": alg.as_str()}))
+    Ok(json!({"kid": kid, "alg": alg.as_str(), "signs_from": now + delay}))
 }
 
 /// Audit entries, newest first: filters `event` (a name, or a prefix ending in `.`),

@@ -13,8 +13,9 @@ pub enum KeysCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Create a new signing key; the previous one stops signing but stays published
-    /// until the tokens it signed have expired. A running server picks it up within 10 s.
+    /// Create a new signing key: published at once (every running node lists it within
+    /// 10 s), it starts to sign 15 s later; the previous one signs until then and stays
+    /// published until the tokens it signed have expired.
     Rotate {
         /// Algorithm of the key to rotate
         #[arg(long, default_value = "RS256", value_parser = ["RS256", "ES256", "EdDSA"])]
@@ -31,9 +32,11 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
             } else {
                 println!("{:<24} {:<6} {:<12} STATUS", "KID", "ALG", "CREATED");
                 for k in keys {
-                    let status = match k["retired_at"].as_i64() {
-                        None => "active".to_string(),
-                        Some(t) => format!("retired at {t}"),
+                    let status = match (k["status"].as_str(), k["retired_at"].as_i64(), k["signs_from"].as_i64()) {
+                        (Some("published"), _, Some(t)) => format!("published, signs from {t}"),
+                        (Some("retiring"), Some(t), _) => format!("signing until {t}"),
+                        (Some("retired"), Some(t), _) => format!("retired at {t}"),
+                        _ => "signing".to_string(),
                     };
                     let text = |name: &str| k[name].as_str().unwrap_or_default().to_string();
                     println!(
@@ -50,7 +53,12 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
             let key = admin::overview::rotate_key(state, &actor(), &alg)
                 .await
                 .map_err(|e| admin_err(e, "key"))?;
-            println!("new {alg} signing key {}", key["kid"].as_str().unwrap_or_default());
+            let signs_from = key["signs_from"].as_i64().unwrap_or_default();
+            println!(
+                "new {alg} signing key {}: published now, signs from {signs_from} (in {} s)",
+                key["kid"].as_str().unwrap_or_default(),
+                settings.key_publish_delay()
+            );
             Ok(())
         }
     })

@@ -36,9 +36,10 @@ impl Signed {
     }
 }
 
-/// Signs `claims` with the newest key of `alg`, `typ` and `kid` in the header.
-pub fn sign(keys: &KeySet, alg: Alg, typ: &str, claims: Map<String, Value>) -> Result<String, JwtError> {
-    let (kid, signer) = keys.signer(alg)?;
+/// Signs `claims` with the key of `alg` that signs at `now`, `typ` and `kid` in the
+/// header.
+pub fn sign(keys: &KeySet, alg: Alg, typ: &str, claims: Map<String, Value>, now: i64) -> Result<String, JwtError> {
+    let (kid, signer) = keys.signer(alg, now)?;
     let mut header = JwsHeader::new();
     header.set_token_type(typ);
     header.set_key_id(kid);
@@ -117,7 +118,7 @@ mod tests {
         let keys = keys();
         let mut claims = Map::new();
         claims.insert("sub".into(), json!("alice"));
-        let token = sign(&keys, Alg::Es256, "at+jwt", claims).unwrap();
+        let token = sign(&keys, Alg::Es256, "at+jwt", claims, 0).unwrap();
         let signed = verify(&keys, &token).unwrap();
         assert_eq!(signed.claims["sub"], "alice");
         assert_eq!(signed.typ.as_deref(), Some("at+jwt"));
@@ -133,7 +134,7 @@ mod tests {
     #[test]
     fn a_token_from_an_unknown_key_is_refused() {
         let other = keys();
-        let token = sign(&other, Alg::Es256, "JWT", Map::new()).unwrap();
+        let token = sign(&other, Alg::Es256, "JWT", Map::new(), 0).unwrap();
         assert!(verify(&keys(), &token).is_err(), "same kid, different key");
     }
 

@@ -102,22 +102,30 @@ impl SigningKeyRecord {
 
 struct ActiveKey {
     kid: String,
+    /// When this key stops signing: set when a rotation has published its successor,
+    /// which signs from then on.
+    until: Option<i64>,
     signer: Box<dyn JwsSigner>,
 }
 
-/// Every key parsed once: signers for the newest key of each algorithm, verifiers for
-/// every published key, and the JWKS document already serialised.
+/// Every key parsed once: signers for the keys of each algorithm that sign now or
+/// next, verifiers for every published key, and the JWKS document already serialised.
 pub struct KeySet {
-    active: HashMap<Alg, ActiveKey>,
+    /// Per algorithm, the key signing now first, then (during a rotation) the one that
+    /// takes over at its `until`.
+    active: HashMap<Alg, Vec<ActiveKey>>,
     verifiers: HashMap<String, Box<dyn JwsVerifier>>,
     jwks: String,
 }
 
 impl KeySet {
-    /// Builds the set from stored keys. A retired key stays published (and verifiable)
-    /// until `now - retired_at` exceeds `keep_retired`, so tokens it signed outlive it.
+    /// Builds the set from stored keys. A key whose `retired_at` is still ahead signs
+    /// until then and its successor (the unretired key) is published but waits: a
+    /// rotation publishes before it signs. A retired key stays published (and
+    /// verifiable) until `now - retired_at` exceeds `keep_retired`, so tokens it
+    /// signed outlive it.
     pub fn from_records(records: &[SigningKeyRecord], now: i64, keep_retired: i64) -> Result<Self, KeyError> {
-        let mut active: HashMap<Alg, (i64, ActiveKey)> = HashMap::new();
+        let mut candidates: HashMap<Alg, Vec<(i64, ActiveKey)>> = HashMap::new();
         let mut verifiers: HashMap<String, Box<dyn JwsVerifier>> = HashMap::new();
         let mut published = Vec::new();
         for rec in records {
@@ -136,30 +144,39 @@ impl KeySet {
             };
             verifiers.insert(rec.kid.clone(), verifier);
             published.push(Value::Object(jwk.as_ref().clone()));
-            if rec.retired_at.is_some() {
+            if rec.retired_at.is_some_and(|t| t <= now) {
                 continue;
             }
-            let newer = active
-                .get(&rec.alg)
-                .is_none_or(|(created, _)| rec.created_at >= *created);
-            if newer {
-                let pem = rec.private_pem.as_bytes();
-                let signer: Box<dyn JwsSigner> = match rec.alg {
-                    Alg::Rs256 => Box::new(RS256.signer_from_pem(pem)?),
-                    Alg::Es256 => Box::new(ES256.signer_from_pem(pem)?),
-                    Alg::EdDsa => Box::new(EdDSA.signer_from_pem(pem)?),
-                };
-                let key = ActiveKey {
-                    kid: rec.kid.clone(),
-                    signer,
-                };
-                active.insert(rec.alg, (rec.created_at, key));
-            }
+            let pem = rec.private_pem.as_bytes();
+            let signer: Box<dyn JwsSigner> = match rec.alg {
+                Alg::Rs256 => Box::new(RS256.signer_from_pem(pem)?),
+                Alg::Es256 => Box::new(ES256.signer_from_pem(pem)?),
+                Alg::EdDsa => Box::new(EdDSA.signer_from_pem(pem)?),
+            };
+            let key = ActiveKey {
+                kid: rec.kid.clone(),
+                until: rec.retired_at,
+                signer,
+            };
+            candidates.entry(rec.alg).or_default().push((rec.created_at, key));
         }
+        // The key that retires first signs first (an unretired key last); among
+        // unretired keys only the newest ever signs.
+        let active = candidates
+            .into_iter()
+            .map(|(alg, mut keys)| {
+                keys.sort_by_key(|(created, k)| (k.until.unwrap_or(i64::MAX), std::cmp::Reverse(*created)));
+                let mut keys: Vec<ActiveKey> = keys.into_iter().map(|(_, k)| k).collect();
+                if let Some(first_open) = keys.iter().position(|k| k.until.is_none()) {
+                    keys.truncate(first_open + 1);
+                }
+                (alg, keys)
+            })
+            .collect();
         let mut doc = Map::new();
         doc.insert("keys".into(), Value::Array(published));
         Ok(Self {
-            active: active.into_iter().map(|(alg, (_, k))| (alg, k)).collect(),
+            active,
             verifiers,
             jwks: Value::Object(doc).to_string(),
         })
@@ -169,9 +186,11 @@ impl KeySet {
         &self.jwks
     }
 
-    pub(crate) fn signer(&self, alg: Alg) -> Result<(&str, &dyn JwsSigner), KeyError> {
+    /// The key of `alg` that signs at `now`.
+    pub(crate) fn signer(&self, alg: Alg, now: i64) -> Result<(&str, &dyn JwsSigner), KeyError> {
         self.active
             .get(&alg)
+            .and_then(|keys| keys.iter().find(|k| k.until.is_none_or(|t| now < t)))
             .map(|k| (k.kid.as_str(), k.signer.as_ref()))
             .ok_or(KeyError::NoActiveKey(alg.as_str()))
     }
@@ -240,7 +259,7 @@ mod tests {
         let old = SigningKeyRecord::generate(Alg::Es256, "old".into(), 1).unwrap();
         let new = SigningKeyRecord::generate(Alg::Es256, "new".into(), 2).unwrap();
         let set = KeySet::from_records(&[old, new], 0, 0).unwrap();
-        assert_eq!(set.signer(Alg::Es256).unwrap().0, "new");
+        assert_eq!(set.signer(Alg::Es256, 0).unwrap().0, "new");
         assert!(set.verifier("old").is_some());
         let jwks: Value = serde_json::from_str(set.jwks_json()).unwrap();
         assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
@@ -255,8 +274,25 @@ mod tests {
         let records = [old, new];
         let during = KeySet::from_records(&records, 100 + 900, 900).unwrap();
         assert!(during.verifier("old").is_some());
-        assert_eq!(during.signer(Alg::EdDsa).unwrap().0, "new");
+        assert_eq!(during.signer(Alg::EdDsa, 100 + 900).unwrap().0, "new");
         let after = KeySet::from_records(&records, 100 + 901, 900).unwrap();
         assert!(after.verifier("old").is_none());
+    }
+
+    #[test]
+    fn a_rotated_key_is_published_at_once_but_signs_only_when_its_predecessor_retires() {
+        let mut old = SigningKeyRecord::generate(Alg::Es256, "old".into(), 1).unwrap();
+        let new = SigningKeyRecord::generate(Alg::Es256, "new".into(), 50).unwrap();
+        old.retired_at = Some(65);
+        let set = KeySet::from_records(&[old, new], 50, 900).unwrap();
+        assert!(set.knows("new") && set.knows("old"), "both published from the start");
+        assert_eq!(set.signer(Alg::Es256, 50).unwrap().0, "old");
+        assert_eq!(set.signer(Alg::Es256, 64).unwrap().0, "old");
+        assert_eq!(
+            set.signer(Alg::Es256, 65).unwrap().0,
+            "new",
+            "the same set switches on time"
+        );
+        assert_eq!(set.signer(Alg::Es256, 10_000).unwrap().0, "new");
     }
 }

@@ -67,11 +67,12 @@ pub fn list(conn: &Tx<'_>) -> Result<Vec<SigningKeyRecord>, DbError> {
     )
 }
 
-/// Retires every active key of `alg`: it stops signing but stays published.
-pub fn retire_active(conn: &Tx<'_>, alg: Alg, now: i64) -> Result<usize, DbError> {
+/// Retires every active key of `alg` at `at` (ahead of now when a rotation has
+/// published a successor): from then it stops signing but stays published.
+pub fn retire_active(conn: &Tx<'_>, alg: Alg, at: i64) -> Result<usize, DbError> {
     conn.exec(
         "UPDATE signing_keys SET retired_at = ?2 WHERE alg = ?1 AND retired_at IS NULL",
-        args![alg.as_str(), now],
+        args![alg.as_str(), at],
     )
 }
 

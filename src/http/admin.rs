@@ -164,9 +164,12 @@ pub async fn keys(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         .iter()
         .rev()
         .map(|k| {
-            let status = match k["retired_at"].as_i64() {
-                None => "signing".to_string(),
-                Some(t) => format!("retired {}", portal::when(t)),
+            let at = |name: &str| portal::when(k[name].as_i64().unwrap_or_default());
+            let status = match k["status"].as_str() {
+                Some("published") => format!("published, signs from {}", at("signs_from")),
+                Some("retiring") => format!("signing until {}", at("retired_at")),
+                Some("retired") => format!("retired {}", at("retired_at")),
+                _ => "signing".to_string(),
             };
             (
                 k["kid"].as_str().unwrap_or_default().to_string(),

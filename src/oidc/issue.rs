@@ -60,7 +60,7 @@ pub fn mint_for_client(
     at.insert("scope".into(), Value::from(scope.to_string()));
     at.insert("gid".into(), Value::from(grant.id.clone()));
     Ok(TokenResponse {
-        access_token: jwt::sign(&keys, alg, "at+jwt", at)?,
+        access_token: jwt::sign(&keys, alg, "at+jwt", at, now)?,
         token_type: "Bearer",
         expires_in: ttl,
         scope: scope.to_string(),
@@ -106,7 +106,7 @@ pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     }
     // The grant the token belongs to, so revoking the family revokes this token too.
     at.insert("gid".into(), Value::from(m.grant.id.clone()));
-    let access_token = jwt::sign(&keys, m.alg, "at+jwt", at)?;
+    let access_token = jwt::sign(&keys, m.alg, "at+jwt", at, now)?;
 
     let id_token = if m.scope.contains("openid") {
         let extra = requested(m.grant).id_token;
@@ -131,7 +131,7 @@ pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
             id.insert("sid".into(), Value::from(sid.clone()));
         }
         id.insert("at_hash".into(), Value::from(jwt::half_hash(m.alg, &access_token)));
-        Some(jwt::sign(&keys, m.alg, "JWT", id)?)
+        Some(jwt::sign(&keys, m.alg, "JWT", id, now)?)
     } else {
         None
     };

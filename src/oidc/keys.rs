@@ -1,6 +1,6 @@
-//! Signing-key lifecycle: one active key per algorithm, rotation that keeps old public
-//! keys published until the tokens they signed have expired, and reloading in the
-//! server when another process (the CLI) rotates.
+//! Signing-key lifecycle: one active key per algorithm, rotation that publishes a new
+//! key before it signs and keeps old public keys published until the tokens they
+//! signed have expired, and reloading when another node or the CLI rotates.
 
 use crate::clock::Clock;
 use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
@@ -137,21 +137,25 @@ pub async fn seal_client_secrets(db: &Db, master: Option<&MasterKey>) -> Result<
     Ok(())
 }
 
-/// Adds a new key for `alg` and retires the previous one, inside the caller's write
-/// (the writer's savepoint).
+/// Adds a new key for `alg`, inside the caller's write. The key is published at once
+/// but signs only from `now + publish_delay`, when the previous key retires: by then
+/// every node has reloaded and lists it in its JWKS, so no relying party meets a kid
+/// the JWKS it fetched from any node lacks. Returns the key and when it starts to sign.
 pub fn rotate(
     conn: &db::Tx<'_>,
     alg: Alg,
     now: i64,
+    publish_delay: i64,
     master: Option<&MasterKey>,
-) -> Result<SigningKeyRecord, KeysError> {
+) -> Result<(SigningKeyRecord, i64), KeysError> {
     let key = SigningKeyRecord::generate(alg, random_id(), now)?;
     // Refuse to add a clear key beside sealed ones (or one sealed with another key).
     opened(db::keys::list(conn)?, master)?;
     let stored = to_stored(key.clone(), master)?;
-    db::keys::retire_active(conn, alg, now)?;
+    let signs_from = now + publish_delay;
+    db::keys::retire_active(conn, alg, signs_from)?;
     db::keys::insert(conn, &stored)?;
-    Ok(key)
+    Ok((key, signs_from))
 }
 
 /// Polls the key table and swaps the in-memory set when it changed.
@@ -159,7 +163,11 @@ pub fn spawn_reloader(state: AppState) {
     tokio::spawn(async move {
         let mut seen = None;
         let mut ticks: u64 = 0;
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+        let every = state.settings.key_reload_every.max(1);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(every));
+        // Rebuilding unchanged keys about every five minutes drops retired keys whose
+        // publication window has passed.
+        let rebuild_every = (300 / every).max(1);
         loop {
             tick.tick().await;
             let cx = state.ctx();
@@ -171,9 +179,7 @@ pub fn spawn_reloader(state: AppState) {
                 }
             };
             ticks += 1;
-            // Unchanged keys are still rebuilt every five minutes, which drops retired
-            // keys whose publication window has passed.
-            if seen == Some(print) && ticks % 30 != 0 {
+            if seen == Some(print) && ticks % rebuild_every != 0 {
                 continue;
             }
             seen = Some(print);

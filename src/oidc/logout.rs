@@ -175,6 +175,7 @@ fn logout_token(cx: &Ctx<'_>, a: &db::logout::Audience, sub: Option<&str>, sid: 
         Alg::parse(&a.alg).unwrap_or(Alg::Rs256),
         "logout+jwt",
         claims,
+        cx.now,
     )?)
 }
 

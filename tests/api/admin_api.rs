@@ -398,6 +398,16 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     assert_eq!(api.post("/keys/rotate", json!({"alg": "HS256"})).await.0, 400);
     let (_, keys) = api.get("/keys").await;
     assert_eq!(keys.as_array().unwrap().len(), before + 1);
+    let status = |kid: &Value| keys.as_array().unwrap().iter().find(|k| &k["kid"] == kid).unwrap()["status"].clone();
+    assert_eq!(status(&key["kid"]), "published", "the new key waits to sign: {keys}");
+    assert_eq!(key["signs_from"].as_i64().unwrap(), app.clock.now() + 15);
+    let previous = keys
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["alg"] == "ES256" && k["kid"] != key["kid"] && k["status"] != "retired")
+        .unwrap();
+    assert_eq!(previous["status"], "retiring");
     let jwks: Value = plain_client()
         .get(app.url("/jwks"))
         .send()

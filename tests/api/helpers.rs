@@ -157,6 +157,12 @@ pub async fn spawn_on(backend: &Backend) -> TestApp {
 /// `n` nodes on one PostgreSQL schema, as a cluster runs them: the same database,
 /// issuer and keys, each on its own port.
 pub async fn spawn_nodes(url: &str, n: usize) -> Vec<TestApp> {
+    spawn_nodes_with(url, n, |_| {}).await
+}
+
+/// `n` nodes on one fresh PostgreSQL schema, speaking as one issuer, each with
+/// `adjust` applied to its settings.
+pub async fn spawn_nodes_with(url: &str, n: usize, adjust: impl Fn(&mut Settings)) -> Vec<TestApp> {
     let shared = postgres_database(url).await;
     let mut nodes = Vec::new();
     for _ in 0..n {
@@ -164,6 +170,7 @@ pub async fn spawn_nodes(url: &str, n: usize) -> Vec<TestApp> {
         nodes.push(
             start(tempfile::tempdir().unwrap(), database_url, |s| {
                 s.issuer = Some(tessera::config::parse_issuer("http://id.test").unwrap());
+                adjust(s);
             })
             .await,
         );

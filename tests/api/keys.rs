@@ -74,10 +74,38 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     tessera::oidc::keys::reload(&app.state.ctx()).await.unwrap();
+    let new_kid = serde_json::Value::from(
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .nth(4)
+            .unwrap()
+            .trim_end_matches(':'),
+    );
+
+    // Published at once, the new key waits until every node has listed it.
+    let during = app.tokens("app", &secret, "alice").await;
+    assert_eq!(jwt_parts(during["id_token"].as_str().unwrap()).0["kid"], old_kid);
+    let published: serde_json::Value = plain_client()
+        .get(app.url("/jwks"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(published["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["kid"] == new_kid));
+    app.clock.advance(app.state.settings.key_publish_delay());
 
     let after = app.tokens("app", &secret, "alice").await;
-    let new_kid = jwt_parts(after["id_token"].as_str().unwrap()).0["kid"].clone();
-    assert_ne!(old_kid, new_kid, "the new key signs");
+    assert_eq!(
+        jwt_parts(after["id_token"].as_str().unwrap()).0["kid"],
+        new_kid,
+        "the new key signs"
+    );
     let jwks: serde_json::Value = plain_client()
         .get(app.url("/jwks"))
         .send()

@@ -163,8 +163,10 @@ async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
         .await
         .unwrap();
     let kid = rotated["kid"].as_str().unwrap().to_string();
-    // B has not reloaded yet (its reloader runs every 10 s).
+    // B has not reloaded yet (its reloader runs every 10 s); on A, time passes beyond
+    // the publication wait, as if B had missed it.
     assert!(!b.state.keys.current().knows(&kid));
+    a.clock.advance(a.state.settings.key_publish_delay());
     let tokens = a.tokens("app", &secret, "ada").await;
     let access = tokens["access_token"].as_str().unwrap();
     let (header, _) = jwt_parts(access);
@@ -175,4 +177,73 @@ async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
         "B meets an unknown kid of ours, reloads and verifies"
     );
     assert!(b.state.keys.current().knows(&kid));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
+    let Some(url) = cluster() else { return };
+    // Reloads every second, so the wait before signing is two.
+    let nodes = spawn_nodes_with(&url, 3, |s| s.key_reload_every = 1).await;
+    nodes[0].add_user("ada").await;
+    let secret = nodes[0].add_client("app", false).await.unwrap();
+    let mut refresh = nodes[0].tokens("app", &secret, "ada").await["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let actor = tessera::admin::Actor {
+        name: "test".into(),
+        ip: None,
+        user_id: None,
+    };
+    let rotated = tessera::admin::overview::rotate_key(&nodes[1].state, &actor, "RS256")
+        .await
+        .unwrap();
+    let kid = serde_json::Value::from(rotated["kid"].as_str().unwrap());
+    let started = std::time::Instant::now();
+    let mut round = 0usize;
+    let mut saw_unpublished = false;
+    loop {
+        assert!(started.elapsed().as_secs() < 10, "the new key never signed");
+        // Each node's JWKS first, then a token from one of them.
+        let mut published = Vec::new();
+        for n in &nodes {
+            let jwks: serde_json::Value = plain_client()
+                .get(n.url("/jwks"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            published.push(jwks["keys"].as_array().unwrap().iter().any(|k| k["kid"] == kid));
+        }
+        saw_unpublished |= published.contains(&false);
+        let node = &nodes[round % 3];
+        round += 1;
+        let resp = node
+            .token(
+                Some(("app", &secret)),
+                &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
+            )
+            .await;
+        assert_eq!(resp.status(), 200);
+        let tokens: serde_json::Value = resp.json().await.unwrap();
+        refresh = tokens["refresh_token"].as_str().unwrap().to_string();
+        let (header, _) = jwt_parts(tokens["id_token"].as_str().unwrap());
+        if header["kid"] == kid {
+            assert_eq!(
+                published,
+                [true, true, true],
+                "a token carried the new kid while a node's JWKS lacked it"
+            );
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The wait was real: right after the rotation, some node had not published yet or
+    // the old key still signed for at least the publication delay.
+    assert!(
+        saw_unpublished || started.elapsed().as_secs_f64() >= 1.0,
+        "the new key signed without waiting"
+    );
 }
