@@ -247,3 +247,105 @@ async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
         "the new key signed without waiting"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mfa_and_logout_alternating_between_nodes_deliver_one_back_channel_logout() {
+    use tessera::auth::totp;
+    let Some(url) = cluster() else { return };
+    let nodes = spawn_nodes(&url, 3).await;
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let (uri, mut bodies) = crate::logout::receiver(200).await;
+    a.add_user("ada").await;
+    let secret = b
+        .add_client_with("app", false, |client| {
+            client.backchannel_logout_uri = Some(uri);
+            client.backchannel_logout_session_required = true;
+        })
+        .await
+        .unwrap();
+
+    // Enrol TOTP: the account page on A, the key shown by B, the code confirmed on C.
+    let portal = browser();
+    let csrf = a.portal_login(&portal, "ada", PASSWORD).await;
+    let html = portal
+        .get(b.url("/account/totp"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = text_of(&html, "totp-secret").expect("the key is shown");
+    let enrol = totp::code_at(&key, c.clock.now()).unwrap();
+    let done = portal
+        .post(c.url("/account/totp"))
+        .form(&[("csrf", csrf.as_str()), ("code", enrol.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200, "the pending key enrolled on B is confirmed on C");
+
+    // Authorize on A, password on B, second factor on C, code on A.
+    let rp = browser();
+    let fields = a.open_login(&rp, &a.authorize_url("app", &[])).await;
+    let resp = b.submit_login(&rp, fields, "ada", PASSWORD).await;
+    assert_eq!(resp.status(), 200);
+    let mut fields = form_fields(&resp.text().await.unwrap());
+    let step = totp::code_at(&key, c.clock.now() + totp::STEP).unwrap();
+    fields.insert("code".into(), step.clone());
+    let resp = rp.post(c.url("/login/mfa")).form(&fields).send().await.unwrap();
+    assert_eq!(resp.status(), 303, "the second factor on another node");
+    let tokens = a.exchange("app", &secret, &redirect_params(&resp)["code"]).await;
+    let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(id["amr"], serde_json::json!(["pwd", "otp", "mfa"]));
+
+    // The same TOTP step in another sign-in, on yet another node: a replay.
+    let other = browser();
+    let fields = b.open_login(&other, &b.authorize_url("app", &[])).await;
+    let resp = c.submit_login(&other, fields, "ada", PASSWORD).await;
+    let mut fields = form_fields(&resp.text().await.unwrap());
+    fields.insert("code".into(), step);
+    let replay = other.post(a.url("/login/mfa")).form(&fields).send().await.unwrap();
+    assert_eq!(replay.status(), 401, "a TOTP step is used once across the cluster");
+
+    // Refresh on B, introspect on C, log out on A.
+    let resp = b
+        .token(
+            Some(("app", &secret)),
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let renewed: serde_json::Value = resp.json().await.unwrap();
+    let access = renewed["access_token"].as_str().unwrap();
+    assert_eq!(c.introspect(("app", &secret), access).await["active"], true);
+    let hint = tokens["id_token"].as_str().unwrap();
+    let resp = rp
+        .get(format!("{}?id_token_hint={hint}", a.url("/logout")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+
+    // Three deliverers, one delivery.
+    let token = crate::logout::next_logout_token(&mut bodies, 15).await;
+    let (_, claims) = jwt_parts(&token);
+    assert_eq!(claims["sid"], id["sid"]);
+    assert_eq!(claims["iss"], "http://id.test");
+    let second = tokio::time::timeout(std::time::Duration::from_secs(4), bodies.recv()).await;
+    assert!(second.is_err(), "the logout was delivered more than once");
+
+    // The session and its grants are over on every node.
+    for n in &nodes {
+        assert_eq!(n.introspect(("app", &secret), access).await["active"], false);
+        let resp = rp
+            .get(n.authorize_url("app", &[("prompt", "none")]))
+            .send()
+            .await
+            .unwrap();
+        assert!(!redirect_params(&resp).contains_key("code"), "signed out everywhere");
+    }
+}
