@@ -39,12 +39,19 @@ fn union(old: &str, new: &str) -> String {
 /// Records approval of `scope` and of the claims named in `claims`, adding to what
 /// was approved before.
 pub fn grant(conn: &Tx<'_>, user_id: i64, client_id: &str, scope: &str, claims: &str, now: i64) -> Result<(), DbError> {
+    // The union is computed here, so the row is locked (made, if it is the first
+    // consent) before it is read: two nodes recording consents at once then take
+    // turns and neither overwrites what the other added. A no-op upsert locks the row
+    // on both engines.
+    conn.exec(
+        "INSERT INTO consents (user_id, client_id, scope, claims, granted_at) VALUES (?1, ?2, '', '', ?3)
+         ON CONFLICT (user_id, client_id) DO UPDATE SET granted_at = consents.granted_at",
+        args![user_id, client_id, now],
+    )?;
     let before = find(conn, user_id, client_id)?.unwrap_or_default();
     let scope = Scope::parse(scope).unwrap_or_default().to_string();
     conn.exec(
-        "INSERT INTO consents (user_id, client_id, scope, claims, granted_at) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (user_id, client_id) DO UPDATE
-         SET scope = excluded.scope, claims = excluded.claims, granted_at = excluded.granted_at",
+        "UPDATE consents SET scope = ?3, claims = ?4, granted_at = ?5 WHERE user_id = ?1 AND client_id = ?2",
         args![
             user_id,
             client_id,

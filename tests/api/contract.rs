@@ -456,3 +456,47 @@ async fn nodes_starting_together_store_one_key_per_algorithm() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_consents_to_one_client_add_up() {
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let user = app.add_user("ada").await;
+        app.add_client("app", false).await;
+        let now = app.clock.now();
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let db = app.state.db.clone();
+            tasks.push(tokio::spawn(async move {
+                let (scope, claim) = (format!("s{i}"), format!("c{i}"));
+                db.write(move |c| db::consents::grant(c, user.id, "app", &scope, &claim, now))
+                    .await
+                    .unwrap()
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let consent = app
+            .state
+            .db
+            .read(move |c| db::consents::find(c, user.id, "app"))
+            .await
+            .unwrap()
+            .unwrap();
+        for i in 0..20 {
+            assert!(
+                consent.scope.split(' ').any(|s| s == format!("s{i}")),
+                "{}: scope s{i} lost in {}",
+                label(&backend),
+                consent.scope
+            );
+            assert!(
+                consent.claims.split(' ').any(|s| s == format!("c{i}")),
+                "{}: claim c{i} lost in {}",
+                label(&backend),
+                consent.claims
+            );
+        }
+    }
+}
