@@ -64,6 +64,11 @@ enum Command {
     Backup { path: PathBuf },
     /// Check the database's integrity and foreign keys (read-only)
     Check,
+    /// Write the whole database as one JSON document to a new FILE (`-`: standard
+    /// output), to move it to another database with `import`
+    Export { file: PathBuf },
+    /// Load an export into a new, empty database (migrated first; `-`: standard input)
+    Import { file: PathBuf },
     /// Create the database (or bring it up to date) and its signing keys, then exit
     Init,
     /// Apply the schema migrations this binary knows, then exit
@@ -136,6 +141,12 @@ fn main() -> ExitCode {
             return finish(settings(&cli.common, None).and_then(|s| cli::backup(&s, &path)))
         }
         Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
+        Some(Command::Export { file }) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::export(&s, &file)))
+        }
+        Some(Command::Import { file }) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::import(&s, &file)))
+        }
         Some(Command::Init) => return finish(settings(&cli.common, None).and_then(|s| cli::init(&s))),
         Some(Command::Migrate) => return finish(settings(&cli.common, None).and_then(|s| cli::migrate(&s))),
         Some(Command::SetupLink { issuer }) => {

@@ -3,6 +3,7 @@
 
 mod clients;
 mod keys;
+mod transfer;
 mod users;
 
 use std::io::Read;
@@ -10,6 +11,7 @@ use std::path::Path;
 
 pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
+pub use transfer::{export, import};
 pub use users::{user, UserCommand};
 
 use crate::admin::{Actor, AdminError};

@@ -24,6 +24,7 @@ mod sql;
 mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod transfer;
 pub mod users;
 
 use std::path::Path;
@@ -192,6 +193,31 @@ impl Db {
                 "backup copies a SQLite file; on PostgreSQL use pg_dump (or tessera export)".into(),
             )),
         }
+    }
+
+    /// Every table that holds state as one document (`tessera export`), read on one
+    /// snapshot so that it is consistent while the server goes on.
+    pub async fn export(&self, exported_at: i64) -> Result<transfer::Export, DbError> {
+        let op = move |tx: &Tx<'_>| transfer::export(tx, exported_at);
+        match &self.engine {
+            Engine::Sqlite(e) => e.read_snapshot(op).await,
+            // A read is one REPEATABLE READ snapshot already.
+            Engine::Postgres(e) => e.read(op).await,
+        }
+    }
+
+    /// Loads a checked export into this database, which must be empty (`tessera
+    /// import`): every row in one transaction, all or nothing.
+    pub async fn import(&self, export: transfer::Prepared) -> Result<transfer::Imported, transfer::TransferError> {
+        let loads = export.0;
+        let outcome = match &self.engine {
+            Engine::Sqlite(e) => {
+                e.write_unbounded(move |tx| transfer::import(tx, &loads, sqlite::after_import))
+                    .await
+            }
+            Engine::Postgres(e) => e.write(move |tx| transfer::import(tx, &loads, pg::after_import)).await,
+        };
+        outcome?.map_err(transfer::TransferError::NotEmpty)
     }
 
     /// Whether the database answers a read (readiness probes).

@@ -558,3 +558,40 @@ impl TestApp {
             .collect()
     }
 }
+
+/// A fresh migrated schema holding the run's keys, for nodes a test starts itself
+/// (behind a proxy, or as processes of the binary): its URL, with the schema as each
+/// connection's `search_path`.
+pub async fn keyed_schema(url: &str) -> String {
+    postgres_database(url).await
+}
+
+/// A node on exactly `database_url` (a schema from `keyed_schema`, perhaps reached
+/// through a proxy the test controls), with `adjust` applied to its settings.
+pub async fn spawn_on_url(database_url: &str, adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    let database_url = Some(Secret::from_string(database_url.to_string()));
+    start(tempfile::tempdir().unwrap(), database_url, adjust).await
+}
+
+/// An app on SQLite even in a PostgreSQL run, its settings adjusted first: for tests
+/// that move a SQLite deployment elsewhere.
+pub async fn spawn_sqlite_with(adjust: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_backend(Backend::Sqlite, adjust).await
+}
+
+/// An app on a database made outside the helpers: `tessera.db` in `dir`, or
+/// `database_url` when given (as `tessera import` left them).
+pub async fn spawn_imported(
+    dir: tempfile::TempDir,
+    database_url: Option<String>,
+    adjust: impl FnOnce(&mut Settings),
+) -> TestApp {
+    start(dir, database_url.map(Secret::from_string), adjust).await
+}
+
+/// The URL of a new, empty schema on the cluster at `url`: not migrated, no keys.
+pub fn empty_postgres_schema(url: &str) -> String {
+    let schema = schema_name("x");
+    db::testing::postgres_batch(url, &format!("CREATE SCHEMA {schema}")).unwrap();
+    in_schema(url, &schema)
+}

@@ -30,3 +30,4 @@ mod reauth;
 mod setup;
 mod storage;
 mod token;
+mod transfer;

@@ -210,6 +210,33 @@ impl Postgres {
     }
 }
 
+/// After an import inserted rows with their own ids: every identity (or serial) column
+/// of the schema gets its sequence moved past the largest id, so that the next row the
+/// database numbers does not collide with an imported one. Read from the catalog, so a
+/// later migration's identity is covered without a list to keep.
+pub(super) fn after_import(tx: &Tx<'_>) -> Result<(), DbError> {
+    let columns = tx.rows(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = current_schema() \
+           AND (is_identity = 'YES' OR column_default LIKE 'nextval(%') \
+         ORDER BY 1, 2",
+        super::sql::args![],
+        |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+    )?;
+    for (table, column) in columns {
+        let quote = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+        // Next value max + 1 and not yet called: an empty table starts at 1.
+        let sql = format!(
+            "SELECT setval(pg_get_serial_sequence(format('%I.%I', current_schema(), ?1), ?2), \
+             COALESCE((SELECT MAX({c}) FROM {t}), 0) + 1, false)",
+            c = quote(&column),
+            t = quote(&table),
+        );
+        tx.one(&sql, super::sql::args![table, column], |r| r.get::<i64>(0))?;
+    }
+    Ok(())
+}
+
 struct Inner<'c> {
     txn: postgres::Transaction<'c>,
     statements: &'c mut HashMap<String, postgres::Statement>,

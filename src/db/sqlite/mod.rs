@@ -97,6 +97,37 @@ impl Sqlite {
         }
     }
 
+    /// `write` without the deadline, for `tessera import`: one long transaction on a
+    /// database nobody uses yet, whose caller must learn whether it committed rather
+    /// than be told "busy" while it still runs.
+    pub(super) async fn write_unbounded<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.writer.submit(op)?.await.map_err(|_| DbError::WriterGone)?
+    }
+
+    /// Runs `op` inside one read transaction on a pooled connection, off the async
+    /// threads: without `BEGIN` each statement would see the database as of its own
+    /// start, and an export of several tables would not be one moment's state.
+    pub(super) async fn read_snapshot<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.get()?;
+            // Deferred: the snapshot is taken at the first read and held to the end;
+            // dropping the transaction ends it (it wrote nothing).
+            let snapshot = conn.transaction()?;
+            op(&Tx::sqlite(&snapshot))
+        })
+        .await
+        .map_err(|_| DbError::Panicked)?
+    }
+
     /// Runs `op` on a read-only pooled connection (off the async threads unless WAL
     /// makes the read lock-free).
     pub(super) async fn read<T, F>(&self, op: F) -> Result<T, DbError>
@@ -149,6 +180,13 @@ impl Sqlite {
     pub(super) fn shutdown(&self) {
         self.writer.shutdown();
     }
+}
+
+/// What an import needs after inserting rows with their own ids: nothing here, since an
+/// `INTEGER PRIMARY KEY` takes the largest id + 1 for the next row (no table uses
+/// `AUTOINCREMENT`, whose counter would also follow inserted ids).
+pub(super) fn after_import(_: &Tx<'_>) -> Result<(), DbError> {
+    Ok(())
 }
 
 /// `PRAGMA integrity_check` and `foreign_key_check` on the file, opened read-only.
