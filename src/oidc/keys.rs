@@ -182,9 +182,15 @@ pub fn spawn_reloader(state: AppState) {
             if seen == Some(print) && ticks % rebuild_every != 0 {
                 continue;
             }
-            seen = Some(print);
-            if let Err(e) = reload(&cx).await {
-                tracing::error!(error = %e, "reloading signing keys failed; keeping the current set");
+            match reload(&cx).await {
+                // Only a set actually loaded counts as seen, so a failed reload is
+                // tried again at the next tick.
+                Ok(()) => seen = Some(print),
+                // The database gone for a moment is the pool's to report.
+                Err(KeysError::Db(e)) => {
+                    tracing::warn!(error = %e, "cannot reload signing keys; keeping the current set")
+                }
+                Err(e) => tracing::error!(error = %e, "reloading signing keys failed; keeping the current set"),
             }
         }
     });

@@ -15,6 +15,7 @@ mod consent;
 mod contract;
 mod cors;
 mod device;
+mod failover;
 mod flow;
 mod fuzz;
 mod grants;

@@ -6,9 +6,11 @@
 
 mod connect;
 pub(super) mod migrations;
+mod outage;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -16,6 +18,7 @@ use postgres::types::{IsNull, ToSql, Type};
 
 use super::sql::{Kind, PgSession, Value};
 use super::{DbError, Tx};
+use outage::{Burst, Connections, Report};
 
 pub use connect::Target;
 
@@ -123,32 +126,66 @@ impl r2d2::ManageConnection for Manager {
 #[derive(Clone)]
 pub(super) struct Postgres {
     pool: r2d2::Pool<Manager>,
+    /// Requests that found no connection in time: logged once per run (see `outage`).
+    turned_away: Arc<Burst>,
 }
 
 impl Postgres {
     /// Connects (the pool keeps at most `pool_size` connections) and, unless told
     /// not to, applies the migrations.
     pub(super) fn open(target: Target, pool_size: u32, migrate: bool) -> Result<Self, DbError> {
+        let connections = Connections::default();
         let pool = r2d2::Pool::builder()
             .max_size(pool_size.max(1))
             .min_idle(Some(1))
             .connection_timeout(CHECKOUT_TIMEOUT)
+            .error_handler(Box::new(connections.clone()))
+            .event_handler(Box::new(connections))
             // Connections are made on demand: one that breaks later is replaced, and
             // requests answer "busy" while the database is down (the caller checks
             // once at start that it is there).
             .build_unchecked(Manager { target });
-        let db = Self { pool };
+        let db = Self {
+            pool,
+            turned_away: Arc::default(),
+        };
         if migrate {
             db.migrate()?;
         }
         Ok(db)
     }
 
+    /// A connection within `CHECKOUT_TIMEOUT`, else `Busy`: a request waits a bounded
+    /// time whether the database is down or every connection is taken.
     fn checkout(&self) -> Result<r2d2::PooledConnection<Manager>, DbError> {
-        self.pool.get().map_err(|e| {
-            tracing::warn!(error = %e, "no PostgreSQL connection");
-            DbError::Busy
-        })
+        match self.pool.get() {
+            Ok(conn) => {
+                if let Some((count, lasting)) = self.turned_away.ended() {
+                    tracing::info!(
+                        refused = count,
+                        for_s = lasting.as_secs(),
+                        "PostgreSQL connections are available again"
+                    );
+                }
+                Ok(conn)
+            }
+            Err(error) => {
+                let wait_s = CHECKOUT_TIMEOUT.as_secs();
+                match self.turned_away.failed() {
+                    Report::First => {
+                        tracing::warn!(%error, wait_s, "no PostgreSQL connection in time; answering busy")
+                    }
+                    Report::Again { count, lasting } => tracing::warn!(
+                        %error,
+                        refused = count,
+                        for_s = lasting.as_secs(),
+                        "still no PostgreSQL connection; answering busy"
+                    ),
+                    Report::Quiet => tracing::debug!(%error, "no PostgreSQL connection in time"),
+                }
+                Err(DbError::Busy)
+            }
+        }
     }
 
     /// Applies every migration this binary knows that the database lacks.
