@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs one stress scenario (smoke, load, spike, ceiling, ratelimit, bench) against a
 # fresh Tessera on 127.0.0.1, with k6 when it is installed and the Rust driver
-# otherwise. Set TESSERA_ISSUER (and STRESS_CLIENT_SECRET) to target a running server.
+# otherwise. Set TESSERA_ISSUER (and STRESS_CLIENT_SECRET) to target a running server;
+# STRESS_DATABASE_URL and STRESS_NODES to run on PostgreSQL with one or more nodes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario=${1:?usage: stress/run.sh smoke|load|spike|ceiling|ratelimit|bench}

@@ -9,12 +9,13 @@ use rand::RngCore;
 use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
 use sha2::{Digest, Sha256};
 
+use crate::targets::{Hop, Targets};
 use crate::Args;
 
-/// The server under test and the identities to use against it.
+/// The server under test (one node or several) and the identities to use against it.
 pub struct Target {
     pub http: reqwest::Client,
-    pub issuer: String,
+    pub targets: Targets,
     pub client_id: String,
     basic: String,
     pub redirect_uri: String,
@@ -88,16 +89,18 @@ impl Target {
             .timeout(Duration::from_secs(180))
             .build()
             .map_err(|e| e.to_string())?;
-        let issuer = args.issuer.trim_end_matches('/').to_string();
-        let health = http.get(format!("{issuer}/healthz")).send().await;
-        if !health.is_ok_and(|r| r.status().is_success()) {
-            return Err(format!("no Tessera answering at {issuer}"));
+        let targets = Targets::new(&args.issuer, args.targets.as_deref())?;
+        for base in targets.all() {
+            let health = http.get(format!("{base}/healthz")).send().await;
+            if !health.is_ok_and(|r| r.status().is_success()) {
+                return Err(format!("no Tessera answering at {base}"));
+            }
         }
         let creds =
             base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", args.client_id, args.client_secret));
         Ok(Self {
             http,
-            issuer,
+            targets,
             client_id: args.client_id.clone(),
             basic: format!("Basic {creds}"),
             redirect_uri: args.redirect_uri.clone(),
@@ -113,7 +116,7 @@ impl Target {
     }
 
     /// A fresh authorization request with PKCE S256, state and nonce; returns the URL
-    /// and the code verifier.
+    /// (on the issuer, where a relying party sends the browser) and the code verifier.
     pub fn authorize_url(&self) -> (String, String) {
         let verifier = random(32);
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
@@ -127,14 +130,14 @@ impl Target {
             .append_pair("code_challenge", &challenge)
             .append_pair("code_challenge_method", "S256")
             .finish();
-        (format!("{}/authorize?{query}", self.issuer), verifier)
+        (format!("{}/authorize?{query}", self.targets.issuer()), verifier)
     }
 
     /// GET /authorize without a session: the login form and its hidden fields.
-    pub async fn authorize(&self, jar: &mut Jar, url: &str) -> Result<(String, String), String> {
+    pub async fn authorize(&self, hop: &mut Hop, jar: &mut Jar, url: &str) -> Result<(String, String), String> {
         let resp = self
             .http
-            .get(url)
+            .get(&*self.targets.follow(hop, url))
             .header(COOKIE, jar.header())
             .send()
             .await
@@ -151,7 +154,13 @@ impl Target {
     }
 
     /// POST /login: the redirect to the client carrying the code.
-    pub async fn login(&self, jar: &mut Jar, fields: (String, String), username: &str) -> Result<String, String> {
+    pub async fn login(
+        &self,
+        hop: &mut Hop,
+        jar: &mut Jar,
+        fields: (String, String),
+        username: &str,
+    ) -> Result<String, String> {
         let form = [
             ("request_id", fields.0.as_str()),
             ("csrf", fields.1.as_str()),
@@ -160,7 +169,7 @@ impl Target {
         ];
         let resp = self
             .http
-            .post(format!("{}/login", self.issuer))
+            .post(self.targets.url(hop, "/login"))
             .header(COOKIE, jar.header())
             .form(&form)
             .send()
@@ -171,11 +180,11 @@ impl Target {
     }
 
     /// GET /authorize with an SSO session: a code without the password.
-    pub async fn code_with_session(&self, jar: &mut Jar) -> Result<(String, String), String> {
+    pub async fn code_with_session(&self, hop: &mut Hop, jar: &mut Jar) -> Result<(String, String), String> {
         let (url, verifier) = self.authorize_url();
         let resp = self
             .http
-            .get(url)
+            .get(&*self.targets.follow(hop, &url))
             .header(COOKIE, jar.header())
             .send()
             .await
@@ -183,10 +192,10 @@ impl Target {
         Ok((code_in_redirect(&resp, 302, "authorize")?, verifier))
     }
 
-    async fn token_request(&self, form: &[(&str, &str)], step: &str) -> Result<Tokens, String> {
+    async fn token_request(&self, hop: &mut Hop, form: &[(&str, &str)], step: &str) -> Result<Tokens, String> {
         let resp = self
             .http
-            .post(format!("{}/token", self.issuer))
+            .post(self.targets.url(hop, "/token"))
             .header(AUTHORIZATION, &self.basic)
             .form(form)
             .send()
@@ -203,18 +212,19 @@ impl Target {
         }
     }
 
-    pub async fn token(&self, code: &str, verifier: &str) -> Result<Tokens, String> {
+    pub async fn token(&self, hop: &mut Hop, code: &str, verifier: &str) -> Result<Tokens, String> {
         let form = [
             ("grant_type", "authorization_code"),
             ("code", code),
             ("redirect_uri", self.redirect_uri.as_str()),
             ("code_verifier", verifier),
         ];
-        self.token_request(&form, "token").await
+        self.token_request(hop, &form, "token").await
     }
 
-    pub async fn refresh(&self, refresh: &str) -> Result<Tokens, String> {
+    pub async fn refresh(&self, hop: &mut Hop, refresh: &str) -> Result<Tokens, String> {
         self.token_request(
+            hop,
             &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
             "refresh",
         )
@@ -222,10 +232,10 @@ impl Target {
     }
 
     /// RFC 7662 with client authentication; the token must be active.
-    pub async fn introspect(&self, token: &str) -> Result<(), String> {
+    pub async fn introspect(&self, hop: &mut Hop, token: &str) -> Result<(), String> {
         let resp = self
             .http
-            .post(format!("{}/introspect", self.issuer))
+            .post(self.targets.url(hop, "/introspect"))
             .header(AUTHORIZATION, &self.basic)
             .form(&[("token", token)])
             .send()

@@ -6,6 +6,7 @@ mod chart;
 mod flow;
 mod scenario;
 mod stats;
+mod targets;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +52,10 @@ struct Args {
     /// Issuer URL of the server under test
     #[arg(long, env = "TESSERA_ISSUER", default_value = "http://127.0.0.1:9000")]
     issuer: String,
+    /// Comma-separated base URLs of the nodes behind the issuer, taken in turn per
+    /// request (several nodes on one database); default: the issuer itself
+    #[arg(long, env = "STRESS_TARGETS")]
+    targets: Option<String>,
     #[arg(long, env = "STRESS_CLIENT_ID", default_value = "stress")]
     client_id: String,
     #[arg(long, env = "STRESS_CLIENT_SECRET", default_value = "")]

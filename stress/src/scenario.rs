@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::flow::{Jar, Target};
 use crate::stats::{Recorder, Report};
+use crate::targets::Hop;
 use crate::{Args, Kind};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +132,7 @@ impl Plan {
 /// One VU's per-iteration state for the micro-scenarios.
 struct Vu {
     id: usize,
+    hop: Hop,
     jar: Jar,
     tokens: Option<crate::flow::Tokens>,
 }
@@ -155,21 +157,22 @@ async fn iteration(kind: Kind, t: &Target, vu: &mut Vu, rec: &mut Recorder, leve
         Kind::Flow | Kind::LoginOnly | Kind::Storm => {
             let mut jar = Jar::default();
             let (url, verifier) = t.authorize_url();
-            let fields = timed(rec, "authorize", level, t.authorize(&mut jar, &url)).await?;
+            let hop = &mut vu.hop;
+            let fields = timed(rec, "authorize", level, t.authorize(hop, &mut jar, &url)).await?;
             let user = t.username(vu.id);
-            let code = timed(rec, "login", level, t.login(&mut jar, fields, &user)).await?;
+            let code = timed(rec, "login", level, t.login(hop, &mut jar, fields, &user)).await?;
             if kind != Kind::Flow {
                 return Ok(());
             }
-            let tokens = timed(rec, "token", level, t.token(&code, &verifier)).await?;
-            timed(rec, "introspect", level, t.introspect(&tokens.access)).await?;
-            timed(rec, "refresh", level, t.refresh(&tokens.refresh)).await?;
+            let tokens = timed(rec, "token", level, t.token(hop, &code, &verifier)).await?;
+            timed(rec, "introspect", level, t.introspect(hop, &tokens.access)).await?;
+            timed(rec, "refresh", level, t.refresh(hop, &tokens.refresh)).await?;
             Ok(())
         }
         Kind::AuthorizeOnly => {
             let mut jar = Jar::default();
             let (url, _) = t.authorize_url();
-            timed(rec, "authorize", level, t.authorize(&mut jar, &url))
+            timed(rec, "authorize", level, t.authorize(&mut vu.hop, &mut jar, &url))
                 .await
                 .map(|_| ())
         }
@@ -179,18 +182,20 @@ async fn iteration(kind: Kind, t: &Target, vu: &mut Vu, rec: &mut Recorder, leve
             }
             match kind {
                 Kind::TokenOnly => {
-                    let (code, verifier) = t.code_with_session(&mut vu.jar).await?;
-                    timed(rec, "token", level, t.token(&code, &verifier)).await.map(|_| ())
+                    let (code, verifier) = t.code_with_session(&mut vu.hop, &mut vu.jar).await?;
+                    timed(rec, "token", level, t.token(&mut vu.hop, &code, &verifier))
+                        .await
+                        .map(|_| ())
                 }
                 Kind::RefreshOnly => {
                     let current = vu.tokens.as_ref().map(|x| x.refresh.clone()).unwrap_or_default();
-                    let next = timed(rec, "refresh", level, t.refresh(&current)).await?;
+                    let next = timed(rec, "refresh", level, t.refresh(&mut vu.hop, &current)).await?;
                     vu.tokens = Some(next);
                     Ok(())
                 }
                 _ => {
                     let at = vu.tokens.as_ref().map(|x| x.access.clone()).unwrap_or_default();
-                    timed(rec, "introspect", level, t.introspect(&at)).await
+                    timed(rec, "introspect", level, t.introspect(&mut vu.hop, &at)).await
                 }
             }
         }
@@ -201,9 +206,9 @@ async fn iteration(kind: Kind, t: &Target, vu: &mut Vu, rec: &mut Recorder, leve
 /// Signs a VU in once (not measured) so it holds a session and tokens.
 async fn sign_in(t: &Target, vu: &mut Vu) -> Result<(), String> {
     let (url, verifier) = t.authorize_url();
-    let fields = t.authorize(&mut vu.jar, &url).await?;
-    let code = t.login(&mut vu.jar, fields, &t.username(vu.id)).await?;
-    vu.tokens = Some(t.token(&code, &verifier).await?);
+    let fields = t.authorize(&mut vu.hop, &mut vu.jar, &url).await?;
+    let code = t.login(&mut vu.hop, &mut vu.jar, fields, &t.username(vu.id)).await?;
+    vu.tokens = Some(t.token(&mut vu.hop, &code, &verifier).await?);
     Ok(())
 }
 
@@ -212,10 +217,11 @@ async fn probe(t: &Target, vu: &mut Vu, rec: &mut Recorder, level: usize) -> Res
     if vu.tokens.is_none() {
         sign_in(t, vu).await?;
     }
-    let (code, verifier) = t.code_with_session(&mut vu.jar).await?;
-    let tokens = timed(rec, "token", level, t.token(&code, &verifier)).await?;
-    timed(rec, "introspect", level, t.introspect(&tokens.access)).await?;
-    timed(rec, "refresh", level, t.refresh(&tokens.refresh)).await?;
+    let hop = &mut vu.hop;
+    let (code, verifier) = t.code_with_session(hop, &mut vu.jar).await?;
+    let tokens = timed(rec, "token", level, t.token(hop, &code, &verifier)).await?;
+    timed(rec, "introspect", level, t.introspect(hop, &tokens.access)).await?;
+    timed(rec, "refresh", level, t.refresh(hop, &tokens.refresh)).await?;
     Ok(())
 }
 
@@ -231,6 +237,7 @@ fn vu_loop(
         let mut rec = Recorder::default();
         let mut vu = Vu {
             id,
+            hop: Hop::starting_at(id),
             jar: Jar::default(),
             tokens: None,
         };
@@ -304,6 +311,7 @@ pub async fn run(kind: Kind, target: Target, plan: Plan, args: &Args) -> Result<
     } else {
         Report::build(&name, logins, wall, &plan.levels())
     };
+    report = report.sent_to(target.targets.issuer(), target.targets.all());
     if let Some((idle, peak)) = memory.finish().await {
         report.notes.push(("server RSS idle".into(), format!("{:.1} MB", idle)));
         report.notes.push(("server RSS peak".into(), format!("{:.1} MB", peak)));
@@ -327,10 +335,11 @@ pub async fn ratelimit(t: &Target, duration: Duration) -> Result<Report, String>
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     let mut sent = Vec::new();
+    let mut hop = Hop::default();
     while started.elapsed() < duration {
         tick.tick().await;
         let http = t.http.clone();
-        let url = format!("{}/login", t.issuer);
+        let url = t.targets.url(&mut hop, "/login");
         sent.push(tokio::spawn(async move {
             let form = [
                 ("request_id", "x"),
@@ -367,7 +376,8 @@ pub async fn ratelimit(t: &Target, duration: Duration) -> Result<Report, String>
     if share <= 0.5 {
         rec.error(format!("only {limited} of {total} attempts were rate limited"));
     }
-    let mut report = Report::build("ratelimit", rec, started.elapsed(), &[(1, started.elapsed())]);
+    let mut report = Report::build("ratelimit", rec, started.elapsed(), &[(1, started.elapsed())])
+        .sent_to(t.targets.issuer(), t.targets.all());
     report.notes.push((
         "429 with Retry-After".into(),
         format!("{limited} of {total} ({:.0}%)", share * 100.0),

@@ -92,6 +92,9 @@ pub struct Level {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Report {
     pub scenario: String,
+    /// The issuer tokens name, and the base URLs requests went to in turn.
+    pub issuer: String,
+    pub targets: Vec<String>,
     pub seconds: f64,
     pub iterations: u64,
     pub iterations_per_second: f64,
@@ -164,6 +167,8 @@ impl Report {
         let iterations: u64 = rec.iterations.values().sum();
         Self {
             scenario: scenario.to_string(),
+            issuer: String::new(),
+            targets: Vec::new(),
             seconds,
             iterations,
             iterations_per_second: if seconds > 0.0 {
@@ -175,6 +180,21 @@ impl Report {
             levels,
             errors: rec.errors,
             notes: Vec::new(),
+        }
+    }
+
+    pub fn sent_to(mut self, issuer: &str, targets: &[String]) -> Self {
+        self.issuer = issuer.to_string();
+        self.targets = targets.to_vec();
+        self
+    }
+
+    /// The header line naming where the requests went.
+    fn targets_line(&self) -> String {
+        match self.targets.as_slice() {
+            [] => String::new(),
+            [only] if *only == self.issuer => format!("target {only}\n"),
+            many => format!("targets {}  (issuer {})\n", many.join(", "), self.issuer),
         }
     }
 
@@ -190,6 +210,7 @@ impl Report {
         let mut out = String::new();
         if !self.scenario.is_empty() {
             out += &format!("scenario {}  ({:.1} s)\n", self.scenario, self.seconds);
+            out += &self.targets_line();
             out += &format!(
                 "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
                 "step", "count", "p50 ms", "p95 ms", "p99 ms", "max ms", "req/s"
@@ -262,7 +283,8 @@ mod tests {
             rec.iteration(0);
         }
         rec.error("login: status 503".into());
-        let report = Report::build("flow", rec, Duration::from_secs(2), &[(4, Duration::from_secs(2))]);
+        let report = Report::build("flow", rec, Duration::from_secs(2), &[(4, Duration::from_secs(2))])
+            .sent_to("http://a", &["http://b".into(), "http://c".into()]);
         assert_eq!(report.steps[0].step, "login", "flow order, not alphabetical");
         assert_eq!(report.steps[1].count, 4);
         assert_eq!(report.steps[1].p50_ms, 20.0);
@@ -270,6 +292,12 @@ mod tests {
         assert_eq!(report.errors_total(), 1);
         let table = report.table();
         assert!(table.contains("errors 1 (20.00%)"), "{table}");
+        assert!(
+            table.contains("targets http://b, http://c  (issuer http://a)"),
+            "{table}"
+        );
+        let single = Report::default().sent_to("http://a", &["http://a".into()]);
+        assert_eq!(single.targets_line(), "target http://a\n");
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["steps"][0]["step"], "login");
     }
