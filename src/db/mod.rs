@@ -201,8 +201,7 @@ impl Db {
         let op = move |tx: &Tx<'_>| transfer::export(tx, exported_at);
         match &self.engine {
             Engine::Sqlite(e) => e.read_snapshot(op).await,
-            // A read is one REPEATABLE READ snapshot already.
-            Engine::Postgres(e) => e.read(op).await,
+            Engine::Postgres(e) => e.read_snapshot(op).await,
         }
     }
 

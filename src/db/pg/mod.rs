@@ -47,6 +47,9 @@ fn transient(e: &postgres::Error) -> bool {
     }
 }
 
+/// Operations that failed because the database went away mid-way (see `outage`).
+static IN_FLIGHT: std::sync::LazyLock<Burst> = std::sync::LazyLock::new(Burst::default);
+
 impl From<postgres::Error> for DbError {
     fn from(e: postgres::Error) -> Self {
         if e.code() == Some(&SqlState::UNIQUE_VIOLATION)
@@ -56,7 +59,18 @@ impl From<postgres::Error> for DbError {
             return DbError::Conflict;
         }
         if transient(&e) {
-            tracing::warn!(error = %e, "PostgreSQL is unavailable");
+            // Each operation cut off by an outage fails here, one per pooled
+            // connection at least: said once per run, like the pool's failures.
+            match IN_FLIGHT.failed() {
+                Report::First => tracing::warn!(error = %e, "PostgreSQL is unavailable"),
+                Report::Again { count, lasting } => tracing::warn!(
+                    error = %e,
+                    failed = count,
+                    for_s = lasting.as_secs(),
+                    "PostgreSQL is still unavailable"
+                ),
+                Report::Quiet => tracing::debug!(error = %e, "PostgreSQL is unavailable"),
+            }
             return DbError::Busy;
         }
         // postgres::Error's Display is just "db error": the server's own words say why.
@@ -72,6 +86,8 @@ pub(super) struct PgConn {
     /// Always `Some` until the connection is dropped.
     client: Option<postgres::Client>,
     statements: HashMap<String, postgres::Statement>,
+    /// When the connection last went back to the pool.
+    idle_since: std::time::Instant,
 }
 
 impl PgConn {
@@ -96,6 +112,9 @@ impl Drop for PgConn {
     }
 }
 
+/// How long after its last use a pooled connection is trusted without a check.
+const TRUST_RECENT: Duration = Duration::from_secs(1);
+
 pub(super) struct Manager {
     target: Target,
 }
@@ -108,17 +127,29 @@ impl r2d2::ManageConnection for Manager {
         Ok(PgConn {
             client: Some(self.target.connect()?),
             statements: HashMap::new(),
+            idle_since: std::time::Instant::now(),
         })
     }
 
+    /// Checked at checkout: a connection that was in use moments ago is taken as it
+    /// is, since a round trip to prove it would cost a busy node as much as the
+    /// statement it is checked out for (an introspection is one); one idle longer
+    /// is asked an empty query first. A connection that breaks meanwhile fails its
+    /// operation as "busy", and `has_broken` drops it when it comes back.
     fn is_valid(&self, conn: &mut PgConn) -> Result<(), postgres::Error> {
+        if conn.idle_since.elapsed() < TRUST_RECENT {
+            return Ok(());
+        }
         match conn.client.as_mut() {
             Some(c) => c.simple_query("").map(drop),
             None => Ok(()),
         }
     }
 
+    /// Called as a connection comes back to the pool, which is when its idle time
+    /// starts.
     fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.idle_since = std::time::Instant::now();
         conn.client.as_ref().is_none_or(|c| c.is_closed())
     }
 }
@@ -194,27 +225,37 @@ impl Postgres {
         migrations::apply(conn.parts()?.0)
     }
 
-    /// Runs `op` in one transaction on a pooled connection, on a blocking thread.
-    fn run<T, F>(&self, read_only: bool, op: F) -> Result<T, DbError>
+    /// Runs `op` on a pooled connection, on a blocking thread: a write in one READ
+    /// COMMITTED transaction; a read statement by statement, each seeing what was
+    /// committed when it started (as SQLite's reads do), which spares a read the
+    /// BEGIN and COMMIT round trips (two of the three a one-statement read would
+    /// take); a snapshot read in one REPEATABLE READ READ ONLY transaction.
+    fn run<T, F>(&self, mode: Mode, op: F) -> Result<T, DbError>
     where
         F: FnOnce(&Tx<'_>) -> Result<T, DbError>,
     {
         let mut conn = self.checkout()?;
         let (client, statements) = conn.parts()?;
-        let mut builder = client.build_transaction();
-        if read_only {
-            // One snapshot for every statement of the read, as SQLite's read gives.
-            builder = builder
-                .read_only(true)
-                .isolation_level(postgres::IsolationLevel::RepeatableRead);
-        }
-        let txn = builder.start()?;
+        let conn = match mode {
+            Mode::Read => Conn::Auto(client),
+            Mode::Write => Conn::Txn(client.transaction()?),
+            Mode::Snapshot => Conn::Txn(
+                client
+                    .build_transaction()
+                    .read_only(true)
+                    .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                    .start()?,
+            ),
+        };
         let session = Session {
-            inner: RefCell::new(Inner { txn, statements }),
+            inner: RefCell::new(Inner { conn, statements }),
         };
         let out = op(&Tx::postgres(&session))?;
-        let Inner { txn, .. } = session.inner.into_inner();
-        txn.commit()?;
+        if let Conn::Txn(txn) = session.inner.into_inner().conn {
+            txn.commit()?;
+        }
+        // A success ends a run of failed operations (its end is the pool's to say).
+        let _ = IN_FLIGHT.ended();
         Ok(out)
     }
 
@@ -224,7 +265,19 @@ impl Postgres {
         T: Send + 'static,
     {
         let db = self.clone();
-        tokio::task::spawn_blocking(move || db.run(true, op))
+        tokio::task::spawn_blocking(move || db.run(Mode::Read, op))
+            .await
+            .map_err(|_| DbError::Panicked)?
+    }
+
+    /// A read whose statements all see one snapshot (`tessera export`).
+    pub(super) async fn read_snapshot<T, F>(&self, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.run(Mode::Snapshot, op))
             .await
             .map_err(|_| DbError::Panicked)?
     }
@@ -235,7 +288,7 @@ impl Postgres {
         T: Send + 'static,
     {
         let db = self.clone();
-        tokio::task::spawn_blocking(move || db.run(false, op))
+        tokio::task::spawn_blocking(move || db.run(Mode::Write, op))
             .await
             .map_err(|_| DbError::Panicked)?
     }
@@ -274,8 +327,51 @@ pub(super) fn after_import(tx: &Tx<'_>) -> Result<(), DbError> {
     Ok(())
 }
 
+#[derive(Clone, Copy)]
+enum Mode {
+    Read,
+    Snapshot,
+    Write,
+}
+
+/// Where a session's statements go: a transaction, or the connection itself (each
+/// statement its own transaction).
+enum Conn<'c> {
+    Txn(postgres::Transaction<'c>),
+    Auto(&'c mut postgres::Client),
+}
+
+type Params<'a> = [&'a (dyn ToSql + Sync)];
+
+impl Conn<'_> {
+    fn prepare_typed(&mut self, sql: &str, types: &[Type]) -> Result<postgres::Statement, postgres::Error> {
+        match self {
+            Conn::Txn(t) => t.prepare_typed(sql, types),
+            Conn::Auto(c) => c.prepare_typed(sql, types),
+        }
+    }
+
+    fn execute(&mut self, stmt: &postgres::Statement, params: &Params<'_>) -> Result<u64, postgres::Error> {
+        match self {
+            Conn::Txn(t) => t.execute(stmt, params),
+            Conn::Auto(c) => c.execute(stmt, params),
+        }
+    }
+
+    fn query(
+        &mut self,
+        stmt: &postgres::Statement,
+        params: &Params<'_>,
+    ) -> Result<Vec<postgres::Row>, postgres::Error> {
+        match self {
+            Conn::Txn(t) => t.query(stmt, params),
+            Conn::Auto(c) => c.query(stmt, params),
+        }
+    }
+}
+
 struct Inner<'c> {
-    txn: postgres::Transaction<'c>,
+    conn: Conn<'c>,
     statements: &'c mut HashMap<String, postgres::Statement>,
 }
 
@@ -302,7 +398,7 @@ impl Inner<'_> {
                 Value::Blob(_) | Value::Null(Kind::Blob) => Type::BYTEA,
             })
             .collect();
-        let s = self.txn.prepare_typed(&placeholders(sql), &types)?;
+        let s = self.conn.prepare_typed(&placeholders(sql), &types)?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -313,7 +409,7 @@ impl PgSession for Session<'_> {
         let mut inner = self.inner.borrow_mut();
         let stmt = inner.statement(sql, args)?;
         let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        let n = inner.txn.execute(&stmt, &params)?;
+        let n = inner.conn.execute(&stmt, &params)?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
@@ -321,7 +417,7 @@ impl PgSession for Session<'_> {
         let mut inner = self.inner.borrow_mut();
         let stmt = inner.statement(sql, args)?;
         let params: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        Ok(inner.txn.query(&stmt, &params)?)
+        Ok(inner.conn.query(&stmt, &params)?)
     }
 }
 
