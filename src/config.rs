@@ -46,6 +46,7 @@ pub struct RawSettings {
     pub log_format: Option<String>,
     pub hash_threads: Option<String>,
     pub workers: Option<String>,
+    pub pg_pool: Option<String>,
     pub rate_limit: Option<String>,
     pub lockout: Option<String>,
     pub audit_retention_days: Option<String>,
@@ -87,6 +88,7 @@ struct FileSettings {
     log_format: Option<toml::Value>,
     hash_threads: Option<toml::Value>,
     workers: Option<toml::Value>,
+    pg_pool: Option<toml::Value>,
     rate_limit: Option<toml::Value>,
     lockout: Option<toml::Value>,
     audit_retention_days: Option<toml::Value>,
@@ -310,6 +312,9 @@ impl Settings {
         }
         if let Some(v) = pick(&raw.hash_threads, &file.hash_threads) {
             s.hash_threads = parse_in_range("hash_threads", &v, 1, 256)? as usize;
+        }
+        if let Some(v) = pick(&raw.pg_pool, &file.pg_pool) {
+            s.pg_pool = parse_in_range("pg_pool", &v, 1, 1000)? as u32;
         }
         if let Some(v) = pick(&raw.workers, &file.workers) {
             s.workers = parse_in_range("workers", &v, 1, 256)? as usize;

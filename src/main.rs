@@ -50,7 +50,7 @@ struct Common {
 #[derive(Subcommand)]
 enum Command {
     /// Run the provider (the default command)
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage users
     #[command(subcommand)]
     User(UserCommand),
@@ -101,6 +101,9 @@ struct ServeArgs {
     /// HTTP worker threads [default: number of cores]
     #[arg(long, env = "TESSERA_WORKERS", value_name = "N")]
     workers: Option<String>,
+    /// PostgreSQL connections this node keeps at most [default: 16]
+    #[arg(long, env = "TESSERA_PG_POOL", value_name = "N")]
+    pg_pool: Option<String>,
     /// Rate limits per address and account; false only for load tests [default: true]
     #[arg(long, env = "TESSERA_RATE_LIMIT", value_name = "true|false")]
     rate_limit: Option<String>,
@@ -133,7 +136,7 @@ fn main() -> ExitCode {
     }
     let serve = match cli.command {
         None => ServeArgs::default(),
-        Some(Command::Serve(args)) => args,
+        Some(Command::Serve(args)) => *args,
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
@@ -173,6 +176,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         log_format: s.log_format.clone(),
         hash_threads: s.hash_threads.clone(),
         workers: s.workers.clone(),
+        pg_pool: s.pg_pool.clone(),
         rate_limit: s.rate_limit.clone(),
         lockout: s.lockout.clone(),
         audit_retention_days: s.audit_retention_days.clone(),
