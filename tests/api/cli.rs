@@ -23,7 +23,11 @@ fn tessera_with(db: &std::path::Path, args: &[&str], stdin: Option<&str>, env: &
         .unwrap();
     let mut input = child.stdin.take().unwrap();
     if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
+        // A command that fails before reading its input closes the pipe: that is
+        // the outcome under test, not a failure of the harness.
+        if let Err(e) = input.write_all(text.as_bytes()) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
     }
     drop(input);
     child.wait_with_output().unwrap()
