@@ -2,7 +2,8 @@
 # A throwaway PostgreSQL cluster for the tests: initdb into a temporary directory and
 # pg_ctl on a loopback port, as an unprivileged user (the `postgres` account when run
 # as root), no system service. Durability is off (fsync, full-page writes): nothing in
-# it outlives the run.
+# it outlives the run. TESSERA_PG_DURABLE=1 keeps PostgreSQL's defaults instead, for
+# benchmarks whose figures should hold for a real deployment.
 #   scripts/pg-cluster.sh start DIR   prints the URL of its `postgres` database
 #   scripts/pg-cluster.sh stop DIR
 set -euo pipefail
@@ -34,8 +35,10 @@ start)
     if [ ! -f "$dir/data/PG_VERSION" ]; then
         as_owner "$bindir/initdb" -D "$dir/data" -U tessera --auth=trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1
     fi
+    durability="-c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+    [ "${TESSERA_PG_DURABLE:-}" = 1 ] && durability=""
     as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=500" \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir $durability -c max_connections=500" \
         start >/dev/null
     echo "postgres://tessera@127.0.0.1:$port/postgres?sslmode=disable"
     ;;
