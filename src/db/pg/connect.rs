@@ -11,6 +11,8 @@ use postgres_native_tls::MakeTlsConnector;
 
 /// How long one connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long sent data may stay unacknowledged before the connection counts as lost.
+const UNACKED_LIMIT: Duration = Duration::from_secs(8);
 
 #[derive(Clone)]
 pub struct Target {
@@ -66,6 +68,17 @@ impl Target {
             .parse()
             .map_err(|e| format!("the database URL is not valid: {e}"))?;
         config.connect_timeout(CONNECT_TIMEOUT);
+        // A database that vanishes without a reset (a partition dropping packets)
+        // would otherwise hold a statement in flight until TCP gives up, minutes
+        // later: unacknowledged data fails the connection after `UNACKED_LIMIT`, and
+        // keepalive probes find a silent peer within 5 + 3 × 1 s. Both count only a
+        // peer that does not answer at all, never a slow statement.
+        config
+            .tcp_user_timeout(UNACKED_LIMIT)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(5))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3);
         if config.get_application_name().is_none() {
             config.application_name("tessera");
         }
