@@ -238,8 +238,11 @@ pub fn find_refresh(conn: &Tx<'_>, hash: &TokenHash) -> Result<Option<Refresh>, 
     let Some((grant_id, scope, created_at, expires_at, used_at)) = row else {
         return Ok(None);
     };
-    let grant = find_grant(conn, &grant_id)?
-        .ok_or_else(|| DbError::Corrupt(format!("refresh token without grant {grant_id}")))?;
+    // Read statement by statement: a grant deleted (purged, its user or client
+    // removed) since the token was read leaves a token of nothing.
+    let Some(grant) = find_grant(conn, &grant_id)? else {
+        return Ok(None);
+    };
     Ok(Some(Refresh {
         grant,
         scope,

@@ -37,8 +37,8 @@ pub fn consent_needed(conn: &db::Tx<'_>, req: &AuthRequest, user_id: i64) -> Res
     if req.prompt.consent {
         return Ok(true);
     }
-    // Read in the same snapshot as the consent, never from a cache: a client just
-    // switched to asking for consent asks at once.
+    // Read from the database, never from a cache: a client just switched to asking
+    // for consent asks at once.
     if !db::clients::consent_required(conn, &req.client_id)?.unwrap_or(true) {
         return Ok(false);
     }
