@@ -425,9 +425,13 @@ async fn an_outage_is_logged_once_not_once_per_attempt() {
     let errors: Vec<&str> = text.lines().filter(|l| l.contains(" ERROR ")).collect();
     assert!(errors.is_empty(), "an outage is not an error of ours: {errors:#?}");
     let count = |what: &str| told.iter().filter(|l| l.contains(what)).count();
-    assert_eq!(count("PostgreSQL is unreachable"), 1, "said once");
-    assert_eq!(count("PostgreSQL is reachable again"), 1, "and its end once");
-    // One warning per operation cut off in flight (none here: the node was idle), the
-    // pool's first failure, the first request turned away, the two ends.
+    // A connection the pool was making as the cut began may still succeed, which
+    // ends the run and starts another: said once, or twice for that flap, and each
+    // start has its end.
+    let starts = count("PostgreSQL is unreachable");
+    assert!((1..=2).contains(&starts), "said once (or twice): {starts}");
+    assert_eq!(count("PostgreSQL is reachable again"), starts, "and each end once");
+    // The pool's failures (with that flap), the first operation cut off in flight,
+    // the first request turned away, the ends.
     assert!(told.len() <= 8, "a few lines, not one per attempt: {}", told.len());
 }
