@@ -226,11 +226,13 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Seconds between a rotation publishing a new key and that key signing: past
-    /// every node's next key reload, so no node's JWKS lacks a kid any token carries.
+    /// Seconds between a rotation publishing a new key and that key signing: three
+    /// reload intervals, which covers a node that misses one reload (a busy
+    /// database), a JWKS response cached for one interval (its `max-age`) and a few
+    /// seconds of clock skew between nodes, so no node's JWKS, fresh or cached,
+    /// lacks a kid any token carries.
     pub fn key_publish_delay(&self) -> i64 {
-        let every = self.key_reload_every as i64;
-        every + (every / 2).max(1)
+        3 * self.key_reload_every as i64
     }
 
     /// The database, as the banner and messages name it (never the password).

@@ -279,7 +279,13 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     if name.is_some_and(|n| n.chars().count() > 100) {
         p.insert("name".into(), "at most 100 characters".into());
     }
-    let access_ttl = ttl("access_token_ttl", spec.access_token_ttl, 60, 86_400, &mut p);
+    let access_ttl = ttl(
+        "access_token_ttl",
+        spec.access_token_ttl,
+        60,
+        crate::oidc::keys::MAX_CLIENT_ACCESS_TTL,
+        &mut p,
+    );
     let refresh_ttl = ttl("refresh_token_ttl", spec.refresh_token_ttl, 300, 366 * 86_400, &mut p);
     let grant_lifetime = ttl("grant_lifetime", spec.grant_lifetime, 300, 3660 * 86_400, &mut p);
     let web_origins = parse_origins(&spec.web_origins, &mut p);

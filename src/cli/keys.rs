@@ -14,7 +14,7 @@ pub enum KeysCommand {
         json: bool,
     },
     /// Create a new signing key: published at once (every running node lists it within
-    /// 10 s), it starts to sign 15 s later; the previous one signs until then and stays
+    /// 10 s), it starts to sign 30 s later; the previous one signs until then and stays
     /// published until the tokens it signed have expired.
     Rotate {
         /// Algorithm of the key to rotate

@@ -26,11 +26,7 @@ pub fn insert(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<(), DbError> {
 /// row (`job_leases`' `signing-keys`), taken by a no-op upsert that both engines
 /// accept (SQLite's single writer serializes it anyway).
 pub fn insert_unless_active(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<bool, DbError> {
-    conn.exec(
-        "INSERT INTO job_leases (name, holder, until) VALUES ('signing-keys', '', 0)
-         ON CONFLICT (name) DO UPDATE SET until = job_leases.until",
-        args![],
-    )?;
+    lock(conn)?;
     let active: i64 = conn.one(
         "SELECT count(*) FROM signing_keys WHERE alg = ?1 AND retired_at IS NULL",
         args![key.alg.as_str()],
@@ -41,6 +37,18 @@ pub fn insert_unless_active(conn: &Tx<'_>, key: &SigningKeyRecord) -> Result<boo
     }
     insert(conn, key)?;
     Ok(true)
+}
+
+/// Takes the lock every change to the set of active keys takes first (held to the end
+/// of the transaction), so that two nodes creating or rotating keys at once take
+/// turns and each sees what the other stored.
+pub fn lock(conn: &Tx<'_>) -> Result<(), DbError> {
+    conn.exec(
+        "INSERT INTO job_leases (name, holder, until) VALUES ('signing-keys', '', 0)
+         ON CONFLICT (name) DO UPDATE SET until = job_leases.until",
+        args![],
+    )?;
+    Ok(())
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<SigningKeyRecord>, DbError> {

@@ -10,10 +10,18 @@ use crate::db::{self, Db, DbError};
 use crate::oidc::Ctx;
 use crate::state::AppState;
 
-/// How long a retired key stays in the JWKS: longer than any token it signed lives.
+/// How long a retired key stays in the JWKS: longer than any token it signed lives,
+/// including a client's own access-token lifetime (up to `MAX_CLIENT_ACCESS_TTL`).
 pub fn keep_retired(state_lifetimes: &crate::config::TokenLifetimes) -> i64 {
-    state_lifetimes.access_token.max(state_lifetimes.id_token) + 300
+    state_lifetimes
+        .access_token
+        .max(state_lifetimes.id_token)
+        .max(MAX_CLIENT_ACCESS_TTL)
+        + 300
 }
+
+/// The longest access-token lifetime a client may be registered with.
+pub const MAX_CLIENT_ACCESS_TTL: i64 = 86_400;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
@@ -149,6 +157,9 @@ pub fn rotate(
     master: Option<&MasterKey>,
 ) -> Result<(SigningKeyRecord, i64), KeysError> {
     let key = SigningKeyRecord::generate(alg, random_id(), now)?;
+    // Rotations on two nodes at once would each retire only the key they saw and
+    // leave two unretired: they take turns instead.
+    db::keys::lock(conn)?;
     // Refuse to add a clear key beside sealed ones (or one sealed with another key).
     opened(db::keys::list(conn)?, master)?;
     let stored = to_stored(key.clone(), master)?;

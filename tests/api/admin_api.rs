@@ -400,7 +400,7 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     assert_eq!(keys.as_array().unwrap().len(), before + 1);
     let status = |kid: &Value| keys.as_array().unwrap().iter().find(|k| &k["kid"] == kid).unwrap()["status"].clone();
     assert_eq!(status(&key["kid"]), "published", "the new key waits to sign: {keys}");
-    assert_eq!(key["signs_from"].as_i64().unwrap(), app.clock.now() + 15);
+    assert_eq!(key["signs_from"].as_i64().unwrap(), app.clock.now() + 30);
     let previous = keys
         .as_array()
         .unwrap()

@@ -500,3 +500,37 @@ async fn parallel_consents_to_one_client_add_up() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_rotations_leave_one_key_that_signs_next() {
+    use tessera::crypto::keys::Alg;
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let now = app.clock.now();
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let db = app.state.db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| Ok(tessera::oidc::keys::rotate(c, Alg::Es256, now, 30, None).map(drop)))
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let keys = app.state.db.read(db::keys::list).await.unwrap();
+        let open: Vec<_> = keys
+            .iter()
+            .filter(|k| k.alg == Alg::Es256 && k.retired_at.is_none())
+            .collect();
+        assert_eq!(
+            open.len(),
+            1,
+            "{}: one key is next, not {}",
+            label(&backend),
+            open.len()
+        );
+    }
+}
