@@ -59,9 +59,10 @@ pub struct Gauges {
     pub hash_queue_depth: usize,
     pub hash_wait_seconds_total: f64,
     pub hash_jobs_total: u64,
-    pub writer_batches_total: u64,
-    pub writer_operations_total: u64,
-    pub writer_commit_seconds_total: f64,
+    /// The SQLite writer's counters (none on PostgreSQL).
+    pub writer: Option<crate::db::WriterStats>,
+    /// The PostgreSQL pool (none on SQLite).
+    pub pool: Option<crate::db::PoolStats>,
     pub db_bytes: u64,
 }
 
@@ -185,27 +186,59 @@ impl Metrics {
             "counter",
             g.hash_wait_seconds_total.to_string(),
         );
-        gauge(
-            &mut out,
-            "tessera_writer_batches_total",
-            "Group commits.",
-            "counter",
-            g.writer_batches_total.to_string(),
-        );
-        gauge(
-            &mut out,
-            "tessera_writer_operations_total",
-            "Write operations committed.",
-            "counter",
-            g.writer_operations_total.to_string(),
-        );
-        gauge(
-            &mut out,
-            "tessera_writer_commit_seconds_total",
-            "Time spent in group commits.",
-            "counter",
-            g.writer_commit_seconds_total.to_string(),
-        );
+        if let Some(w) = &g.writer {
+            gauge(
+                &mut out,
+                "tessera_writer_batches_total",
+                "Group commits.",
+                "counter",
+                w.batches.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_writer_operations_total",
+                "Write operations committed.",
+                "counter",
+                w.operations.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_writer_commit_seconds_total",
+                "Time spent in group commits.",
+                "counter",
+                (w.commit_micros_total as f64 / 1e6).to_string(),
+            );
+        }
+        if let Some(p) = &g.pool {
+            gauge(
+                &mut out,
+                "tessera_pg_connections_max",
+                "PostgreSQL connections this node may open.",
+                "gauge",
+                p.max.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_pg_connections_open",
+                "PostgreSQL connections open.",
+                "gauge",
+                p.open.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_pg_connections_idle",
+                "Open PostgreSQL connections not in use.",
+                "gauge",
+                p.idle.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_pg_busy_total",
+                "Operations answered busy: no PostgreSQL connection in time.",
+                "counter",
+                p.busy_total.to_string(),
+            );
+        }
         gauge(
             &mut out,
             "tessera_database_bytes",
@@ -232,12 +265,31 @@ mod tests {
             hash_queue_depth: 2,
             hash_wait_seconds_total: 0.5,
             hash_jobs_total: 9,
-            writer_batches_total: 1,
-            writer_operations_total: 4,
-            writer_commit_seconds_total: 0.01,
+            writer: Some(crate::db::WriterStats {
+                batches: 1,
+                operations: 4,
+                commit_micros_total: 10_000,
+            }),
+            pool: None,
             db_bytes: 4096,
         };
         let text = m.render(&g);
+        assert!(text.contains("tessera_writer_operations_total 4"));
+        assert!(text.contains("tessera_writer_commit_seconds_total 0.01"));
+        assert!(!text.contains("tessera_pg_"), "no pool on SQLite");
+        let on_postgres = m.render(&Gauges {
+            writer: None,
+            pool: Some(crate::db::PoolStats {
+                max: 16,
+                open: 3,
+                idle: 2,
+                busy_total: 5,
+            }),
+            ..g
+        });
+        assert!(!on_postgres.contains("tessera_writer_"), "no writer on PostgreSQL");
+        assert!(on_postgres.contains("tessera_pg_connections_open 3"));
+        assert!(on_postgres.contains("tessera_pg_busy_total 5"));
         assert!(text.contains("tessera_http_requests_total{route=\"/token\",status=\"200\"} 2"));
         assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/token\",le=\"0.005\"} 2"));
         assert!(text.contains("tessera_http_request_duration_seconds_bucket{route=\"/token\",le=\"+Inf\"} 3"));

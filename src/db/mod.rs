@@ -30,6 +30,7 @@ pub mod users;
 use std::path::Path;
 
 use crate::config::SqliteSettings;
+pub use pg::PoolStats;
 pub use sql::Tx;
 pub use sqlite::WriterStats;
 
@@ -231,10 +232,19 @@ impl Db {
         self.write(|_| Ok(())).await
     }
 
-    pub fn writer_stats(&self) -> WriterStats {
+    /// The SQLite writer's counters; `None` on PostgreSQL, which has no writer.
+    pub fn writer_stats(&self) -> Option<WriterStats> {
         match &self.engine {
-            Engine::Sqlite(e) => e.writer_stats(),
-            Engine::Postgres(_) => WriterStats::default(),
+            Engine::Sqlite(e) => Some(e.writer_stats()),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// The PostgreSQL pool's state; `None` on SQLite.
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(e) => Some(e.pool_stats()),
         }
     }
 

@@ -61,16 +61,14 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
             return errors::bearer(None);
         }
     }
-    let writer = state.db.writer_stats();
     let hash = state.hasher.stats();
     let db_bytes = state.db.size_bytes().await.unwrap_or(0);
     let gauges = crate::metrics::Gauges {
         hash_queue_depth: state.hasher.queue_depth(),
         hash_wait_seconds_total: hash.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
         hash_jobs_total: hash.jobs.load(Ordering::Relaxed),
-        writer_batches_total: writer.batches,
-        writer_operations_total: writer.operations,
-        writer_commit_seconds_total: writer.commit_micros_total as f64 / 1e6,
+        writer: state.db.writer_stats(),
+        pool: state.db.pool_stats(),
         db_bytes,
     };
     HttpResponse::Ok()

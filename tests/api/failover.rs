@@ -194,6 +194,28 @@ async fn five_seconds_without_postgresql_answer_busy_then_resume_losing_nothing(
         ("code_verifier", pkce.verifier.as_str()),
     ];
     assert_eq!(app.token(Some(("app", &secret)), &exchange).await.status(), 200);
+
+    // The operator's view: the requests turned away are counted, and the pool is
+    // open again.
+    let metrics = plain_client()
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+    };
+    assert!(
+        value("tessera_pg_busy_total") >= 1,
+        "the outage's busy answers are counted"
+    );
+    assert!(value("tessera_pg_connections_open") >= 1);
 }
 
 /// What the load saw.

@@ -259,11 +259,22 @@ async fn readiness_and_metrics_report_what_happened() {
         "tessera_logins_total{outcome=\"failed\"} 1",
         "tessera_tokens_issued_total{grant_type=\"authorization_code\"} 1",
         "tessera_http_request_duration_seconds_count{route=\"/login\"} 2",
-        "tessera_writer_batches_total",
         "tessera_hash_queue_depth 0",
         "tessera_database_bytes",
     ] {
         assert!(text.contains(expected), "missing {expected} in\n{text}");
+    }
+    // Each engine reports what it has: SQLite its writer, PostgreSQL its pool.
+    let (has, lacks) = engine_metrics();
+    assert!(text.contains(has), "missing {has} in\n{text}");
+    assert!(!text.contains(lacks), "{lacks} on the wrong engine");
+}
+
+/// The metric only this run's engine reports, and the one only the other does.
+fn engine_metrics() -> (&'static str, &'static str) {
+    match postgres_url() {
+        Some(_) => ("tessera_pg_connections_open", "tessera_writer_batches_total"),
+        None => ("tessera_writer_batches_total", "tessera_pg_connections_open"),
     }
 }
 
@@ -290,7 +301,7 @@ async fn a_metrics_token_closes_the_metrics_endpoint_to_others() {
         .await
         .unwrap();
     assert_eq!(right.status(), 200);
-    assert!(right.text().await.unwrap().contains("tessera_writer_batches_total"));
+    assert!(right.text().await.unwrap().contains(engine_metrics().0));
 }
 
 /// The address the audit log recorded for the latest failed sign-in.

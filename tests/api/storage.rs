@@ -46,7 +46,7 @@ async fn many_writers(wal: bool) {
     }
     cli.await.unwrap();
     assert_eq!(count(&db).await, 50 * 40 + 200, "every write committed exactly once");
-    let stats = db.writer_stats();
+    let stats = db.writer_stats().expect("a SQLite writer");
     assert_eq!(stats.operations, 2000);
     assert!(
         stats.batches < stats.operations,

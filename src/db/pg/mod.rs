@@ -159,6 +159,18 @@ pub(super) struct Postgres {
     pool: r2d2::Pool<Manager>,
     /// Requests that found no connection in time: logged once per run (see `outage`).
     turned_away: Arc<Burst>,
+    /// The same requests, counted for `/metrics`.
+    busy_total: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The pool as `/metrics` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolStats {
+    pub max: u32,
+    pub open: u32,
+    pub idle: u32,
+    /// Operations answered "busy" because no connection came in time.
+    pub busy_total: u64,
 }
 
 impl Postgres {
@@ -179,6 +191,7 @@ impl Postgres {
         let db = Self {
             pool,
             turned_away: Arc::default(),
+            busy_total: Arc::default(),
         };
         if migrate {
             db.migrate()?;
@@ -201,6 +214,7 @@ impl Postgres {
                 Ok(conn)
             }
             Err(error) => {
+                self.busy_total.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let wait_s = CHECKOUT_TIMEOUT.as_secs();
                 match self.turned_away.failed() {
                     Report::First => {
@@ -216,6 +230,16 @@ impl Postgres {
                 }
                 Err(DbError::Busy)
             }
+        }
+    }
+
+    pub(super) fn pool_stats(&self) -> PoolStats {
+        let state = self.pool.state();
+        PoolStats {
+            max: self.pool.max_size(),
+            open: state.connections,
+            idle: state.idle_connections,
+            busy_total: self.busy_total.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 
