@@ -38,6 +38,10 @@ pub struct RawSettings {
     pub database_url: Option<String>,
     /// `serve --no-migrate`: leave the schema to `tessera migrate`.
     pub no_migrate: bool,
+    /// The SMTP relay (may hold a password), its password file and the sender.
+    pub smtp_url: Option<String>,
+    pub smtp_password_file: Option<String>,
+    pub smtp_from: Option<String>,
     pub listen: Option<String>,
     pub issuer: Option<String>,
     pub bcrypt_cost: Option<String>,
@@ -65,6 +69,7 @@ impl std::fmt::Debug for RawSettings {
             .field("config", &self.config)
             .field("db", &self.db)
             .field("database_url", &hidden(&self.database_url))
+            .field("smtp_url", &hidden(&self.smtp_url))
             .field("listen", &self.listen)
             .field("issuer", &self.issuer)
             .field("metrics_token", &hidden(&self.metrics_token))
@@ -80,6 +85,9 @@ impl std::fmt::Debug for RawSettings {
 struct FileSettings {
     db: Option<toml::Value>,
     database_url: Option<toml::Value>,
+    smtp_url: Option<toml::Value>,
+    smtp_password_file: Option<toml::Value>,
+    smtp_from: Option<toml::Value>,
     listen: Option<toml::Value>,
     issuer: Option<toml::Value>,
     bcrypt_cost: Option<toml::Value>,
@@ -183,6 +191,8 @@ pub struct Settings {
     pub master_key: Option<MasterKey>,
     /// Audit entries older than this are deleted; 0 keeps them forever.
     pub audit_retention_days: i64,
+    /// The SMTP relay and sender; without it every mail feature is off.
+    pub smtp: Option<crate::mail::Smtp>,
     /// How often (seconds) each node looks for signing keys another node or the CLI
     /// added; a rotated key is published this long (and a margin) before it signs.
     /// Not a flag: tests shorten it.
@@ -220,6 +230,7 @@ impl Default for Settings {
             metrics_token: None,
             master_key: None,
             audit_retention_days: 90,
+            smtp: None,
             key_reload_every: 10,
         }
     }
@@ -279,6 +290,20 @@ impl Settings {
             s.database_url = Some(Secret::from_string(v.trim().to_string()));
         }
         s.migrate = !raw.no_migrate;
+        if let Some(url) = pick(&raw.smtp_url, &file.smtp_url) {
+            let password = match pick(&raw.smtp_password_file, &file.smtp_password_file) {
+                Some(path) => Some(
+                    std::fs::read_to_string(&path)
+                        .map_err(|e| invalid("smtp_password_file", format!("cannot read {path}: {e}")))?,
+                ),
+                None => None,
+            };
+            let from = pick(&raw.smtp_from, &file.smtp_from);
+            s.smtp = Some(
+                crate::mail::Smtp::parse(&url, password.as_deref(), from.as_deref())
+                    .map_err(|e| invalid("smtp_url", e))?,
+            );
+        }
         if let Some(v) = pick(&raw.listen, &file.listen) {
             s.listen = v
                 .parse()

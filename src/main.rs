@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tessera::cli::{self, ClientCommand, KeysCommand, UserCommand};
+use tessera::cli::{self, ClientCommand, KeysCommand, MailCommand, UserCommand};
 use tessera::clock::Clock;
 use tessera::config::{LogFormat, RawSettings, Settings};
 use tessera::startup::Application;
@@ -45,6 +45,16 @@ struct Common {
     /// (or set TESSERA_MASTER_KEY to the key itself)
     #[arg(long, global = true, env = "TESSERA_MASTER_KEY_FILE", value_name = "FILE")]
     master_key_file: Option<String>,
+    /// SMTP relay for mail: smtps://user:pass@host:465, smtp://user:pass@host:587?tls=starttls,
+    /// or smtp://127.0.0.1:25 (plain only to a loopback host)
+    #[arg(long, global = true, env = "TESSERA_SMTP_URL", value_name = "URL")]
+    smtp_url: Option<String>,
+    /// File holding the SMTP password (instead of one in --smtp-url)
+    #[arg(long, global = true, env = "TESSERA_SMTP_PASSWORD_FILE", value_name = "FILE")]
+    smtp_password_file: Option<String>,
+    /// Sender of Tessera's mail, as "Name <address>"
+    #[arg(long, global = true, env = "TESSERA_SMTP_FROM", value_name = "ADDRESS")]
+    smtp_from: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -60,6 +70,9 @@ enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Check the mail set-up
+    #[command(subcommand)]
+    Mail(MailCommand),
     /// Write a consistent copy of the database to PATH while the server runs
     Backup { path: PathBuf },
     /// Check the database's integrity and foreign keys (read-only)
@@ -140,6 +153,7 @@ fn main() -> ExitCode {
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
+        Some(Command::Mail(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::mail(&s, cmd))),
         Some(Command::Backup { path }) => {
             return finish(settings(&cli.common, None).and_then(|s| cli::backup(&s, &path)))
         }
@@ -194,6 +208,9 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         sqlite_wal: common.sqlite_wal.clone(),
         master_key: std::env::var("TESSERA_MASTER_KEY").ok().filter(|v| !v.is_empty()),
         master_key_file: common.master_key_file.clone(),
+        smtp_url: common.smtp_url.clone().filter(|v| !v.is_empty()),
+        smtp_password_file: common.smtp_password_file.clone(),
+        smtp_from: common.smtp_from.clone(),
         ..serve.unwrap_or_default()
     };
     Settings::load(&raw).map_err(|e| e.to_string())

@@ -3,6 +3,7 @@
 
 mod clients;
 mod keys;
+mod mail;
 mod transfer;
 mod users;
 
@@ -11,6 +12,7 @@ use std::path::Path;
 
 pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
+pub use mail::{mail, MailCommand};
 pub use transfer::{export, import};
 pub use users::{user, UserCommand};
 
