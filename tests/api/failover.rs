@@ -18,20 +18,6 @@ use proxy::Proxy;
 /// for a connection, and a margin for a slow machine.
 const BOUND: Duration = Duration::from_secs(8);
 
-fn cluster() -> Option<String> {
-    match std::env::var("TESSERA_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI runs the failover tests: set TESSERA_TEST_DATABASE_URL"
-            );
-            eprintln!("SKIPPED: the failover tests need PostgreSQL (make test starts a cluster)");
-            None
-        }
-    }
-}
-
 /// One answer, read whole, and how long it took; a hang past `BOUND` fails the test.
 struct Answer {
     status: u16,
@@ -99,7 +85,9 @@ fn assert_busy_page(a: &Answer, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn five_seconds_without_postgresql_answer_busy_then_resume_losing_nothing() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("failover") else {
+        return;
+    };
     let proxy = Proxy::start(&keyed_schema(&url).await).await;
     let app = spawn_on_url(&proxy.url, |_| {}).await;
     app.add_user("ada").await;
@@ -311,7 +299,9 @@ const KILL_AFTER: Duration = Duration::from_millis(2500);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_of_one_node_under_load_loses_nothing_for_a_client_that_retries_elsewhere() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("failover") else {
+        return;
+    };
     let schema = keyed_schema(&url).await;
     let secret = provision(&schema);
     let dir = tempfile::tempdir().unwrap();
@@ -396,7 +386,9 @@ async fn kill_9_of_one_node_under_load_loses_nothing_for_a_client_that_retries_e
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_outage_is_logged_once_not_once_per_attempt() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("failover") else {
+        return;
+    };
     let proxy = Proxy::start(&keyed_schema(&url).await).await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("node.log");

@@ -595,3 +595,66 @@ pub fn empty_postgres_schema(url: &str) -> String {
     db::testing::postgres_batch(url, &format!("CREATE SCHEMA {schema}")).unwrap();
     in_schema(url, &schema)
 }
+
+/// The run's PostgreSQL cluster for tests that exist only on it (`what` names them in
+/// the messages): required in CI, a loud SKIPPED line elsewhere.
+pub fn required_cluster(what: &str) -> Option<String> {
+    match std::env::var("TESSERA_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs the {what} tests: set TESSERA_TEST_DATABASE_URL"
+            );
+            eprintln!("SKIPPED: the {what} tests need PostgreSQL (make test starts a cluster)");
+            None
+        }
+    }
+}
+
+/// Runs the `tessera` binary with `args` and `env`, `stdin` written to it; its
+/// standard output, the command's failure failing the test.
+pub fn tessera_ok(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env("TESSERA_BCRYPT_COST", "4")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+impl TestApp {
+    /// The key ids this node's `/jwks` publishes.
+    pub async fn jwks_kids(&self) -> Vec<serde_json::Value> {
+        let jwks: serde_json::Value = plain_client()
+            .get(self.url("/jwks"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].clone())
+            .collect()
+    }
+}

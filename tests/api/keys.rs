@@ -85,19 +85,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
     // Published at once, the new key waits until every node has listed it.
     let during = app.tokens("app", &secret, "alice").await;
     assert_eq!(jwt_parts(during["id_token"].as_str().unwrap()).0["kid"], old_kid);
-    let published: serde_json::Value = plain_client()
-        .get(app.url("/jwks"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(published["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|k| k["kid"] == new_kid));
+    assert!(app.jwks_kids().await.contains(&new_kid));
     app.clock.advance(app.state.settings.key_publish_delay());
 
     let after = app.tokens("app", &secret, "alice").await;
@@ -106,20 +94,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
         new_kid,
         "the new key signs"
     );
-    let jwks: serde_json::Value = plain_client()
-        .get(app.url("/jwks"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let kids: Vec<_> = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["kid"].clone())
-        .collect();
+    let kids = app.jwks_kids().await;
     assert!(kids.contains(&old_kid) && kids.contains(&new_kid), "both published");
     let old_at = before["access_token"].as_str().unwrap();
     assert_eq!(app.introspect(("app", &secret), old_at).await["active"], true);
@@ -134,20 +109,7 @@ async fn rotation_signs_with_the_new_key_and_keeps_old_tokens_valid() {
     app.clock
         .advance(tessera::oidc::keys::keep_retired(&app.state.settings.lifetimes) + 1);
     tessera::oidc::keys::reload(&app.state.ctx()).await.unwrap();
-    let jwks: serde_json::Value = plain_client()
-        .get(app.url("/jwks"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let kids: Vec<_> = jwks["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["kid"].clone())
-        .collect();
+    let kids = app.jwks_kids().await;
     assert!(!kids.contains(&old_kid));
 }
 

@@ -3,23 +3,11 @@
 
 use crate::helpers::*;
 
-fn cluster() -> Option<String> {
-    match std::env::var("TESSERA_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI runs the multi-node tests: set TESSERA_TEST_DATABASE_URL"
-            );
-            eprintln!("SKIPPED: the multi-node tests need PostgreSQL (make test starts a cluster)");
-            None
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_flow_alternating_between_three_nodes_behaves_as_on_one() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("multi-node") else {
+        return;
+    };
     let nodes = spawn_nodes(&url, 3).await;
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
     a.add_user("ada").await;
@@ -106,7 +94,9 @@ async fn a_flow_alternating_between_three_nodes_behaves_as_on_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rotated_client_secret_is_refused_on_every_node_within_a_second() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("multi-node") else {
+        return;
+    };
     let nodes = spawn_nodes(&url, 3).await;
     nodes[0].add_user("ada").await;
     let secret = nodes[0].add_client("app", false).await.unwrap();
@@ -149,7 +139,9 @@ async fn a_rotated_client_secret_is_refused_on_every_node_within_a_second() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("multi-node") else {
+        return;
+    };
     let nodes = spawn_nodes(&url, 2).await;
     let (a, b) = (&nodes[0], &nodes[1]);
     a.add_user("ada").await;
@@ -181,7 +173,9 @@ async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("multi-node") else {
+        return;
+    };
     // Reloads every two seconds, so the wait before signing is six.
     let nodes = spawn_nodes_with(&url, 3, |s| s.key_reload_every = 2).await;
     nodes[0].add_user("ada").await;
@@ -207,15 +201,7 @@ async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
         // Each node's JWKS first, then a token from one of them.
         let mut published = Vec::new();
         for n in &nodes {
-            let jwks: serde_json::Value = plain_client()
-                .get(n.url("/jwks"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            published.push(jwks["keys"].as_array().unwrap().iter().any(|k| k["kid"] == kid));
+            published.push(n.jwks_kids().await.contains(&kid));
         }
         saw_unpublished |= published.contains(&false);
         let node = &nodes[round % 3];
@@ -251,7 +237,9 @@ async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mfa_and_logout_alternating_between_nodes_deliver_one_back_channel_logout() {
     use tessera::auth::totp;
-    let Some(url) = cluster() else { return };
+    let Some(url) = required_cluster("multi-node") else {
+        return;
+    };
     let nodes = spawn_nodes(&url, 3).await;
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
     let (uri, mut bodies) = crate::logout::receiver(200).await;

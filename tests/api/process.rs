@@ -12,28 +12,9 @@ use crate::helpers::*;
 const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
 fn cli(db: &Path, args: &[&str], stdin: Option<&str>) -> String {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env("TESSERA_BCRYPT_COST", "4")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let db = db.to_str().unwrap();
+    let args: Vec<&str> = ["--db", db].into_iter().chain(args.iter().copied()).collect();
+    tessera_ok(&args, &[], stdin)
 }
 
 struct Server {

@@ -81,27 +81,7 @@ impl Drop for Node {
 
 /// A `tessera` command against `database_url`; its standard output.
 fn tessera(database_url: &str, args: &[&str], stdin: Option<&str>) -> String {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env("TESSERA_DATABASE_URL", database_url)
-        .env("TESSERA_BCRYPT_COST", "4")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    }
-    drop(child.stdin.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    tessera_ok(args, &[("TESSERA_DATABASE_URL", database_url)], stdin)
 }
 
 /// Alice and the confidential client `app` in the schema at `database_url`; the secret.
