@@ -42,6 +42,11 @@ pub struct RawSettings {
     pub smtp_url: Option<String>,
     pub smtp_password_file: Option<String>,
     pub smtp_from: Option<String>,
+    pub signup: Option<String>,
+    pub signup_domains: Option<String>,
+    pub org_name: Option<String>,
+    pub mail_per_hour: Option<String>,
+    pub account_deletion: Option<String>,
     pub listen: Option<String>,
     pub issuer: Option<String>,
     pub bcrypt_cost: Option<String>,
@@ -88,6 +93,11 @@ struct FileSettings {
     smtp_url: Option<toml::Value>,
     smtp_password_file: Option<toml::Value>,
     smtp_from: Option<toml::Value>,
+    signup: Option<toml::Value>,
+    signup_domains: Option<toml::Value>,
+    org_name: Option<toml::Value>,
+    mail_per_hour: Option<toml::Value>,
+    account_deletion: Option<toml::Value>,
     listen: Option<toml::Value>,
     issuer: Option<toml::Value>,
     bcrypt_cost: Option<toml::Value>,
@@ -193,10 +203,37 @@ pub struct Settings {
     pub audit_retention_days: i64,
     /// The SMTP relay and sender; without it every mail feature is off.
     pub smtp: Option<crate::mail::Smtp>,
+    /// Who may create an account: nobody (`off`), people an administrator invited
+    /// (`invite`), or anyone (`open`, limited to `signup_domains` when set).
+    pub signup: Signup,
+    /// Email domains `open` sign-up accepts (lowercase); empty accepts any.
+    pub signup_domains: Vec<String>,
+    /// The organisation's name, in mail and on pages.
+    pub org_name: String,
+    /// Mails one account (or one address) may be sent per hour.
+    pub mail_per_hour: i64,
+    /// Whether people delete their own accounts or ask an administrator to approve.
+    pub account_deletion: AccountDeletion,
     /// How often (seconds) each node looks for signing keys another node or the CLI
     /// added; a rotated key is published this long (and a margin) before it signs.
     /// Not a flag: tests shorten it.
     pub key_reload_every: u64,
+}
+
+/// `--signup`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signup {
+    Off,
+    Invite,
+    Open,
+}
+
+/// `--account-deletion`: `self` (the account page deletes at once) or `approval` (it
+/// asks, and an administrator deletes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountDeletion {
+    SelfService,
+    Approval,
 }
 
 fn cores() -> usize {
@@ -231,6 +268,11 @@ impl Default for Settings {
             master_key: None,
             audit_retention_days: 90,
             smtp: None,
+            signup: Signup::Off,
+            signup_domains: Vec::new(),
+            org_name: "Tessera".to_string(),
+            mail_per_hour: 5,
+            account_deletion: AccountDeletion::SelfService,
             key_reload_every: 10,
         }
     }
@@ -303,6 +345,49 @@ impl Settings {
                 crate::mail::Smtp::parse(&url, password.as_deref(), from.as_deref())
                     .map_err(|e| invalid("smtp_url", e))?,
             );
+        }
+        if let Some(v) = pick(&raw.signup, &file.signup) {
+            s.signup = match v.trim() {
+                "off" => Signup::Off,
+                "invite" => Signup::Invite,
+                "open" => Signup::Open,
+                other => return Err(invalid("signup", format!("`{other}` is not off, invite or open"))),
+            };
+        }
+        if let Some(v) = pick(&raw.signup_domains, &file.signup_domains) {
+            s.signup_domains = parse_domains(&v)?;
+        }
+        // An open sign-up is held until its address is verified, which takes mail.
+        if s.signup == Signup::Open && s.smtp.is_none() {
+            return Err(invalid(
+                "signup",
+                "`open` needs mail to verify addresses: set smtp_url (--smtp-url) too",
+            ));
+        }
+        if let Some(v) = pick(&raw.org_name, &file.org_name) {
+            let v = v.trim();
+            if v.is_empty() || v.chars().count() > 100 || v.chars().any(char::is_control) {
+                return Err(invalid(
+                    "org_name",
+                    "must be 1 to 100 characters with no control characters",
+                ));
+            }
+            s.org_name = v.to_string();
+        }
+        if let Some(v) = pick(&raw.mail_per_hour, &file.mail_per_hour) {
+            s.mail_per_hour = parse_in_range("mail_per_hour", &v, 1, 1000)?;
+        }
+        if let Some(v) = pick(&raw.account_deletion, &file.account_deletion) {
+            s.account_deletion = match v.trim() {
+                "self" => AccountDeletion::SelfService,
+                "approval" => AccountDeletion::Approval,
+                other => {
+                    return Err(invalid(
+                        "account_deletion",
+                        format!("`{other}` is not self or approval"),
+                    ))
+                }
+            };
         }
         if let Some(v) = pick(&raw.listen, &file.listen) {
             s.listen = v
@@ -408,6 +493,26 @@ fn read_file(path: &Path) -> Result<FileSettings, ConfigError> {
         path: path.display().to_string(),
         reason: e.message().replace('\n', " "),
     })
+}
+
+/// `example.org,example.com`: each a host name, compared in lowercase.
+fn parse_domains(v: &str) -> Result<Vec<String>, ConfigError> {
+    let mut out = Vec::new();
+    for d in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let d = d.trim_start_matches('@').to_ascii_lowercase();
+        let ok = d.contains('.')
+            && d.len() <= 253
+            && d.split('.')
+                .all(|l| !l.is_empty() && l.len() <= 63 && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+        if !ok {
+            return Err(invalid(
+                "signup_domains",
+                format!("`{d}` is not a domain like example.org"),
+            ));
+        }
+        out.push(d);
+    }
+    Ok(out)
 }
 
 fn value_text(value: &toml::Value) -> String {
@@ -529,10 +634,93 @@ mod tests {
     }
 
     #[test]
+    fn open_signup_without_smtp_is_refused_in_one_line() {
+        let raw = RawSettings {
+            signup: Some("open".into()),
+            ..Default::default()
+        };
+        let err = Settings::load(&raw).unwrap_err().to_string();
+        assert!(err.contains("`signup`") && err.contains("smtp_url"), "{err}");
+        assert!(!err.contains('\n'));
+        let with_mail = RawSettings {
+            signup: Some("open".into()),
+            smtp_url: Some("smtp://127.0.0.1:25".into()),
+            smtp_from: Some("id@example.org".into()),
+            ..Default::default()
+        };
+        assert_eq!(Settings::load(&with_mail).unwrap().signup, Signup::Open);
+        let invite = RawSettings {
+            signup: Some("invite".into()),
+            ..Default::default()
+        };
+        assert_eq!(Settings::load(&invite).unwrap().signup, Signup::Invite);
+    }
+
+    #[test]
     fn issuer_must_be_a_plain_http_url() {
         assert!(parse_issuer("ftp://x").is_err());
         assert!(parse_issuer("https://id.example.com/?a=b").is_err());
         let url = parse_issuer("https://id.example.com/").unwrap();
         assert_eq!(issuer_text(&url), "https://id.example.com");
+    }
+
+    #[test]
+    fn lifecycle_settings_parse_and_refuse_in_one_line() {
+        let raw = RawSettings {
+            signup: Some("invite".into()),
+            signup_domains: Some(" Example.org, @example.com ".into()),
+            org_name: Some("Example Org".into()),
+            mail_per_hour: Some("12".into()),
+            account_deletion: Some("approval".into()),
+            ..Default::default()
+        };
+        let s = Settings::load(&raw).unwrap();
+        assert_eq!(s.signup, Signup::Invite);
+        assert_eq!(s.signup_domains, ["example.org", "example.com"]);
+        assert_eq!((s.org_name.as_str(), s.mail_per_hour), ("Example Org", 12));
+        assert_eq!(s.account_deletion, AccountDeletion::Approval);
+        let defaults = Settings::load(&RawSettings::default()).unwrap();
+        assert_eq!((defaults.signup, defaults.mail_per_hour), (Signup::Off, 5));
+        assert_eq!(defaults.account_deletion, AccountDeletion::SelfService);
+        for (raw, name) in [
+            (
+                RawSettings {
+                    signup: Some("everyone".into()),
+                    ..Default::default()
+                },
+                "signup",
+            ),
+            (
+                RawSettings {
+                    signup_domains: Some("not a domain".into()),
+                    ..Default::default()
+                },
+                "signup_domains",
+            ),
+            (
+                RawSettings {
+                    mail_per_hour: Some("0".into()),
+                    ..Default::default()
+                },
+                "mail_per_hour",
+            ),
+            (
+                RawSettings {
+                    account_deletion: Some("never".into()),
+                    ..Default::default()
+                },
+                "account_deletion",
+            ),
+            (
+                RawSettings {
+                    org_name: Some(" ".into()),
+                    ..Default::default()
+                },
+                "org_name",
+            ),
+        ] {
+            let e = Settings::load(&raw).unwrap_err().to_string();
+            assert!(e.contains(name) && !e.contains('\n'), "{e}");
+        }
     }
 }

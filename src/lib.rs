@@ -12,6 +12,7 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod lifecycle;
 pub mod mail;
 pub mod metrics;
 pub mod oidc;

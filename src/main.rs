@@ -55,6 +55,21 @@ struct Common {
     /// Sender of Tessera's mail, as "Name <address>"
     #[arg(long, global = true, env = "TESSERA_SMTP_FROM", value_name = "ADDRESS")]
     smtp_from: Option<String>,
+    /// Who may create an account: off, invite (invited people), or open (anyone) [default: off]
+    #[arg(long, global = true, env = "TESSERA_SIGNUP", value_name = "off|invite|open")]
+    signup: Option<String>,
+    /// Email domains open sign-up accepts, comma-separated (any when unset)
+    #[arg(long, global = true, env = "TESSERA_SIGNUP_DOMAINS", value_name = "DOMAINS")]
+    signup_domains: Option<String>,
+    /// The organisation's name, shown in mail and on pages [default: Tessera]
+    #[arg(long, global = true, env = "TESSERA_ORG_NAME", value_name = "NAME")]
+    org_name: Option<String>,
+    /// Mails one account or address may be sent per hour [default: 5]
+    #[arg(long, global = true, env = "TESSERA_MAIL_PER_HOUR", value_name = "N")]
+    mail_per_hour: Option<String>,
+    /// Whether people delete their own accounts (self) or an administrator approves (approval) [default: self]
+    #[arg(long, global = true, env = "TESSERA_ACCOUNT_DELETION", value_name = "self|approval")]
+    account_deletion: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -211,6 +226,11 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         smtp_url: common.smtp_url.clone().filter(|v| !v.is_empty()),
         smtp_password_file: common.smtp_password_file.clone(),
         smtp_from: common.smtp_from.clone(),
+        signup: common.signup.clone(),
+        signup_domains: common.signup_domains.clone(),
+        org_name: common.org_name.clone(),
+        mail_per_hour: common.mail_per_hour.clone(),
+        account_deletion: common.account_deletion.clone(),
         ..serve.unwrap_or_default()
     };
     Settings::load(&raw).map_err(|e| e.to_string())

@@ -76,6 +76,7 @@ impl Application {
             hasher,
             clock,
             logout_wakeup: Arc::new(tokio::sync::Notify::new()),
+            mail_wakeup: Arc::new(tokio::sync::Notify::new()),
             clients: Default::default(),
             limits,
             metrics: Default::default(),
@@ -86,6 +87,7 @@ impl Application {
         spawn_limit_pruner(state.clone());
         oidc::keys::spawn_reloader(state.clone());
         oidc::logout::spawn_deliverer(state.clone());
+        crate::lifecycle::spawn_mailer(state.clone());
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),
@@ -137,6 +139,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         hasher,
         clock,
         logout_wakeup: Arc::new(tokio::sync::Notify::new()),
+        mail_wakeup: Arc::new(tokio::sync::Notify::new()),
         clients: Default::default(),
         metrics: Default::default(),
         log_key,

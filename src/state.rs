@@ -19,6 +19,8 @@ pub struct AppState {
     pub clock: Clock,
     /// Wakes the back-channel logout deliverer when a logout is queued.
     pub logout_wakeup: Arc<tokio::sync::Notify>,
+    /// Wakes the mailer when mail is queued.
+    pub mail_wakeup: Arc<tokio::sync::Notify>,
     /// Client registrations, cached for a second.
     pub clients: crate::oidc::client_cache::ClientCache,
     pub limits: crate::auth::limits::RateLimits,

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::audit::Event;
 use crate::db::{self, consents::Granted, mfa::Totp, passkeys::Passkey, sessions::SessionInfo, users::User, DbError};
+use crate::lifecycle::{self, verify, Queued};
 use crate::state::AppState;
 
 /// Who acts on their own account, and from where.
@@ -99,30 +100,63 @@ pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>
 }
 
 /// Saves the name and email (`None` clears them); both were checked by the caller.
+/// A changed address is unverified. With mail on, in the same transaction, the new
+/// address gets its verification link (earlier links are void) and the old one a
+/// notice of the change; returns whether a link was queued. Without mail the address
+/// simply stays unverified until an administrator says otherwise.
 pub async fn update_profile(
     state: &AppState,
     me: &Me<'_>,
     name: Option<String>,
     email: Option<String>,
-) -> Result<(), DbError> {
+) -> Result<bool, DbError> {
     let before = json!({"name": me.user.name, "email": me.user.email});
     let after = json!({"name": name, "email": email});
     let event = me
         .event("account.profile_changed")
         .detail(json!({"before": before, "after": after}));
     let (uid, now) = (me.user.id, state.clock.now());
-    state
+    // The same comparison as the storage's: any change, case included, unverifies.
+    let changed = email != me.user.email;
+    let mail = (changed && state.settings.smtp.is_some()).then(|| {
+        let mut after = me.user.clone();
+        after.name.clone_from(&name);
+        after.email.clone_from(&email);
+        (verify::Link::new(state), me.user.clone(), after, state.settings.clone())
+    });
+    let mailed = mail.is_some();
+    let sent = state
         .db
         .write(move |c| {
             db::users::update_profile(c, uid, name.as_deref(), email.as_deref(), now)?;
-            event.write(c, now)
+            event.write(c, now)?;
+            let Some((link, before, after, settings)) = mail else {
+                return Ok(false);
+            };
+            db::email_tokens::void_for_user(c, uid, &[db::email_tokens::VERIFY], now)?;
+            let sent = match after.email.as_deref() {
+                Some(to) => verify::send_in(c, &settings, &link, &after, to, verify::Reason::Changed, None, now)?,
+                None => Queued::Off,
+            };
+            // `before` still has the old address: the notice goes there.
+            let what = match after.email {
+                Some(_) => format!("The email address of your account {} was changed: mail for the account now goes to another address.", before.username),
+                None => format!("The email address of your account {} was removed.", before.username),
+            };
+            lifecycle::notify(c, &settings, &before, "Your email address was changed", &what, now)?;
+            Ok(sent == Queued::Yes)
         })
-        .await
+        .await?;
+    if mailed {
+        lifecycle::wake(state);
+    }
+    Ok(sent)
 }
 
 /// Stores a new password hash. Whoever knew the old password may hold tokens from
-/// another sign-in, offline ones included: only this session's grants survive; the
-/// passkeys go too when asked. The caller then ends the other sessions.
+/// another sign-in, offline ones included: only this session's grants survive, no
+/// browser stays trusted to skip the second factor; the passkeys go too when asked.
+/// The caller then ends the other sessions.
 pub async fn change_password(
     state: &AppState,
     me: &Me<'_>,
@@ -133,17 +167,34 @@ pub async fn change_password(
     let event = me
         .event("account.password_changed")
         .detail(json!({"passkeys_removed": remove_passkeys}));
+    let (settings, owner) = (state.settings.clone(), me.user.clone());
     state
         .db
         .write(move |c| {
             db::users::set_password_by_id(c, uid, &hash, now)?;
             db::grants::revoke_user_grants(c, uid, Some(&sid), now)?;
+            // A browser trusted by whoever knew the old password must pass the second factor again.
+            crate::lifecycle::devices::untrust_all(c, uid)?;
             if remove_passkeys {
                 db::passkeys::delete_all(c, uid)?;
             }
-            event.write(c, now)
+            event.write(c, now)?;
+            crate::lifecycle::notify(
+                c,
+                &settings,
+                &owner,
+                "Your password was changed",
+                &format!(
+                    "The password of your account {} was changed on its account page. Your other sessions were signed out of the applications.",
+                    owner.username
+                ),
+                now,
+            )?;
+            Ok(())
         })
-        .await
+        .await?;
+    crate::lifecycle::wake(state);
+    Ok(())
 }
 
 /// Withdraws consent for an application and ends its grants; `false` when there was

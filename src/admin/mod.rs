@@ -4,6 +4,8 @@
 
 pub mod clients;
 pub mod groups;
+pub mod invitations;
+pub mod mail;
 pub mod overview;
 pub mod users;
 

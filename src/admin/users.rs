@@ -29,6 +29,9 @@ pub struct UserView {
     pub claims: Map<String, Value>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// When the user asked for their account to be deleted (`--account-deletion
+    /// approval`), while the request waits for an administrator.
+    pub deletion_requested_at: Option<i64>,
 }
 
 fn view(conn: &db::Tx<'_>, mut u: User) -> Result<UserView, db::DbError> {
@@ -51,6 +54,7 @@ fn view(conn: &db::Tx<'_>, mut u: User) -> Result<UserView, db::DbError> {
         claims: u.claims,
         created_at: u.created_at,
         updated_at: u.updated_at,
+        deletion_requested_at: db::users::lifecycle(conn, u.id)?.deletion_requested_at,
     })
 }
 
@@ -260,7 +264,16 @@ fn keeps_an_admin(conn: &db::Tx<'_>, target: &UserView) -> Result<bool, db::DbEr
     Ok(!(target.is_admin && !target.disabled && db::users::count_active_admins(conn)? <= 1))
 }
 
-const LAST_ADMIN: &str = "this is the last active administrator; make another one first";
+pub const LAST_ADMIN: &str = "this is the last active administrator; make another one first";
+
+/// Whether account `id` may go and still leave an administrator who can sign in: the
+/// rule of the admin deletion, asked by the account page's self-deletion too.
+pub fn leaves_an_admin(conn: &db::Tx<'_>, id: i64) -> Result<bool, db::DbError> {
+    match load(conn, id)? {
+        Some(u) => keeps_an_admin(conn, &u),
+        None => Ok(true),
+    }
+}
 
 pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) -> Result<UserView, AdminError> {
     let mut problems = Problems::new();

@@ -21,6 +21,8 @@ pub enum Bucket {
     /// Entering a device's user code (RFC 8628 §5.1: the codes are short, so guessing
     /// them must be slowed down).
     Device,
+    /// Open sign-up: each one hashes a password and may send mail.
+    Signup,
 }
 
 /// Sign-in attempts per minute and burst from one address. An office behind one NAT
@@ -36,6 +38,7 @@ pub fn quota(bucket: Bucket) -> (u32, u32) {
         Bucket::Introspect => (6000, 1000),
         Bucket::Revoke => (300, 100),
         Bucket::Device => (30, 10),
+        Bucket::Signup => (10, 5),
     }
 }
 
@@ -56,6 +59,7 @@ struct Limiters {
     introspect: DefaultKeyedRateLimiter<IpAddr>,
     revoke: DefaultKeyedRateLimiter<IpAddr>,
     device: DefaultKeyedRateLimiter<IpAddr>,
+    signup: DefaultKeyedRateLimiter<IpAddr>,
     account: DefaultKeyedRateLimiter<String>,
     /// Second-factor codes per account id: a keyspace of its own, so that no typed
     /// username can drain another account's budget.
@@ -78,6 +82,7 @@ impl RateLimits {
                 introspect: limiter(quota(Bucket::Introspect)),
                 revoke: limiter(quota(Bucket::Revoke)),
                 device: limiter(quota(Bucket::Device)),
+                signup: limiter(quota(Bucket::Signup)),
                 account: limiter(ACCOUNT_QUOTA),
                 second_factor: limiter(ACCOUNT_QUOTA),
             })
@@ -100,6 +105,7 @@ impl RateLimits {
             Bucket::Introspect => &l.introspect,
             Bucket::Revoke => &l.revoke,
             Bucket::Device => &l.device,
+            Bucket::Signup => &l.signup,
         };
         limiter
             .check_key(&ip)
@@ -126,7 +132,15 @@ impl RateLimits {
     /// Forgets keys whose limits have fully recovered, so memory stays bounded.
     pub fn prune(&self) {
         if let Some(l) = &self.inner {
-            for limiter in [&l.authorize, &l.login, &l.token, &l.introspect, &l.revoke, &l.device] {
+            for limiter in [
+                &l.authorize,
+                &l.login,
+                &l.token,
+                &l.introspect,
+                &l.revoke,
+                &l.device,
+                &l.signup,
+            ] {
                 limiter.retain_recent();
                 limiter.shrink_to_fit();
             }

@@ -1,6 +1,7 @@
 //! TOTP as a second factor: enrolment (an unconfirmed secret, confirmed by a first
 //! code, which also issues the recovery codes), the check at sign-in, and removal.
-//! Secrets are sealed with the master key when one is set.
+//! Secrets are sealed with the master key when one is set. Accounts without an app may
+//! have codes sent by mail instead (`lifecycle::email_mfa`), checked here alike.
 
 use super::totp;
 use crate::audit::Event;
@@ -37,6 +38,15 @@ fn secret_failed(why: String) -> MfaError {
 pub enum Used {
     Totp,
     RecoveryCode,
+    /// A code mailed at the second-factor step (`lifecycle::email_mfa`).
+    EmailCode,
+}
+
+/// The second factor an account is asked for at sign-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Totp,
+    Email,
 }
 
 fn seal(state: &AppState, secret: &str) -> Result<String, MfaError> {
@@ -47,8 +57,27 @@ fn open(state: &AppState, stored: &str) -> Result<String, MfaError> {
     sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(secret_failed)
 }
 
+/// Whether a password sign-in needs a second step: an authenticator app or codes by mail.
 pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {
-    state.db.read(move |c| db::mfa::enabled(c, user_id)).await
+    Ok(kind(state, user_id).await?.is_some())
+}
+
+/// The account's second factor. An authenticator app wins over codes by mail: an
+/// account that enrols one after choosing email codes keeps that choice unused, and
+/// falls back to it (never to no second factor) if the app is removed.
+pub async fn kind(state: &AppState, user_id: i64) -> Result<Option<Kind>, DbError> {
+    state
+        .db
+        .read(move |c| {
+            Ok(if db::mfa::enabled(c, user_id)? {
+                Some(Kind::Totp)
+            } else if db::users::lifecycle(c, user_id)?.email_mfa {
+                Some(Kind::Email)
+            } else {
+                None
+            })
+        })
+        .await
 }
 
 /// The secret being enrolled: the pending one if any, else a new one. `None` when
@@ -86,11 +115,31 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         .iter()
         .map(|c| TokenHash::of(&totp::normalise_recovery(c)))
         .collect();
+    let settings = state.settings.clone();
     let done = state
         .db
-        .write(move |c| db::mfa::confirm(c, user_id, step, &hashes, now))
+        .write(move |c| {
+            if !db::mfa::confirm(c, user_id, step, &hashes, now)? {
+                return Ok(false);
+            }
+            if let Some(user) = db::users::find_by_id(c, user_id)? {
+                crate::lifecycle::notify(
+                    c,
+                    &settings,
+                    &user,
+                    "An authenticator app was added to your account",
+                    &format!(
+                        "An authenticator app now gives the second factor of your account {}.",
+                        user.username
+                    ),
+                    now,
+                )?;
+            }
+            Ok(true)
+        })
         .await?;
     if done {
+        crate::lifecycle::wake(state);
         Ok(codes)
     } else {
         Err(MfaError::NotStarted)
@@ -107,12 +156,23 @@ pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, M
     let now = state.clock.now();
     let digits: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     if digits.len() == 6 && digits.bytes().all(|b| b.is_ascii_digit()) {
-        let t = state
+        let Some(t) = state
             .db
             .read(move |c| db::mfa::find(c, user_id))
             .await?
             .filter(|t| t.confirmed)
-            .ok_or(MfaError::InvalidCode)?;
+        else {
+            // No authenticator app: six digits may be a code sent by mail.
+            let right = state
+                .db
+                .write(move |c| crate::lifecycle::email_mfa::check_code(c, user_id, &digits, now))
+                .await?;
+            return if right {
+                Ok(Used::EmailCode)
+            } else {
+                Err(MfaError::InvalidCode)
+            };
+        };
         let secret = open(state, &t.secret)?;
         let step = totp::verify(&secret, &digits, now, t.last_step).ok_or(MfaError::InvalidCode)?;
         let fresh = state
@@ -179,7 +239,11 @@ pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str)
     match check(state, user_id, code).await {
         Ok(used) => {
             state.db.write(move |c| db::users::clear_failures(c, user_id)).await?;
-            let method = if used == Used::Totp { "totp" } else { "recovery_code" };
+            let method = match used {
+                Used::Totp => "totp",
+                Used::RecoveryCode => "recovery_code",
+                Used::EmailCode => "email_code",
+            };
             Event::new("mfa.ok")
                 .actor(&user.username)
                 .ip(Some(ip.to_string()))

@@ -106,11 +106,12 @@ pub async fn register(
         n => n.chars().take(60).collect(),
     };
     let (uid, now, hash) = (user.id, state.clock.now(), TokenHash::of(&challenge));
+    let (settings, owner) = (state.settings.clone(), user.clone());
     let event = crate::audit::Event::new("passkey.added")
         .actor(&user.username)
         .target(&user.username)
         .detail(json!({"name": name, "alg": cred.alg}));
-    state
+    let done = state
         .db
         .write(move |c| {
             if !db::passkeys::consume_challenge(c, &hash, &Binding::Register(uid), now)?.won() {
@@ -131,9 +132,19 @@ pub async fn register(
                 Err(e) => return Err(e),
             }
             event.write(c, now)?;
+            crate::lifecycle::notify(
+                c,
+                &settings,
+                &owner,
+                "A passkey was added to your account",
+                &format!("The passkey “{name}” was added to your account {}.", owner.username),
+                now,
+            )?;
             Ok(Ok(()))
         })
-        .await?
+        .await?;
+    crate::lifecycle::wake(state);
+    done
 }
 
 /// `PublicKeyCredentialRequestOptions` for signing in with any passkey of this site

@@ -60,6 +60,20 @@ pub enum UserCommand {
     ResetMfa { username: String },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
+    /// Invite EMAIL: prints the invitation link and, with --smtp-url set, queues it by
+    /// mail (the running server sends it); needs --signup invite or open
+    Invite {
+        email: String,
+        /// Add the new account to this group on acceptance; repeat for several
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
+        /// Give the new account the administrator role
+        #[arg(long)]
+        admin: bool,
+        /// Issuer URL the link starts with, as people reach the provider [default: http://127.0.0.1:9000]
+        #[arg(long, env = "TESSERA_ISSUER", value_name = "URL")]
+        issuer: Option<String>,
+    },
 }
 
 pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
@@ -145,6 +159,12 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             }
             Ok(())
         }),
+        UserCommand::Invite {
+            email,
+            groups,
+            admin,
+            issuer,
+        } => invite(settings, email, groups, admin, issuer),
         UserCommand::RevokeConsent { username, client_id } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
             let had = admin::users::revoke_consent(state, &actor(), id, &client_id)
@@ -158,6 +178,40 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             Ok(())
         }),
     }
+}
+
+/// `tessera user invite`: the invitation is made through the admin operation (actor
+/// `cli`); its mail goes into the outbox in the shared database, where the running
+/// server's mailer finds it (this process sends nothing).
+fn invite(
+    settings: &Settings,
+    email: String,
+    groups: Vec<String>,
+    admin: bool,
+    issuer: Option<String>,
+) -> Result<(), String> {
+    let mut settings = settings.clone();
+    if let Some(i) = issuer {
+        settings.issuer = Some(crate::config::parse_issuer(&i).map_err(|e| e.to_string())?);
+    }
+    with_state(&settings, async |state| {
+        let input = admin::invitations::InvitationInput { email, groups, admin };
+        let created = admin::invitations::create(state, &actor(), input)
+            .await
+            .map_err(|e| admin_err(e, "invitation"))?;
+        println!("invitation for {}: {}", created.email, created.link);
+        match created.queued {
+            crate::lifecycle::Queued::Yes => {
+                println!("the invitation mail is queued; the running server sends it")
+            }
+            crate::lifecycle::Queued::Off => println!("not mailed: mail is off (no --smtp-url); hand the link over"),
+            crate::lifecycle::Queued::Limited => {
+                println!("not mailed: this address had its mails for this hour; hand the link over")
+            }
+        }
+        println!("valid for 7 days, once");
+        Ok(())
+    })
 }
 
 /// The id of the user with this name, or the one-line error naming it.

@@ -24,6 +24,19 @@ const TARGETS: &[(&str, &str, &str)] = &[
     ("device_codes", "device_hash", "expires_at < ?1"),
     ("setup_tokens", "token_hash", "expires_at < ?1"),
     ("webauthn_challenges", "challenge_hash", "expires_at < ?1"),
+    ("email_tokens", "id", "expires_at < ?1"),
+    // Sent and given-up mail is shown in the queue view for 30 days.
+    (
+        "mail_outbox",
+        "id",
+        "(sent_at IS NOT NULL OR failed_at IS NOT NULL) AND created_at < ?1 - 2592000",
+    ),
+    // A browser unseen for a year is new again.
+    (
+        "devices",
+        "id",
+        "last_seen_at < ?1 - 31536000 AND trusted_until IS NULL",
+    ),
 ];
 
 /// Takes (or renews) the lease `name` for `holder` until `until`, unless another

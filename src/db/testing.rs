@@ -7,7 +7,8 @@ use super::{pg, sqlite, DbError, Tx};
 /// Rows in one of the tables tests look at.
 pub fn count_rows(conn: &Tx<'_>, table: &str) -> Result<i64, DbError> {
     let table = match table {
-        "revoked_tokens" | "logout_deliveries" | "grants" | "refresh_tokens" | "sessions" | "audit_log" => table,
+        "revoked_tokens" | "logout_deliveries" | "grants" | "refresh_tokens" | "sessions" | "audit_log"
+        | "mail_outbox" | "email_tokens" | "devices" => table,
         _ => return Err(DbError::Corrupt(format!("no counting of {table}"))),
     };
     conn.one(&format!("SELECT count(*) FROM {table}"), args![], |r| r.get(0))
@@ -50,5 +51,14 @@ pub fn live_refresh_tokens(conn: &Tx<'_>) -> Result<i64, DbError> {
         "SELECT count(*) FROM refresh_tokens WHERE used_at IS NULL",
         args![],
         |r| r.get(0),
+    )
+}
+
+/// Moves every mailed link and code `secs` into the past, as if that much time had
+/// gone by since it was sent (the tests run on the system clock).
+pub fn age_email_tokens(conn: &Tx<'_>, secs: i64) -> Result<usize, DbError> {
+    conn.exec(
+        "UPDATE email_tokens SET created_at = created_at - ?1, expires_at = expires_at - ?1",
+        args![secs],
     )
 }

@@ -373,3 +373,78 @@ pub fn set_email_verified(conn: &Tx<'_>, user_id: i64, verified: bool) -> Result
     )?;
     Ok(())
 }
+
+/// The account's lifecycle choices and states (email second factor, new-device mail,
+/// verification still owed by an open sign-up, a pending deletion request).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub email_mfa: bool,
+    pub notify_new_device: bool,
+    pub must_verify: bool,
+    pub deletion_requested_at: Option<i64>,
+}
+
+pub fn lifecycle(conn: &Tx<'_>, user_id: i64) -> Result<Lifecycle, DbError> {
+    Ok(conn
+        .row(
+            "SELECT email_mfa, notify_new_device, must_verify, deletion_requested_at FROM users WHERE id = ?1",
+            args![user_id],
+            |r| {
+                Ok(Lifecycle {
+                    email_mfa: r.get(0)?,
+                    notify_new_device: r.get(1)?,
+                    must_verify: r.get(2)?,
+                    deletion_requested_at: r.get(3)?,
+                })
+            },
+        )?
+        .unwrap_or_default())
+}
+
+pub fn set_email_mfa(conn: &Tx<'_>, user_id: i64, on: bool) -> Result<(), DbError> {
+    conn.exec("UPDATE users SET email_mfa = ?2 WHERE id = ?1", args![user_id, on])?;
+    Ok(())
+}
+
+pub fn set_notify_new_device(conn: &Tx<'_>, user_id: i64, on: bool) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE users SET notify_new_device = ?2 WHERE id = ?1",
+        args![user_id, on],
+    )?;
+    Ok(())
+}
+
+pub fn set_must_verify(conn: &Tx<'_>, user_id: i64, on: bool) -> Result<(), DbError> {
+    conn.exec("UPDATE users SET must_verify = ?2 WHERE id = ?1", args![user_id, on])?;
+    Ok(())
+}
+
+pub fn set_deletion_requested(conn: &Tx<'_>, user_id: i64, at: Option<i64>) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE users SET deletion_requested_at = ?2 WHERE id = ?1",
+        args![user_id, at],
+    )?;
+    Ok(())
+}
+
+/// The account whose address this is (case-insensitively), if exactly one has it.
+pub fn find_by_email(conn: &Tx<'_>, email: &str) -> Result<Option<User>, DbError> {
+    let ids = conn.rows(
+        "SELECT id FROM users WHERE lower(email) = lower(?1) LIMIT 2",
+        args![email],
+        |r| r.get::<i64>(0),
+    )?;
+    match ids.as_slice() {
+        [id] => find_by_id(conn, *id),
+        _ => Ok(None),
+    }
+}
+
+/// Sets a new address, unverified until its link is followed.
+pub fn set_email(conn: &Tx<'_>, user_id: i64, email: &str, now: i64) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE users SET email = ?2, email_verified = 0, updated_at = ?3 WHERE id = ?1",
+        args![user_id, email, now],
+    )?;
+    Ok(())
+}

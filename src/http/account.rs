@@ -1,6 +1,6 @@
-//! `/account`: the signed-in user's own profile, password, sessions, passkeys and the
-//! applications they allowed (the authenticator app is in `account_totp`). Every form
-//! carries the session's CSRF token.
+//! `/account`: the signed-in user's own profile, password, sessions, passkeys, codes
+//! by mail, trusted devices, notices and the applications they allowed (the
+//! authenticator app is in `account_totp`). Every form carries the session's CSRF token.
 
 use std::collections::HashMap;
 
@@ -36,6 +36,8 @@ fn method_label(amr: &str) -> &str {
         crate::oidc::interaction::AMR_PASSWORD => "password",
         crate::oidc::interaction::AMR_PASSWORD_OTP => "password and code",
         crate::oidc::interaction::AMR_PASSKEY => "passkey",
+        crate::lifecycle::signin::AMR_EMAIL => "link or code by mail",
+        crate::lifecycle::signin::AMR_EMAIL_TOTP => "mail and code",
         other => other,
     }
 }
@@ -67,9 +69,18 @@ struct AccountPage<'a> {
     /// When the authenticator app was added.
     totp_since: String,
     recovery_left: i64,
+    signin: SignInSection,
     sessions: Vec<SessionRow>,
     passkeys: Vec<PasskeyRow>,
     apps: Vec<AppRow>,
+    deletion: DeletionSection,
+}
+
+/// The "Delete your account" section: whether deleting needs an administrator's
+/// approval, and when this account asked, if it has a request waiting.
+struct DeletionSection {
+    approval: bool,
+    requested: Option<String>,
 }
 
 /// An application the user allowed: its name, what it may see, and since when.
@@ -87,10 +98,69 @@ struct PasskeyRow {
     used: String,
 }
 
+/// Codes by mail at sign-in, trusted browsers and the new-browser notice.
+struct SignInSection {
+    mail: bool,
+    email_mfa: bool,
+    /// Why codes by mail cannot be turned on now, if they cannot.
+    email_mfa_blocked: Option<&'static str>,
+    notify_new_device: bool,
+    devices: Vec<DeviceRow>,
+}
+
+/// A browser trusted to skip the second factor.
+struct DeviceRow {
+    id: i64,
+    label: String,
+    first_seen: String,
+    until: String,
+}
+
+impl SignInSection {
+    fn new(
+        state: &AppState,
+        user: &db::users::User,
+        c: crate::lifecycle::devices::Choices,
+        totp: bool,
+        passkeys: bool,
+    ) -> Self {
+        let email_mfa_blocked = if state.settings.smtp.is_none() {
+            Some("Mail is not set up on this server.")
+        } else if totp {
+            Some("Your authenticator app is your second step; codes by mail are for accounts without one.")
+        } else if passkeys {
+            Some("You have a passkey; codes by mail are for accounts without an authenticator app or passkey.")
+        } else if !user.email_verified || user.email.as_deref().is_none_or(|e| e.trim().is_empty()) {
+            Some("Codes go only to a confirmed address: confirm your email address first.")
+        } else {
+            None
+        };
+        Self {
+            mail: state.settings.smtp.is_some(),
+            email_mfa: c.lifecycle.email_mfa,
+            email_mfa_blocked,
+            notify_new_device: c.lifecycle.notify_new_device,
+            devices: c
+                .trusted
+                .into_iter()
+                .map(|d| DeviceRow {
+                    id: d.id,
+                    label: d.label,
+                    first_seen: portal::when(d.created_at),
+                    until: portal::when(d.trusted_until),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Messages after a successful change, named in the redirect so a reload repeats nothing.
 fn flash_text(code: &str) -> Option<&'static str> {
     Some(match code {
         "profile" => "Your profile was saved.",
+        "profile-verify" => {
+            "Your profile was saved. We sent a link to your new address: follow it to confirm the address."
+        }
         "password" => "Your password was changed. Other sessions were signed out and their access ended.",
         "session" => "That session was signed out.",
         "others" => "All other sessions were signed out.",
@@ -98,6 +168,12 @@ fn flash_text(code: &str) -> Option<&'static str> {
         "passkey" => "The passkey was added. You can sign in with it now.",
         "passkey-removed" => "The passkey was removed.",
         "app-removed" => "The application's access was removed; it must ask again.",
+        "email-mfa-on" => "Codes by mail are on: each sign-in with your password asks for one.",
+        "email-mfa-off" => "Codes by mail are off.",
+        "device-removed" => "That device is no longer trusted: it will be asked for the second step again.",
+        "notifications" => "Your notification choice was saved.",
+        "deletion-requested" => "Your request to delete your account was sent to the administrators.",
+        "deletion-withdrawn" => "Your deletion request was withdrawn; your account stays.",
         _ => return None,
     })
 }
@@ -148,11 +224,23 @@ pub(super) async fn render(
         Ok(o) => o,
         Err(e) => return errors::server_page(e),
     };
+    let signin = match crate::lifecycle::devices::choices(state, v.user.id).await {
+        Ok(c) => SignInSection::new(state, &v.user, c, totp.is_some(), !passkeys.is_empty()),
+        Err(e) => return errors::server_page(e),
+    };
     let (name, email) = fields.unwrap_or((
         v.user.name.as_deref().unwrap_or_default(),
         v.user.email.as_deref().unwrap_or_default(),
     ));
+    let deletion = match crate::lifecycle::deletion::requested_at(state, v.user.id).await {
+        Ok(at) => DeletionSection {
+            approval: state.settings.account_deletion == crate::config::AccountDeletion::Approval,
+            requested: at.map(portal::when),
+        },
+        Err(e) => return errors::server_page(e),
+    };
     let page = AccountPage {
+        deletion,
         is_admin: v.user.is_admin,
         flash,
         user: &v.user,
@@ -163,6 +251,7 @@ pub(super) async fn render(
         totp_on: totp.is_some(),
         totp_since: totp.and_then(|t| t.confirmed_at).map(portal::when).unwrap_or_default(),
         recovery_left,
+        signin,
         sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
         passkeys: passkeys
             .into_iter()
@@ -233,7 +322,8 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     );
     let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
     match result {
-        Ok(()) => back("profile"),
+        Ok(false) => back("profile"),
+        Ok(true) => back("profile-verify"),
         Err(e) => errors::server_page(e),
     }
 }
@@ -383,6 +473,128 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
             StatusCode::NOT_FOUND,
             "Application not found",
             "You had not allowed that application, or its access was already removed.",
+            "Return to your account page.",
+        ),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "account_deleted.html")]
+struct DeletedPage;
+
+/// "Delete your account": with the current password, the account is deleted at once
+/// (every session ended with back-channel logout, the session cookie cleared), or,
+/// with `--account-deletion approval`, a request is recorded; `action=withdraw`
+/// withdraws a request.
+pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    use crate::lifecycle::deletion::{self, Outcome};
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let ip = guard::ip_text(&req, &state);
+    if params::field(&form, "action") == "withdraw" {
+        return match deletion::withdraw(&state, &v.user, ip).await {
+            Ok(_) => back("deletion-withdrawn"),
+            Err(e) => errors::server_page(e),
+        };
+    }
+    let refuse = |msg: &str, status| {
+        let problems = Problems::from([("delete".to_string(), msg.to_string())]);
+        render(&state, &v, status, None, problems, None)
+    };
+    match password_ok(&state, &v, params::field(&form, "password")).await {
+        Ok(true) => {}
+        Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
+        Err(resp) => return resp,
+    }
+    match deletion::delete_own(&state, &v.user, ip).await {
+        Ok(Outcome::Requested) => back("deletion-requested"),
+        Ok(Outcome::LastAdmin) => refuse(crate::admin::users::LAST_ADMIN, StatusCode::CONFLICT).await,
+        Ok(Outcome::Deleted | Outcome::Gone) => {
+            let mut resp = pages::render(StatusCode::OK, &DeletedPage);
+            let clear = actix_web::cookie::Cookie::build(super::cookies::session_name(&state), "")
+                .path("/")
+                .http_only(true)
+                .secure(state.secure_cookies())
+                .max_age(actix_web::cookie::time::Duration::ZERO)
+                .finish();
+            let _ = resp.add_cookie(&clear);
+            resp
+        }
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// Codes by mail as the second factor, on or off, with the current password (as
+/// turning off the authenticator app needs).
+pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    use crate::lifecycle::email_mfa::{self, Refused};
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let on = match params::field(&form, "action") {
+        "on" => true,
+        "off" => false,
+        _ => return super::authorize::bad_request_page("The form did not say on or off."),
+    };
+    let refuse = |msg: &str, status| {
+        let problems = Problems::from([("email_mfa".to_string(), msg.to_string())]);
+        render(&state, &v, status, None, problems, None)
+    };
+    match password_ok(&state, &v, params::field(&form, "password")).await {
+        Ok(true) => {}
+        Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
+        Err(resp) => return resp,
+    }
+    match email_mfa::set(&state, &me(&req, &state, &v), on).await {
+        Ok(Ok(())) => back(if on { "email-mfa-on" } else { "email-mfa-off" }),
+        Ok(Err(why)) => {
+            let msg = match why {
+                Refused::NoVerifiedEmail => "confirm your email address first: codes go only to a confirmed address",
+                Refused::OtherFactor => "your authenticator app or passkey is used instead",
+                Refused::MailOff => "mail is not set up on this server",
+            };
+            refuse(msg, StatusCode::CONFLICT).await
+        }
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// The mail on each sign-in from a browser new to the account: on (the default) or off.
+pub async fn notifications(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let on = params::field(&form, "new_device") == "on";
+    match crate::lifecycle::devices::set_notify(&state, &me(&req, &state, &v), on).await {
+        Ok(()) => back("notifications"),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// Stops trusting one of the viewer's browsers: it is asked for the second step again.
+pub async fn untrust_device(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let id = params::field(&form, "id").parse().unwrap_or(-1);
+    match crate::lifecycle::devices::untrust(&state, &me(&req, &state, &v), id).await {
+        Ok(true) => back("device-removed"),
+        Ok(false) => pages::error_page(
+            StatusCode::NOT_FOUND,
+            "Device not found",
+            "That device is no longer trusted, or is not yours.",
             "Return to your account page.",
         ),
         Err(e) => errors::server_page(e),

@@ -289,3 +289,66 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     };
     pages::render(StatusCode::OK, &page)
 }
+
+#[derive(Template)]
+#[template(path = "admin_mail.html")]
+struct MailPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    mail_on: bool,
+    status: &'a str,
+    pending: i64,
+    sent: i64,
+    failed: i64,
+    /// (queued, to, subject, kind, status, attempts, next attempt or sent/failed time, last answer)
+    items: Vec<[String; 8]>,
+}
+
+/// The mail queue: pending, sent and failed messages with the server's last answer.
+pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(resp) = portal::require_admin(&req, &state).await {
+        return resp;
+    }
+    let q = match ListQuery::parse(req.query_string()) {
+        Ok(q) => q,
+        Err(e) => return error_page(&e),
+    };
+    let view = match admin::mail::queue(&state, &q).await {
+        Ok(v) => v,
+        Err(e) => return error_page(&e),
+    };
+    let status = q.filters.get("status").cloned().unwrap_or_default();
+    let when = |t: Option<i64>| t.map(portal::when).unwrap_or_default();
+    let items = view
+        .items
+        .into_iter()
+        .map(|m| {
+            let at = match m.status {
+                "pending" => when(m.next_attempt_at),
+                "sent" => when(m.sent_at),
+                _ => when(m.failed_at),
+            };
+            [
+                portal::when(m.created_at),
+                m.to,
+                m.subject,
+                m.kind,
+                m.status.to_string(),
+                m.attempts.to_string(),
+                at,
+                m.last_answer.unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let page = MailPage {
+        is_admin: true,
+        flash: None,
+        mail_on: state.settings.smtp.is_some(),
+        status: &status,
+        pending: view.pending,
+        sent: view.sent,
+        failed: view.failed,
+        items,
+    };
+    pages::render(StatusCode::OK, &page)
+}

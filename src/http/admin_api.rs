@@ -396,6 +396,52 @@ pub async fn audit(req: HttpRequest, state: Data) -> HttpResponse {
     .await
 }
 
+pub async fn mail_queue(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::mail::queue(&state, &list_query(&req)?).await
+    })
+    .await
+}
+
+pub async fn invitations_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| admin::invitations::list(&state)).await
+}
+
+pub async fn invitations_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        admin::invitations::create(s, &a, body(&bytes)?).await
+    })
+    .await
+}
+
+pub async fn invitation_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        let id = id.parse().map_err(|_| AdminError::NotFound("invitation"))?;
+        admin::invitations::revoke(s, &a, id).await
+    })
+    .await
+}
+
+/// An administrator approves a user's request to delete their account (204).
+pub async fn user_deletion_approve(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        crate::lifecycle::deletion::approve(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+/// An administrator rejects a user's deletion request: the account stays (204).
+pub async fn user_deletion_reject(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        crate::lifecycle::deletion::reject(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
 /// Any other path under the API: a JSON 404, after the same authorisation (so the
 /// API's shape is not revealed to strangers).
 pub async fn unknown(req: HttpRequest, state: Data) -> HttpResponse {
@@ -439,6 +485,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/keys", web::get().to(keys_list))
             .route("/keys/rotate", web::post().to(keys_rotate))
             .route("/audit", web::get().to(audit))
+            .route("/mail", web::get().to(mail_queue))
+            .route("/invitations", web::get().to(invitations_list))
+            .route("/invitations", web::post().to(invitations_create))
+            .route("/invitations/{id}", web::delete().to(invitation_delete))
+            .route("/users/{id}/deletion/approve", web::post().to(user_deletion_approve))
+            .route("/users/{id}/deletion", web::delete().to(user_deletion_reject))
             .default_service(web::to(unknown)),
     );
 }

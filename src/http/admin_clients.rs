@@ -343,6 +343,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/keys", web::get().to(ui::keys))
         .route("/admin/keys/rotate", web::post().to(ui::keys_rotate))
         .route("/admin/audit", web::get().to(ui::audit))
+        .route("/admin/mail", web::get().to(ui::mail))
         .route("/admin/clients", web::get().to(clients))
         .route("/admin/clients", web::post().to(client_create))
         .route("/admin/clients/new", web::get().to(client_new))

@@ -158,6 +158,8 @@ struct UserPage<'a> {
     groups: Vec<Group>,
     sessions: Vec<SessionRow>,
     problems: Problems,
+    /// When the user asked for their account to be deleted, if a request waits.
+    deletion_requested: Option<String>,
 }
 
 async fn user_page(
@@ -184,6 +186,7 @@ async fn user_page(
         flash: flash(req),
         csrf: &v.csrf,
         locked: user.locked_until.filter(|t| *t > now).map(portal::when),
+        deletion_requested: user.deletion_requested_at.map(portal::when),
         claims: if user.claims.is_empty() {
             String::new()
         } else {
@@ -308,6 +311,20 @@ pub async fn user_action(
             )
             .await;
         }
+        "deletion-approve" => {
+            let deleted = crate::lifecycle::deletion::approve(&state, &actor, id).await;
+            return outcome(
+                &req,
+                &state,
+                &v,
+                id,
+                deleted.map(|()| "/admin/users?done=deleted".into()),
+            )
+            .await;
+        }
+        "deletion-reject" => crate::lifecycle::deletion::reject(&state, &actor, id)
+            .await
+            .map(|()| "saved"),
         "sessions" => {
             let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
             admin::users::end_sessions(&state, &actor, id, sid)

@@ -48,6 +48,11 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Err(e) => return errors::authorize(e),
     };
     guard::tag_client(req, &request.client_id);
+    // Initiating User Registration via OpenID Connect 1.0 §4.1; without open sign-up
+    // the request goes on as if `create` were absent (discovery does not offer it).
+    if request.prompt.create && crate::lifecycle::signup::open(&state.settings) {
+        return super::signup::create(req, state, &cx, &request).await;
+    }
     let cookie = params::cookie(req, cookies::session_name(state));
     let session = match interaction::current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
@@ -152,6 +157,8 @@ pub async fn login_page(
         csrf: parked.csrf.expose(),
         username: hint,
         error: None,
+        mail: state.settings.smtp.is_some(),
+        signup: crate::lifecycle::signup::open(&state.settings),
     };
     let mut resp = pages::render(StatusCode::OK, &page);
     set_browser(&mut resp, state, new_cookie);

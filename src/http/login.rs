@@ -1,6 +1,8 @@
-//! The sign-in forms' targets: password, then the second factor when the account has
-//! one, then the step the sign-in was for (an authorization, a device, Tessera's own
-//! pages); and the consent form.
+//! The sign-in forms' targets: password (or a link or code by mail, `signin_link`),
+//! then the second factor when the account has one and the browser is not trusted to
+//! skip it (an authenticator app, or a code by mail with "Send a new code"), then the
+//! step the sign-in was for (an authorization, a device, Tessera's own pages), which
+//! records the browser (`lifecycle::devices`); and the consent form.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -16,8 +18,11 @@ use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::auth::login::{authenticate, LoginError, Outcome};
-use crate::auth::mfa::{self, MfaError, SecondFactor};
-use crate::crypto::TokenHash;
+use crate::auth::mfa::{self, Kind, MfaError, SecondFactor};
+use crate::crypto::{Secret, TokenHash};
+use crate::db::users::User;
+use crate::lifecycle::email_mfa::{self, Sent};
+use crate::lifecycle::{devices, signin};
 use crate::oidc::interaction::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
 use crate::oidc::Ctx;
 use crate::state::AppState;
@@ -28,6 +33,64 @@ struct MfaPage<'a> {
     request_id: &'a str,
     csrf: &'a str,
     error: Option<&'a str>,
+    /// The last code was wrong (the words depend on the factor).
+    wrong: bool,
+    /// Codes by mail: where they go (masked); `None` for an authenticator app.
+    email_to: Option<String>,
+    /// After "Send a new code".
+    notice: Option<&'a str>,
+    /// Why no code was mailed just now.
+    mail_error: Option<String>,
+    remember: bool,
+}
+
+impl<'a> MfaPage<'a> {
+    fn new(request_id: &'a str, csrf: &'a str) -> Self {
+        Self {
+            request_id,
+            csrf,
+            error: None,
+            wrong: false,
+            email_to: None,
+            notice: None,
+            mail_error: None,
+            remember: false,
+        }
+    }
+
+    /// Fills in what the account's factor needs, and renders.
+    async fn show(mut self, state: &AppState, status: StatusCode, user_id: i64) -> HttpResponse {
+        match mfa::kind(state, user_id).await {
+            Ok(Some(Kind::Email)) => match email_mfa::destination(state, user_id).await {
+                Ok(to) => self.email_to = Some(to.unwrap_or_else(|| "no address (ask your administrator)".into())),
+                Err(e) => return errors::server_page(e),
+            },
+            Ok(_) => {}
+            Err(e) => return errors::server_page(e),
+        }
+        if self.wrong {
+            self.error = Some(match self.email_to {
+                Some(_) => "That code is not valid. Use the code from the newest mail, or send a new code.",
+                None => "That code is not valid. Check your authenticator app and try again.",
+            });
+        }
+        pages::render(status, &self)
+    }
+}
+
+/// Why no code went out, in words; `None` when one did.
+fn mail_problem(sent: Sent) -> Option<String> {
+    match sent {
+        Sent::Yes => None,
+        Sent::TooSoon(wait) => Some(format!(
+            "A code was sent less than a minute ago, and it still works. Wait {wait} seconds before asking for a new one."
+        )),
+        Sent::Limited => Some(
+            "Too many codes were mailed to this account in the last hour. Use the newest one you received, or try again later."
+                .into(),
+        ),
+        Sent::Off => Some("No code can be mailed to this account now. Ask your administrator for help.".into()),
+    }
 }
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
@@ -97,44 +160,120 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 csrf,
                 username,
                 error: Some("Invalid username or password."),
+                mail: state.settings.smtp.is_some(),
+                signup: state.settings.signup == crate::config::Signup::Open,
             };
             return pages::render(StatusCode::UNAUTHORIZED, &page);
         }
         Err(LoginError::Server(e)) => return errors::server_page(e),
     };
+    // An open sign-up signs in only once its address is confirmed (a new link is mailed).
+    if let Some(held) = super::signup::unverified(&req, &state, &user, request_id).await {
+        return held;
+    }
     let Some(browser) = browser else {
         return resume_error(ResumeError::Forged);
     };
-    match mfa::enabled(&state, user.id).await {
-        Ok(true) => {
-            Event::new(event).actor(&user.username).ip(Some(ip)).log(&state).await;
-            return match interaction::park_mfa(&cx, request_id, user.id, pending, &browser).await {
-                Ok(parked) => mfa_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
-                Err(e) => resume_error(e),
-            };
-        }
-        Ok(false) => {}
-        Err(e) => return errors::server_page(e),
-    }
+    let (pending, amr) = match second_step(&req, &state, request_id, pending, &browser, &user, First::Password).await {
+        Ok(next) => next,
+        Err(resp) => return resp,
+    };
     let who = SignIn {
         user_id: user.id,
-        amr: AMR_PASSWORD,
+        amr,
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete_sign_in(
-        &req,
-        &state,
-        &cx,
-        Resumed {
-            request_id,
-            pending,
-            browser: &browser,
-        },
-        &who,
-        &user.username,
-    )
-    .await
+    let resumed = Resumed {
+        request_id,
+        pending,
+        browser: &browser,
+    };
+    complete_sign_in(&req, &state, &cx, resumed, &who, &user.username).await
+}
+
+/// The factor a sign-in began with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum First {
+    Password,
+    /// A link or code sent by mail (`lifecycle::signin`).
+    Mail,
+}
+
+impl First {
+    fn amr(self) -> &'static str {
+        match self {
+            First::Password => AMR_PASSWORD,
+            First::Mail => signin::AMR_EMAIL,
+        }
+    }
+}
+
+/// After a first factor: the second-factor page when the account has one and this
+/// browser is not trusted to skip it (`Err`, the response to send); else the parked
+/// step back with the `amr` to complete the sign-in with. A sign-in by mail skips
+/// codes by mail: a second code to the same mailbox would prove nothing more.
+pub async fn second_step(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    pending: Pending,
+    browser: &TokenHash,
+    user: &User,
+    first: First,
+) -> Result<(Pending, &'static str), HttpResponse> {
+    let cx = state.ctx();
+    let ip = ip_text(req, state);
+    let kind = match mfa::kind(state, user.id).await {
+        Ok(Some(Kind::Email)) if first == First::Mail => None,
+        Ok(kind) => kind,
+        Err(e) => return Err(errors::server_page(e)),
+    };
+    let Some(kind) = kind else {
+        return Ok((pending, first.amr()));
+    };
+    let device = params::cookie(req, cookies::device_name(state));
+    match devices::is_trusted(state, user.id, device.as_deref()).await {
+        Ok(true) => {
+            Event::new("login.trusted_device")
+                .actor(&user.username)
+                .ip(Some(ip))
+                .log(state)
+                .await;
+            return Ok((pending, first.amr()));
+        }
+        Ok(false) => {}
+        Err(e) => return Err(errors::server_page(e)),
+    }
+    let event = if first == First::Mail {
+        "login.email_ok"
+    } else {
+        "login.password_ok"
+    };
+    Event::new(event)
+        .actor(&user.username)
+        .ip(Some(ip.clone()))
+        .log(state)
+        .await;
+    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser).await {
+        Ok(parked) => parked,
+        Err(e) => return Err(resume_error(e)),
+    };
+    if first == First::Mail {
+        if let Err(e) = signin::note_mail_first(state, user.id, &parked.request_id).await {
+            return Err(errors::server_page(e));
+        }
+    }
+    let mut page = MfaPage::new(parked.request_id.expose(), parked.csrf.expose());
+    if kind == Kind::Email {
+        // A code mailed under a minute ago (a second try at the password) still works.
+        match email_mfa::send_code(state, user.id, &ip).await {
+            Ok(Sent::TooSoon(_)) => {}
+            Ok(sent) => page.mail_error = mail_problem(sent),
+            Err(e) => return Err(errors::server_page(e)),
+        }
+    }
+    Err(page.show(state, StatusCode::OK, user.id).await)
 }
 
 /// The parked request a sign-in resumes: its id, what it was for, and the browser
@@ -154,6 +293,21 @@ pub async fn complete_sign_in(
     who: &SignIn,
     username: &str,
 ) -> HttpResponse {
+    finish_sign_in(req, state, cx, resumed, who, username, false).await
+}
+
+/// `complete_sign_in`, trusting this browser when `remember` (ticked on the
+/// second-factor page, which was passed): the browser is recorded once the session is
+/// open, and its device cookie set or renewed.
+async fn finish_sign_in(
+    req: &HttpRequest,
+    state: &AppState,
+    cx: &Ctx<'_>,
+    resumed: Resumed<'_>,
+    who: &SignIn,
+    username: &str,
+    remember: bool,
+) -> HttpResponse {
     state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
     Event::new("login.ok")
         .actor(username)
@@ -161,22 +315,31 @@ pub async fn complete_sign_in(
         .detail(serde_json::json!({"amr": who.amr}))
         .log(state)
         .await;
-    complete(req, state, cx, resumed, who).await
+    let mut resp = match complete(req, state, cx, resumed, who).await {
+        Ok(resp) => resp,
+        Err(refused) => return refused,
+    };
+    let cookie = params::cookie(req, cookies::device_name(state))
+        .filter(|v| devices::cookie_digest(Some(v)).is_some())
+        .unwrap_or_else(|| Secret::generate().expose().to_string());
+    let seen = devices::SignedIn {
+        user_id: who.user_id,
+        cookie: &cookie,
+        user_agent: who.user_agent.as_deref(),
+        ip: who.ip.as_deref().unwrap_or_default(),
+        at: &super::portal::when(cx.now),
+        trust: remember,
+    };
+    // The session is open: a failure to record the browser is logged, never undoes it.
+    if let Err(e) = devices::signed_in(state, &seen).await {
+        tracing::warn!(error = %e, user_id = who.user_id, "the sign-in's browser was not recorded");
+    }
+    let _ = resp.add_cookie(&cookies::device(state, cookie));
+    resp
 }
 
-fn mfa_page(status: StatusCode, request_id: &str, csrf: &str, error: Option<&str>) -> HttpResponse {
-    pages::render(
-        status,
-        &MfaPage {
-            request_id,
-            csrf,
-            error,
-        },
-    )
-}
-
-/// The second factor (RFC 6238): a wrong code counts toward the account's lockout
-/// like a wrong password, and a locked account must start over.
+/// The second factor (RFC 6238, or a code sent by mail): a wrong code counts toward
+/// the account's lockout like a wrong password, and a locked account must start over.
 pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
@@ -187,29 +350,22 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         return bad_request_page("The verification form was not submitted correctly.");
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let (user_id, then) = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Mfa { user_id, then }) => (user_id, *then),
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
-    };
-    let Some(browser) = browser else {
-        return resume_error(ResumeError::Forged);
+    let (user_id, then, browser) = match resume_mfa(&req, &state, request_id, csrf).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
     };
     if let Some(limited) = guard::limit_second_factor(&state, user_id) {
         return limited;
     }
+    let remember = params::field(&form, "remember") == "on";
     let ip = ip_text(&req, &state);
     let user = match mfa::second_factor(&state, user_id, params::field(&form, "code"), &ip).await {
         Ok(SecondFactor::Passed { user, .. }) => user,
         Ok(SecondFactor::Wrong { .. }) => {
             state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-            return mfa_page(
-                StatusCode::UNAUTHORIZED,
-                request_id,
-                csrf,
-                Some("That code is not valid. Check your authenticator app and try again."),
-            );
+            let mut page = MfaPage::new(request_id, csrf);
+            (page.wrong, page.remember) = (true, remember);
+            return page.show(&state, StatusCode::UNAUTHORIZED, user_id).await;
         }
         Ok(SecondFactor::Locked { user, by_this_code }) => {
             if by_this_code {
@@ -224,25 +380,74 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
             return errors::server_page(crate::error::Internal::Failed);
         }
     };
+    let amr = match signin::mail_first(&state, request_id).await {
+        Ok(true) => signin::AMR_EMAIL_TOTP,
+        // The mailed code is a one-time password too (RFC 8176 `otp`; no value names
+        // mail), a second factor beside the password.
+        Ok(false) => AMR_PASSWORD_OTP,
+        Err(e) => return errors::server_page(e),
+    };
     let who = SignIn {
         user_id,
-        amr: AMR_PASSWORD_OTP,
+        amr,
         user_agent: user_agent(&req),
         ip: Some(ip),
     };
-    complete_sign_in(
-        &req,
-        &state,
-        &cx,
-        Resumed {
-            request_id,
-            pending: then,
-            browser: &browser,
+    let resumed = Resumed {
+        request_id,
+        pending: then,
+        browser: &browser,
+    };
+    finish_sign_in(&req, &state, &cx, resumed, &who, &user.username, remember).await
+}
+
+/// The second-factor step a form names, for this browser: the account, the step
+/// after it, and the browser binding.
+async fn resume_mfa(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    csrf: &str,
+) -> Result<(i64, Pending, TokenHash), HttpResponse> {
+    let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
+    match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+        Ok(Pending::Mfa { user_id, then }) => match browser {
+            Some(b) => Ok((user_id, *then, b)),
+            None => Err(resume_error(ResumeError::Forged)),
         },
-        &who,
-        &user.username,
-    )
-    .await
+        Ok(_) => Err(resume_error(ResumeError::Expired)),
+        Err(e) => Err(resume_error(e)),
+    }
+}
+
+/// "Send a new code" on the second-factor page: at most one code a minute (and the
+/// mail limits of `lifecycle::queue`); a refusal says how long to wait.
+pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page("The form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
+    let (user_id, _, _) = match resume_mfa(&req, &state, request_id, csrf).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let mut page = MfaPage::new(request_id, csrf);
+    let status = match email_mfa::send_code(&state, user_id, &ip_text(&req, &state)).await {
+        Ok(Sent::Yes) => {
+            page.notice = Some("A new code is on its way. Codes sent before it no longer work.");
+            StatusCode::OK
+        }
+        Ok(sent) => {
+            page.mail_error = mail_problem(sent);
+            StatusCode::TOO_MANY_REQUESTS
+        }
+        Err(e) => return errors::server_page(e),
+    };
+    page.show(&state, status, user_id).await
 }
 
 async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {
@@ -258,14 +463,15 @@ async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: Stri
     )
 }
 
-/// Opens the session and continues with what the sign-in was for.
+/// Opens the session and continues with what the sign-in was for; `Err` when the
+/// parked request could not be finished (no session was opened).
 async fn complete(
     req: &HttpRequest,
     state: &AppState,
     cx: &Ctx<'_>,
     resumed: Resumed<'_>,
     who: &SignIn,
-) -> HttpResponse {
+) -> Result<HttpResponse, HttpResponse> {
     let Resumed {
         request_id,
         pending,
@@ -275,23 +481,22 @@ async fn complete(
     let request = match pending {
         Pending::Login(r) => r,
         Pending::DeviceLogin(code) => {
-            return match interaction::finish_session_only(cx, request_id, who, previous).await {
-                Ok((cookie, _)) => with_session(state, super::device::after_login(&code), cookie.expose()),
-                Err(e) => resume_error(e),
-            };
+            let (cookie, _) = interaction::finish_session_only(cx, request_id, who, previous)
+                .await
+                .map_err(resume_error)?;
+            return Ok(with_session(state, super::device::after_login(&code), cookie.expose()));
         }
         Pending::Portal(path) => {
-            return match interaction::finish_session_only(cx, request_id, who, previous).await {
-                Ok((cookie, _)) => with_session(state, errors::redirect(&path), cookie.expose()),
-                Err(e) => resume_error(e),
-            };
+            let (cookie, _) = interaction::finish_session_only(cx, request_id, who, previous)
+                .await
+                .map_err(resume_error)?;
+            return Ok(with_session(state, errors::redirect(&path), cookie.expose()));
         }
-        _ => return resume_error(ResumeError::Expired),
+        _ => return Err(resume_error(ResumeError::Expired)),
     };
-    let done = match interaction::finish(cx, request_id, &request, who, previous, browser).await {
-        Ok(done) => done,
-        Err(e) => return resume_error(e),
-    };
+    let done = interaction::finish(cx, request_id, &request, who, previous, browser)
+        .await
+        .map_err(resume_error)?;
     let resp = match &done.next {
         AfterLogin::Respond(r) if !r.form_post => HttpResponse::SeeOther()
             .insert_header((header::LOCATION, r.url()))
@@ -301,7 +506,7 @@ async fn complete(
         AfterLogin::Consent(parked) => show_consent(state, &request, who.user_id, parked).await,
         AfterLogin::Denied(r) => denied(state, &request.client_id, r).await,
     };
-    with_session(state, resp, done.session_cookie.expose())
+    Ok(with_session(state, resp, done.session_cookie.expose()))
 }
 
 fn with_session(state: &AppState, mut resp: HttpResponse, cookie: &str) -> HttpResponse {

@@ -17,6 +17,7 @@ pub mod device;
 pub mod discovery;
 pub mod errors;
 pub mod guard;
+pub mod invite;
 pub mod login;
 pub mod logout;
 pub mod pages;
@@ -24,7 +25,10 @@ pub mod params;
 pub mod passkeys;
 pub mod portal;
 pub mod probes;
+pub mod reset;
 pub mod setup;
+pub mod signin_link;
+pub mod signup;
 pub mod token;
 pub mod userinfo;
 
@@ -45,6 +49,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
         .route("/login/mfa", web::post().to(login::mfa))
+        .route("/login/mfa/resend", web::post().to(login::resend))
+        .route("/login/email", web::post().to(signin_link::start))
+        .route("/login/email/send", web::post().to(signin_link::send))
+        .route("/login/email/code", web::post().to(signin_link::code))
+        .route("/login/email/link", web::get().to(signin_link::link_page))
+        .route("/login/email/link", web::post().to(signin_link::link_confirm))
+        .route("/account/email-mfa", web::post().to(account::email_mfa))
+        .route("/account/notifications", web::post().to(account::notifications))
+        .route("/account/devices/untrust", web::post().to(account::untrust_device))
         .route("/login/passkey", web::post().to(passkeys::login))
         .route("/login/passkey/options", web::post().to(passkeys::login_options))
         .route("/account/passkeys", web::post().to(passkeys::register))
@@ -74,6 +87,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/account/totp", web::post().to(account_totp::totp_confirm))
         .route("/account/totp/disable", web::post().to(account_totp::totp_disable))
         .route("/account/apps/revoke", web::post().to(account::revoke_consent))
+        .route("/password/forgot", web::get().to(reset::forgot_page))
+        .route("/password/forgot", web::post().to(reset::forgot_submit))
+        .route("/password/reset", web::get().to(reset::reset_page))
+        .route("/password/reset", web::post().to(reset::reset_submit))
+        .route("/signup", web::get().to(signup::page))
+        .route("/signup", web::post().to(signup::submit))
+        .route("/signup/start", web::post().to(signup::start))
+        .route("/signup/continue", web::post().to(signup::resume_login))
+        .route("/email/verify", web::get().to(signup::verify_page))
+        .route("/email/verify", web::post().to(signup::verify_confirm))
+        .route("/invite", web::get().to(invite::page))
+        .route("/invite", web::post().to(invite::accept))
+        .route("/admin/invitations", web::get().to(invite::admin_list))
+        .route("/admin/invitations", web::post().to(invite::admin_create))
+        .route("/admin/invitations/{id}/revoke", web::post().to(invite::admin_revoke))
+        .route("/account/delete", web::post().to(account::delete))
         .route("/setup", web::get().to(setup::page))
         .route("/setup", web::post().to(setup::submit))
         .route("/revoke", web::post().to(token::revoke))

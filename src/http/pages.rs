@@ -14,6 +14,10 @@ pub struct LoginPage<'a> {
     pub csrf: &'a str,
     pub username: &'a str,
     pub error: Option<&'a str>,
+    /// Mail is on: the reset and sign-in-link choices are shown.
+    pub mail: bool,
+    /// Sign-up is open: "Create an account" is shown.
+    pub signup: bool,
 }
 
 #[derive(Template)]

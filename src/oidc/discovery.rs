@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::claims::{supported_claims, SUPPORTED_SCOPES};
+use crate::config::{Settings, Signup};
 use crate::oidc::Ctx;
 
 pub fn document(cx: &Ctx<'_>) -> Value {
@@ -48,6 +49,16 @@ pub fn document(cx: &Ctx<'_>) -> Value {
         "request_parameter_supported": false,
         "request_uri_parameter_supported": false,
         "authorization_response_iss_parameter_supported": true,
-        "prompt_values_supported": ["none", "login", "consent", "select_account"]
+        "prompt_values_supported": prompt_values(cx.settings)
     })
+}
+
+/// Core §3.1.2.1's values, and `create` (Initiating User Registration via OpenID
+/// Connect 1.0 §4.2) only when people can sign up: open, with mail to verify them.
+fn prompt_values(settings: &Settings) -> Vec<&'static str> {
+    let mut values = vec!["none", "login", "consent", "select_account"];
+    if settings.signup == Signup::Open && settings.smtp.is_some() {
+        values.push("create");
+    }
+    values
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::helpers::*;
 
 /// An admin client and a `tessera:admin` token from its client credentials.
-async fn admin_token(app: &TestApp) -> String {
+pub(crate) async fn admin_token(app: &TestApp) -> String {
     let secret = app
         .add_client_with("ops", false, |c| {
             c.admin = true;
@@ -89,6 +89,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/keys"),
     ("POST", "/keys/rotate"),
     ("GET", "/audit"),
+    ("GET", "/mail"),
+    ("GET", "/invitations"),
+    ("POST", "/invitations"),
+    ("DELETE", "/invitations/1"),
+    ("POST", "/users/1/deletion/approve"),
+    ("DELETE", "/users/1/deletion"),
 ];
 
 #[tokio::test]

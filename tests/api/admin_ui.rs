@@ -16,6 +16,8 @@ const PAGES: &[(&str, &str)] = &[
     ("POST", "/admin/users/1/unlock"),
     ("POST", "/admin/users/1/mfa-reset"),
     ("POST", "/admin/users/1/delete"),
+    ("POST", "/admin/users/1/deletion-approve"),
+    ("POST", "/admin/users/1/deletion-reject"),
     ("POST", "/admin/users/1/sessions/end"),
     ("GET", "/admin/clients"),
     ("POST", "/admin/clients"),
@@ -34,6 +36,10 @@ const PAGES: &[(&str, &str)] = &[
     ("GET", "/admin/keys"),
     ("POST", "/admin/keys/rotate"),
     ("GET", "/admin/audit"),
+    ("GET", "/admin/mail"),
+    ("GET", "/admin/invitations"),
+    ("POST", "/admin/invitations"),
+    ("POST", "/admin/invitations/1/revoke"),
 ];
 
 #[tokio::test]

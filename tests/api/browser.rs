@@ -220,3 +220,122 @@ fn oidc_client_ts_spa_signs_in_renews_and_logs_out_cross_origin() {
     let pngs = std::fs::read_dir(&shots).unwrap().count();
     assert!(pngs >= 3, "screenshots of sign-in, signed in and signed out ({pngs})");
 }
+
+/// The mail journeys in Chromium against the real binary with a real SMTP server (in
+/// tests/browser/mail.mjs): invitation, open sign-up with verification, password reset
+/// then a second factor that remembers the device, a sign-in link, account deletion.
+/// Screenshots land in test-artifacts/browser-mail/.
+#[test]
+fn mail_journeys_in_chromium() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tessera.db");
+    let db_arg = db.to_str().unwrap().to_string();
+    let mut ports = Vec::new();
+    while ports.len() < 3 {
+        let p = free_port();
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let (port, smtp_port, rp_port) = (ports[0], ports[1], ports[2]);
+    let issuer = format!("http://localhost:{port}");
+    let smtp_url = format!("smtp://127.0.0.1:{smtp_port}");
+    let env = [
+        ("TESSERA_SMTP_URL", smtp_url.as_str()),
+        ("TESSERA_SMTP_FROM", "Example ID <id@example.org>"),
+        ("TESSERA_SIGNUP", "open"),
+        ("TESSERA_ORG_NAME", "Example Org"),
+        ("TESSERA_ISSUER", issuer.as_str()),
+    ];
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let args: Vec<&str> = ["--db", db_arg.as_str()]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        crate::helpers::tessera_ok(&args, &env, stdin)
+    };
+    run(&["init"], None);
+    let client: serde_json::Value = serde_json::from_str(&run(
+        &[
+            "client",
+            "add",
+            "demo",
+            "--name",
+            "Demo app",
+            "--redirect-uri",
+            &format!("http://127.0.0.1:{rp_port}/cb"),
+            "--json",
+        ],
+        None,
+    ))
+    .unwrap();
+    let secret = client["client_secret"].as_str().unwrap().to_string();
+    run(
+        &[
+            "user",
+            "add",
+            "mia",
+            "--email",
+            "mia@example.com",
+            "--email-verified",
+            "--password-stdin",
+        ],
+        Some("the first passphrase 7\n"),
+    );
+    // Queued in the outbox now; the server's mailer sends it once it runs.
+    let invited = run(&["user", "invite", "nia@example.com"], None);
+    assert!(invited.contains("/invite?token="), "{invited}");
+
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shots = format!("{root}/test-artifacts/browser-mail");
+    let _ = std::fs::remove_dir_all(&shots);
+    let mut journey = Command::new("node")
+        .arg(format!("{root}/tests/browser/mail.mjs"))
+        .current_dir(format!("{root}/tests/browser"))
+        .env("BASE", &issuer)
+        .env("SMTP_PORT", smtp_port.to_string())
+        .env("RP_PORT", rp_port.to_string())
+        .env("CLIENT_SECRET", &secret)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(journey.stdout.take().unwrap()).lines();
+    let mut said = Vec::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        let done = line.contains("listening");
+        said.push(line);
+        if done {
+            break;
+        }
+    }
+    let mut server = Command::new(BIN)
+        .arg("--db")
+        .arg(&db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("TESSERA_BCRYPT_COST", "4")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    said.extend(lines.map_while(Result::ok));
+    let out = journey.wait_with_output().unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = said.join("\n");
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the mail journey failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("mail journey complete"));
+    let pngs = std::fs::read_dir(&shots).unwrap().count();
+    assert!(pngs >= 15, "a screenshot per page ({pngs})");
+}

@@ -658,3 +658,29 @@ impl TestApp {
             .collect()
     }
 }
+
+/// The sender the mail tests configure.
+pub const MAIL_FROM: &str = "Example ID <id@example.org>";
+
+/// An app on `backend` that sends mail through a real SMTP server on loopback, with
+/// `adjust` applied to its settings after mail is configured.
+pub async fn spawn_mail_on(backend: &Backend, adjust: impl FnOnce(&mut Settings)) -> (TestApp, crate::smtp::SmtpSink) {
+    let sink = crate::smtp::SmtpSink::start().await;
+    let smtp = tessera::mail::Smtp::parse(&sink.url(), None, Some(MAIL_FROM)).unwrap();
+    let app = spawn_backend(backend.clone(), move |s| {
+        s.smtp = Some(smtp);
+        s.org_name = "Example Org".into();
+        adjust(s);
+    })
+    .await;
+    (app, sink)
+}
+
+/// `spawn_mail_on` on the backend `spawn_with` picks.
+pub async fn spawn_mail(adjust: impl FnOnce(&mut Settings)) -> (TestApp, crate::smtp::SmtpSink) {
+    let backend = match postgres_url() {
+        Some(url) => Backend::Postgres(url),
+        None => Backend::Sqlite,
+    };
+    spawn_mail_on(&backend, adjust).await
+}

@@ -13,7 +13,7 @@ fn b64(b: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(b)
 }
 
-async fn register(
+pub(crate) async fn register(
     app: &TestApp,
     b: &reqwest::Client,
     csrf: &str,

@@ -17,9 +17,9 @@ fn cli(db: &Path, args: &[&str], stdin: Option<&str>) -> String {
     tessera_ok(&args, &[], stdin)
 }
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    address: String,
+    pub(crate) address: String,
     log: PathBuf,
 }
 
@@ -28,6 +28,11 @@ impl Server {
     /// restart passes the first start's `port()`, since the issuer every token names
     /// must survive it.
     fn start(db: &Path, log: &Path, port: u16) -> Self {
+        Self::start_with(db, log, port, &[])
+    }
+
+    /// `start` with further environment variables (settings such as `TESSERA_SMTP_URL`).
+    pub(crate) fn start_with(db: &Path, log: &Path, port: u16, env: &[(&str, &str)]) -> Self {
         let listen = format!("127.0.0.1:{port}");
         let mut child = Command::new(BIN)
             .arg("--db")
@@ -35,6 +40,7 @@ impl Server {
             .args(["serve", "--listen", &listen, "--workers", "2", "--rate-limit", "false"])
             .env("TESSERA_BCRYPT_COST", "4")
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(log).unwrap())
             .spawn()
@@ -59,14 +65,14 @@ impl Server {
         }
     }
 
-    fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         url::Url::parse(&self.address)
             .ok()
             .and_then(|u| u.port())
             .expect("the printed issuer names its port")
     }
 
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .args([format!("-{name}"), self.child.id().to_string()])
             .status()

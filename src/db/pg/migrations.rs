@@ -11,6 +11,7 @@ use crate::db::DbError;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_leases.sql"),
+    include_str!("migrations/0003_mail.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -32,12 +32,17 @@ pub struct AuthRequest {
 }
 
 /// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
-/// accepted and satisfied by the single signed-in account.
+/// accepted and satisfied by the single signed-in account. `create` (Initiating User
+/// Registration via OpenID Connect 1.0 §4.1) opens the sign-up form when sign-up is
+/// open, and is ignored otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Prompt {
     pub none: bool,
     pub login: bool,
     pub consent: bool,
+    /// Absent from requests parked before it existed.
+    #[serde(default)]
+    pub create: bool,
 }
 
 /// Why a request failed, and so where the answer goes.
@@ -219,11 +224,12 @@ fn parse_prompt(value: Option<&str>) -> Result<Prompt, &'static str> {
             "none" => prompt.none = true,
             "login" => prompt.login = true,
             "consent" => prompt.consent = true,
+            "create" => prompt.create = true,
             "select_account" => {}
             _ => return Err("prompt has an unknown value"),
         }
     }
-    if prompt.none && (prompt.login || prompt.consent) {
+    if prompt.none && (prompt.login || prompt.consent || prompt.create) {
         return Err("prompt=none cannot be combined with other values");
     }
     Ok(prompt)
@@ -259,9 +265,12 @@ mod tests {
             Prompt {
                 none: false,
                 login: true,
-                consent: true
+                consent: true,
+                create: false
             }
         );
+        assert!(parse_prompt(Some("create")).unwrap().create);
+        assert!(parse_prompt(Some("none create")).is_err(), "create shows a page");
         assert!(parse_prompt(Some("none login")).is_err());
         assert!(parse_prompt(Some("bogus")).is_err());
         assert_eq!(parse_prompt(Some("select_account")).unwrap(), Prompt::default());

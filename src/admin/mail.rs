@@ -1,0 +1,16 @@
+//! The mail queue as administrators see it: pending, sent and failed messages with the
+//! server's last answer (never the bodies, which may hold live links).
+
+use super::{invalid, AdminError, ListQuery};
+use crate::lifecycle::{self, QueueView};
+use crate::state::AppState;
+
+pub async fn queue(state: &AppState, q: &ListQuery) -> Result<QueueView, AdminError> {
+    let status = q.filters.get("status").cloned();
+    if let Some(s) = status.as_deref() {
+        if !matches!(s, "pending" | "sent" | "failed") {
+            return Err(invalid("status", "one of pending, sent, failed"));
+        }
+    }
+    Ok(lifecycle::queue_view(state, status, q.limit).await?)
+}

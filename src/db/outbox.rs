@@ -1,0 +1,171 @@
+//! The mail outbox: messages queued in the transaction of the action that causes them,
+//! claimed by the mailer of one node at a time, and kept after sending for the queue view.
+
+use super::sql::args;
+use super::{DbError, Tx};
+
+/// A message to queue: already rendered, so that the mailer only sends.
+#[derive(Debug, Clone)]
+pub struct NewMail<'a> {
+    pub to: &'a str,
+    pub subject: &'a str,
+    pub text: &'a str,
+    pub html: &'a str,
+    /// What the mail is (`reset`, `verify`, `signin`, `invite`, `code`, `notice`, `test`).
+    pub kind: &'a str,
+    pub user_id: Option<i64>,
+}
+
+pub fn queue(conn: &Tx<'_>, m: &NewMail<'_>, now: i64) -> Result<i64, DbError> {
+    conn.one(
+        "INSERT INTO mail_outbox (to_addr, subject, text_body, html_body, kind, user_id, created_at, next_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
+        args![m.to, m.subject, m.text, m.html, m.kind, m.user_id, now],
+        |r| r.get(0),
+    )
+}
+
+/// Mails queued since `since` about this account, or to this address (the limits).
+pub fn count_since(conn: &Tx<'_>, user_id: Option<i64>, to: &str, since: i64) -> Result<(i64, i64), DbError> {
+    let by_user = match user_id {
+        Some(id) => conn.one(
+            "SELECT count(*) FROM mail_outbox WHERE user_id = ?1 AND created_at > ?2",
+            args![id, since],
+            |r| r.get(0),
+        )?,
+        None => 0,
+    };
+    let by_addr = conn.one(
+        "SELECT count(*) FROM mail_outbox WHERE lower(to_addr) = lower(?1) AND created_at > ?2",
+        args![to, since],
+        |r| r.get(0),
+    )?;
+    Ok((by_user, by_addr))
+}
+
+/// A queued message handed to the mailer.
+#[derive(Debug, Clone)]
+pub struct Due {
+    pub id: i64,
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    pub attempts: i64,
+    pub created_at: i64,
+}
+
+/// Claims up to `limit` messages that are due, as `logout::claim_due` does: `next_at`
+/// moves to `lease_until`, so another node's mailer skips them, and a node that dies
+/// before recording the outcome lets them come due again.
+pub fn claim_due(conn: &Tx<'_>, now: i64, lease_until: i64, limit: i64) -> Result<Vec<Due>, DbError> {
+    conn.rows(
+        "UPDATE mail_outbox SET next_at = ?3
+         WHERE next_at <= ?1 AND sent_at IS NULL AND failed_at IS NULL
+           AND id IN (SELECT id FROM mail_outbox WHERE next_at <= ?1 AND sent_at IS NULL AND failed_at IS NULL
+                      ORDER BY next_at LIMIT ?2)
+         RETURNING id, to_addr, subject, text_body, html_body, attempts, created_at",
+        args![now, limit, lease_until],
+        |r| {
+            Ok(Due {
+                id: r.get(0)?,
+                to: r.get(1)?,
+                subject: r.get(2)?,
+                text: r.get(3)?,
+                html: r.get(4)?,
+                attempts: r.get(5)?,
+                created_at: r.get(6)?,
+            })
+        },
+    )
+}
+
+pub fn sent(conn: &Tx<'_>, id: i64, answer: &str, now: i64) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE mail_outbox SET sent_at = ?2, last_answer = ?3, attempts = attempts + 1 WHERE id = ?1",
+        args![id, now, answer],
+    )?;
+    Ok(())
+}
+
+/// A failed attempt: retried at `next_at`, or given up when `next_at` is `None`.
+pub fn attempt_failed(conn: &Tx<'_>, id: i64, answer: &str, next_at: Option<i64>, now: i64) -> Result<(), DbError> {
+    match next_at {
+        Some(at) => conn.exec(
+            "UPDATE mail_outbox SET attempts = attempts + 1, last_answer = ?2, next_at = ?3 WHERE id = ?1",
+            args![id, answer, at],
+        )?,
+        None => conn.exec(
+            "UPDATE mail_outbox SET attempts = attempts + 1, last_answer = ?2, failed_at = ?3 WHERE id = ?1",
+            args![id, answer, now],
+        )?,
+    };
+    Ok(())
+}
+
+/// A message as the queue view shows it (no body: it may hold a live link).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Entry {
+    pub id: i64,
+    pub to: String,
+    pub subject: String,
+    pub kind: String,
+    pub status: &'static str,
+    pub created_at: i64,
+    pub attempts: i64,
+    pub next_attempt_at: Option<i64>,
+    pub sent_at: Option<i64>,
+    pub failed_at: Option<i64>,
+    pub last_answer: Option<String>,
+}
+
+/// The newest messages, optionally only those `pending`, `sent` or `failed`.
+pub fn list(conn: &Tx<'_>, status: Option<&str>, limit: i64) -> Result<Vec<Entry>, DbError> {
+    let filter = match status {
+        Some("pending") => "WHERE sent_at IS NULL AND failed_at IS NULL",
+        Some("sent") => "WHERE sent_at IS NOT NULL",
+        Some("failed") => "WHERE failed_at IS NOT NULL",
+        _ => "",
+    };
+    conn.rows(
+        &format!(
+            "SELECT id, to_addr, subject, kind, created_at, attempts, next_at, sent_at, failed_at, last_answer
+             FROM mail_outbox {filter} ORDER BY id DESC LIMIT ?1"
+        ),
+        args![limit],
+        |r| {
+            let (sent_at, failed_at): (Option<i64>, Option<i64>) = (r.get(7)?, r.get(8)?);
+            let status = match (sent_at, failed_at) {
+                (Some(_), _) => "sent",
+                (None, Some(_)) => "failed",
+                _ => "pending",
+            };
+            Ok(Entry {
+                id: r.get(0)?,
+                to: r.get(1)?,
+                subject: r.get(2)?,
+                kind: r.get(3)?,
+                status,
+                created_at: r.get(4)?,
+                attempts: r.get(5)?,
+                next_attempt_at: (status == "pending").then(|| r.get(6)).transpose()?,
+                sent_at,
+                failed_at,
+                last_answer: r.get(9)?,
+            })
+        },
+    )
+}
+
+/// How many messages are pending, sent and failed.
+pub fn counts(conn: &Tx<'_>) -> Result<(i64, i64, i64), DbError> {
+    conn.one(
+        "SELECT
+           coalesce(sum(CASE WHEN sent_at IS NULL AND failed_at IS NULL THEN 1 ELSE 0 END), 0),
+           coalesce(sum(CASE WHEN sent_at IS NOT NULL THEN 1 ELSE 0 END), 0),
+           coalesce(sum(CASE WHEN failed_at IS NOT NULL THEN 1 ELSE 0 END), 0)
+         FROM mail_outbox",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+}

@@ -1,0 +1,143 @@
+//! `/password/forgot` and `/password/reset`: asking for a reset link by mail, and the
+//! link's page that sets a new password. Shown only when mail is on.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::{errors, guard, pages, params};
+use crate::auth::limits::Bucket;
+use crate::lifecycle::reset::{self, Outcome};
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "forgot.html")]
+struct ForgotPage<'a> {
+    sent: bool,
+    who: &'a str,
+}
+
+#[derive(Template)]
+#[template(path = "reset.html")]
+struct ResetPage<'a> {
+    done: Option<&'a str>,
+    token: &'a str,
+    field: &'a str,
+    error: &'a str,
+}
+
+fn mail_off() -> HttpResponse {
+    pages::error_page(
+        StatusCode::NOT_FOUND,
+        "Not available",
+        "Password reset by mail is not set up on this server.",
+        "Ask your administrator to set a new password for you.",
+    )
+}
+
+fn dead_link() -> HttpResponse {
+    pages::error_page(
+        StatusCode::GONE,
+        "Reset link no longer valid",
+        "This link was already used, has expired (links work for an hour), or a newer one was sent.",
+        "Ask for a new link from the sign-in page: “Forgot your password?”.",
+    )
+}
+
+fn token_param(req: &HttpRequest) -> String {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+pub async fn forgot_page(state: web::Data<AppState>) -> HttpResponse {
+    if state.settings.smtp.is_none() {
+        return mail_off();
+    }
+    pages::render(StatusCode::OK, &ForgotPage { sent: false, who: "" })
+}
+
+/// The same page follows every request, whether or not an account matched.
+pub async fn forgot_submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if state.settings.smtp.is_none() {
+        return mail_off();
+    }
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
+        return super::authorize::bad_request_page("The form was not submitted correctly.");
+    };
+    let who = params::field(&form, "who");
+    if who.trim().is_empty() {
+        return pages::render(StatusCode::BAD_REQUEST, &ForgotPage { sent: false, who: "" });
+    }
+    if let Err(e) = reset::request(&state, who, &guard::ip_text(&req, &state)).await {
+        return errors::server_page(e);
+    }
+    pages::render(StatusCode::OK, &ForgotPage { sent: true, who: "" })
+}
+
+pub async fn reset_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if state.settings.smtp.is_none() {
+        return mail_off();
+    }
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
+        return limited;
+    }
+    let token = token_param(&req);
+    match reset::usable(&state, &token).await {
+        Ok(true) => pages::render(
+            StatusCode::OK,
+            &ResetPage {
+                done: None,
+                token: &token,
+                field: "",
+                error: "",
+            },
+        ),
+        Ok(false) => dead_link(),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+pub async fn reset_submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if state.settings.smtp.is_none() {
+        return mail_off();
+    }
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
+        return dead_link();
+    };
+    let get = |n: &str| params::field(&form, n);
+    let token = get("token");
+    let ip = guard::ip_text(&req, &state);
+    match reset::finish(&state, token, get("password"), get("confirm"), &ip).await {
+        Ok(Outcome::Done(username)) => pages::render(
+            StatusCode::OK,
+            &ResetPage {
+                done: Some(&username),
+                token: "",
+                field: "",
+                error: "",
+            },
+        ),
+        Ok(Outcome::Invalid(field, message)) => pages::render(
+            StatusCode::BAD_REQUEST,
+            &ResetPage {
+                done: None,
+                token,
+                field,
+                error: &message,
+            },
+        ),
+        Ok(Outcome::Dead) => dead_link(),
+        Err(e) => errors::server_page(e),
+    }
+}

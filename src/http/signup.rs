@@ -1,0 +1,350 @@
+//! Open sign-up and email verification: `/signup` (the form, from the login page, from
+//! `prompt=create` or on its own), `/email/verify` (the mailed link's page and its
+//! "Confirm" button), `/signup/continue` (back to the login form of the parked
+//! request), and the page an unverified sign-up sees instead of signing in.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
+use super::login::resume_error;
+use super::{cookies, errors, guard, pages, params};
+use crate::auth::limits::Bucket;
+use crate::crypto::TokenHash;
+use crate::db::users::User;
+use crate::domain::Problems;
+use crate::lifecycle::signup::{self, Form, Outcome};
+use crate::lifecycle::verify::{self, Confirmed, Held};
+use crate::oidc::authorize::AuthRequest;
+use crate::oidc::interaction::{self, Pending, ResumeError};
+use crate::oidc::Ctx;
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "signup.html")]
+struct SignupPage<'a> {
+    sent: bool,
+    client_name: Option<&'a str>,
+    request_id: &'a str,
+    csrf: &'a str,
+    username: &'a str,
+    email: &'a str,
+    name: &'a str,
+    domains: String,
+    problems: Problems,
+}
+
+impl<'a> SignupPage<'a> {
+    fn empty(state: &AppState, client_name: Option<&'a str>, request_id: &'a str, csrf: &'a str) -> Self {
+        Self {
+            sent: false,
+            client_name,
+            request_id,
+            csrf,
+            username: "",
+            email: "",
+            name: "",
+            domains: state.settings.signup_domains.join(", "),
+            problems: Problems::default(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "verify.html")]
+struct VerifyPage<'a> {
+    verified: bool,
+    token: &'a str,
+    username: &'a str,
+    email: &'a str,
+    request_id: &'a str,
+    csrf: &'a str,
+}
+
+/// Sign-up is off (or cannot verify addresses): the pages do not exist.
+fn closed() -> HttpResponse {
+    pages::error_page(
+        StatusCode::NOT_FOUND,
+        "Page not found",
+        "This server does not let people create their own accounts.",
+        "Ask your administrator for an account or an invitation.",
+    )
+}
+
+fn dead_link() -> HttpResponse {
+    pages::error_page(
+        StatusCode::GONE,
+        "Link no longer valid",
+        "This confirmation link was already used, has expired, was replaced by a newer one, or is not a link we sent.",
+        "Sign in to have a new link sent, or change your address again on your account page.",
+    )
+}
+
+fn form(req: &HttpRequest, body: &Bytes) -> Option<std::collections::HashMap<String, String>> {
+    params::require_form(req).and_then(|_| params::unique_form(body)).ok()
+}
+
+fn browser(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
+    params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v))
+}
+
+/// What a login form is for, in words.
+async fn purpose(state: &AppState, pending: &Pending) -> String {
+    match pending {
+        Pending::Login(r) => client_name(state, &r.client_id).await,
+        Pending::Portal(_) => "your Tessera account".to_string(),
+        _ => "your device".to_string(),
+    }
+}
+
+/// The parked sign-in a form names, checked against this browser and its CSRF token.
+async fn parked_sign_in(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    csrf: &str,
+) -> Result<Pending, ResumeError> {
+    match interaction::resume(&state.ctx(), request_id, csrf, browser(req, state).as_ref()).await? {
+        p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => Ok(p),
+        _ => Err(ResumeError::Expired),
+    }
+}
+
+/// `GET /signup`: the form on its own (after sign-up, the person signs in at `/account`).
+pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if !signup::open(&state.settings) {
+        return closed();
+    }
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
+        return limited;
+    }
+    pages::render(StatusCode::OK, &SignupPage::empty(&state, None, "", ""))
+}
+
+/// `POST /signup/start`: "Create an account" on a login page; the parked sign-in is
+/// kept, so that the new account can continue it once verified.
+pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if !signup::open(&state.settings) {
+        return closed();
+    }
+    if let Some(refused) =
+        guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Authorize))
+    {
+        return refused;
+    }
+    let Some(form) = form(&req, &body) else {
+        return bad_request_page("The sign-in form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
+    let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
+        Ok(p) => p,
+        Err(e) => return resume_error(e),
+    };
+    let name = purpose(&state, &pending).await;
+    pages::render(
+        StatusCode::OK,
+        &SignupPage::empty(&state, Some(&name), request_id, csrf),
+    )
+}
+
+/// Initiating User Registration via OpenID Connect 1.0 §4.1: an authorization request
+/// with `prompt=create` opens the sign-up form, its request parked as for the login
+/// form, so that the new account's first sign-in answers the client.
+pub async fn create(req: &HttpRequest, state: &AppState, cx: &Ctx<'_>, request: &AuthRequest) -> HttpResponse {
+    let (value, new_cookie) = browser_cookie(req, state);
+    let parked = match interaction::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
+        Ok(p) => p,
+        Err(e) => return errors::server_page(e),
+    };
+    let name = client_name(state, &request.client_id).await;
+    let page = SignupPage::empty(state, Some(&name), parked.request_id.expose(), parked.csrf.expose());
+    let mut resp = pages::render(StatusCode::OK, &page);
+    set_browser(&mut resp, state, new_cookie);
+    resp
+}
+
+/// `POST /signup`: creates the account and answers "check your mail", the same
+/// whether or not the address already had an account.
+pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if !signup::open(&state.settings) {
+        return closed();
+    }
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Signup))
+    {
+        return refused;
+    }
+    let Some(fields) = form(&req, &body) else {
+        return bad_request_page("The sign-up form was not submitted correctly.");
+    };
+    let get = |n: &str| params::field(&fields, n);
+    let (request_id, csrf) = (get("request_id"), get("csrf"));
+    let (mut client, mut request) = (None, None);
+    if !request_id.is_empty() {
+        match parked_sign_in(&req, &state, request_id, csrf).await {
+            Ok(p) => {
+                client = Some(purpose(&state, &p).await);
+                request = Some(TokenHash::of(request_id));
+            }
+            // The sign-in expired while the form was filled in: the account is still
+            // made, and the person signs in afresh once verified.
+            Err(ResumeError::Expired) => {}
+            Err(e) => return resume_error(e),
+        }
+    }
+    // A page shown again carries the parked sign-in only while it is still waiting.
+    let (request_id, csrf) = if request.is_some() {
+        (request_id, csrf)
+    } else {
+        ("", "")
+    };
+    let typed = Form {
+        username: get("username"),
+        email: get("email"),
+        name: get("name"),
+        password: get("password"),
+        confirm: get("confirm"),
+    };
+    let ip = guard::ip_text(&req, &state);
+    let (status, sent, problems) = match signup::submit(&state, typed, request, &ip).await {
+        Ok(Outcome::Sent) => (StatusCode::OK, true, Problems::default()),
+        Ok(Outcome::Invalid(problems)) => (StatusCode::BAD_REQUEST, false, problems),
+        Err(e) => return errors::server_page(e),
+    };
+    let page = SignupPage {
+        sent,
+        client_name: client.as_deref(),
+        request_id,
+        csrf,
+        username: typed.username,
+        email: typed.email.trim(),
+        name: typed.name,
+        domains: state.settings.signup_domains.join(", "),
+        problems,
+    };
+    pages::render(status, &page)
+}
+
+fn token_of(req: &HttpRequest) -> String {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// `GET /email/verify?token=…`: names the account and address, and offers "Confirm";
+/// it changes nothing, since mail scanners open links.
+pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
+        return limited;
+    }
+    let token = token_of(&req);
+    match verify::usable(&state, &token).await {
+        Ok(Some((username, email))) => pages::render(
+            StatusCode::OK,
+            &VerifyPage {
+                verified: false,
+                token: &token,
+                username: &username,
+                email: &email,
+                request_id: "",
+                csrf: "",
+            },
+        ),
+        Ok(None) => dead_link(),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// `POST /email/verify`: confirms the address. When the sign-up came from a sign-in
+/// that is still parked, that sign-in is parked again for this browser, behind a
+/// "Continue to sign in" button.
+pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(fields) = form(&req, &body) else {
+        return dead_link();
+    };
+    let ip = guard::ip_text(&req, &state);
+    let (username, resume) = match verify::confirm(&state, params::field(&fields, "token"), &ip).await {
+        Ok(Confirmed::Verified { username, resume }) => (username, resume),
+        Ok(Confirmed::Dead) => return dead_link(),
+        Err(e) => return errors::server_page(e),
+    };
+    let mut page = VerifyPage {
+        verified: true,
+        token: "",
+        username: &username,
+        email: "",
+        request_id: "",
+        csrf: "",
+    };
+    let Some(pending) = resume else {
+        return pages::render(StatusCode::OK, &page);
+    };
+    let (value, new_cookie) = browser_cookie(&req, &state);
+    match interaction::park(&state.ctx(), pending.as_ref(), &TokenHash::of(&value)).await {
+        Ok(parked) => {
+            page.request_id = parked.request_id.expose();
+            page.csrf = parked.csrf.expose();
+            let mut resp = pages::render(StatusCode::OK, &page);
+            set_browser(&mut resp, &state, new_cookie);
+            resp
+        }
+        Err(e) => {
+            // The address is verified whatever happens now: the plain page still says so.
+            tracing::warn!(error = ?e, "cannot park the sign-in after a verification");
+            pages::render(StatusCode::OK, &page)
+        }
+    }
+}
+
+/// `POST /signup/continue`: the login form for a parked sign-in (after confirming an
+/// address, or "Already have an account?" on the sign-up form).
+pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state) {
+        return refused;
+    }
+    let Some(fields) = form(&req, &body) else {
+        return bad_request_page("The form was not submitted correctly.");
+    };
+    let (request_id, csrf) = (params::field(&fields, "request_id"), params::field(&fields, "csrf"));
+    let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
+        Ok(p) => p,
+        Err(e) => return resume_error(e),
+    };
+    let page = pages::LoginPage {
+        client_name: &purpose(&state, &pending).await,
+        request_id,
+        csrf,
+        username: params::field(&fields, "username"),
+        error: None,
+        mail: state.settings.smtp.is_some(),
+        signup: signup::open(&state.settings),
+    };
+    pages::render(StatusCode::OK, &page)
+}
+
+/// After a correct password: an open sign-up whose address is not confirmed yet does
+/// not sign in; a new link is mailed (within the hourly limit) and a page says so.
+/// `None`: the sign-in goes on.
+pub async fn unverified(req: &HttpRequest, state: &AppState, user: &User, request_id: &str) -> Option<HttpResponse> {
+    let ip = guard::ip_text(req, state);
+    let hint = match verify::hold_unverified(state, user, request_id, &ip).await {
+        Ok(None) => return None,
+        Ok(Some(Held::Sent)) => "We have sent a new link to your address: follow it, then sign in again.",
+        Ok(Some(Held::NotSent)) => {
+            "Follow the link we sent to your address, then sign in again. A new link is sent at most a few times an hour."
+        }
+        Err(e) => return Some(errors::server_page(e)),
+    };
+    Some(pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Confirm your email address first",
+        "This account cannot sign in until its email address is confirmed.",
+        hint,
+    ))
+}

@@ -1,0 +1,219 @@
+//! Browsers a person signs in from, each named by one long-lived random cookie (only
+//! its digest is stored): a completed sign-in records the browser and mails a notice
+//! when it is new for the account; "Remember this device" trusts it to skip the second
+//! factor for 30 days; a changed or reset password ends every trust.
+
+use crate::account::Me;
+use crate::audit::Event;
+use crate::crypto::TokenHash;
+use crate::db::{self, devices::Trusted, users::Lifecycle, DbError, Tx};
+use crate::error::Internal;
+use crate::state::AppState;
+
+/// How long "Remember this device" skips the second factor.
+pub const TRUST_TTL: i64 = 30 * 24 * 3600;
+/// The device cookie's lifetime: the most browsers keep a cookie (400 days, the cap of
+/// RFC 6265bis), renewed at each sign-in, so that a browser stays known.
+pub const COOKIE_MAX_AGE: i64 = 400 * 24 * 3600;
+
+/// Ends the trust of every browser of the account, inside the caller's transaction
+/// (a password change or reset: whoever knew the old password may have been trusted).
+pub fn untrust_all(conn: &Tx<'_>, user_id: i64) -> Result<usize, DbError> {
+    db::devices::untrust_all(conn, user_id)
+}
+
+/// The digest of a device cookie as Tessera sets it (a `Secret`: 43 base64url
+/// characters); anything else names no device.
+pub fn cookie_digest(value: Option<&str>) -> Option<TokenHash> {
+    let v = value?;
+    let shaped = v.len() == 43 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    shaped.then(|| TokenHash::of(v))
+}
+
+/// A short name for a browser from its `User-Agent`: "Firefox on Linux".
+pub fn label(user_agent: Option<&str>) -> String {
+    let Some(ua) = user_agent.filter(|u| !u.trim().is_empty()) else {
+        return "Unknown browser".into();
+    };
+    let browser = [
+        ("Edg/", "Edge"),
+        ("OPR/", "Opera"),
+        ("Firefox/", "Firefox"),
+        ("Chrome/", "Chrome"),
+        ("Chromium/", "Chromium"),
+        ("Safari/", "Safari"),
+    ]
+    .into_iter()
+    .find(|(needle, _)| ua.contains(needle))
+    .map(|(_, name)| name);
+    let os = [
+        ("Android", "Android"),
+        ("iPhone", "iOS"),
+        ("iPad", "iPadOS"),
+        ("CrOS", "ChromeOS"),
+        ("Mac OS X", "macOS"),
+        ("Windows", "Windows"),
+        ("Linux", "Linux"),
+    ]
+    .into_iter()
+    .find(|(needle, _)| ua.contains(needle))
+    .map(|(_, name)| name);
+    match (browser, os) {
+        (Some(b), Some(o)) => format!("{b} on {o}"),
+        (Some(b), None) => b.to_string(),
+        (None, Some(o)) => format!("A browser on {o}"),
+        (None, None) => ua.chars().take(40).collect(),
+    }
+}
+
+/// A completed sign-in, as the device record and the notice need it.
+pub struct SignedIn<'a> {
+    pub user_id: i64,
+    /// The browser's device cookie (set by the caller if it was new).
+    pub cookie: &'a str,
+    pub user_agent: Option<&'a str>,
+    pub ip: &'a str,
+    /// When, as the notice prints it.
+    pub at: &'a str,
+    /// "Remember this device" was ticked and the second factor passed.
+    pub trust: bool,
+}
+
+/// Records the browser of a completed sign-in, trusts it if asked, and mails "New
+/// sign-in to your account" when the browser is new for an account that has signed in
+/// before and has not turned the notice off.
+pub async fn signed_in(state: &AppState, s: &SignedIn<'_>) -> Result<(), Internal> {
+    let Some(digest) = cookie_digest(Some(s.cookie)) else {
+        return Ok(());
+    };
+    let (uid, now, settings) = (s.user_id, state.clock.now(), state.settings.clone());
+    let name = label(s.user_agent);
+    let what_at = format!("with {name} from the address {} at {}", s.ip, s.at);
+    let (trust, ip) = (s.trust, s.ip.to_string());
+    let queued = state
+        .db
+        .write(move |c| {
+            // An account's very first browser is new by definition: not announced.
+            let first = db::devices::count(c, uid)? == 0;
+            let new = db::devices::seen(c, uid, &digest, &name, now)?;
+            let Some(user) = db::users::find_by_id(c, uid)? else {
+                return Ok(false);
+            };
+            if trust {
+                db::devices::trust(c, uid, &digest, &name, now + TRUST_TTL, now)?;
+                Event::new("device.trusted")
+                    .actor(&user.username)
+                    .ip(Some(ip.as_str()))
+                    .detail(serde_json::json!({"device": name}))
+                    .write(c, now)?;
+            }
+            if !new || first || !db::users::lifecycle(c, uid)?.notify_new_device {
+                return Ok(false);
+            }
+            let what = format!(
+                "Your account {} was signed in to {what_at}, a browser not used with it before.",
+                user.username
+            );
+            let q = super::notify(c, &settings, &user, "New sign-in to your account", &what, now)?;
+            Ok(q == super::Queued::Yes)
+        })
+        .await?;
+    if queued {
+        super::wake(state);
+    }
+    Ok(())
+}
+
+/// Whether this browser's cookie is trusted to skip the account's second factor now.
+pub async fn is_trusted(state: &AppState, user_id: i64, cookie: Option<&str>) -> Result<bool, Internal> {
+    let Some(digest) = cookie_digest(cookie) else {
+        return Ok(false);
+    };
+    let now = state.clock.now();
+    Ok(state
+        .db
+        .read(move |c| db::devices::is_trusted(c, user_id, &digest, now))
+        .await?)
+}
+
+/// What the account page shows of these choices.
+pub struct Choices {
+    pub lifecycle: Lifecycle,
+    pub trusted: Vec<Trusted>,
+}
+
+pub async fn choices(state: &AppState, user_id: i64) -> Result<Choices, DbError> {
+    let now = state.clock.now();
+    state
+        .db
+        .read(move |c| {
+            Ok(Choices {
+                lifecycle: db::users::lifecycle(c, user_id)?,
+                trusted: db::devices::trusted(c, user_id, now)?,
+            })
+        })
+        .await
+}
+
+fn event(me: &Me<'_>, name: &'static str) -> Event {
+    Event::new(name)
+        .actor(&me.user.username)
+        .target(&me.user.username)
+        .ip(Some(me.ip.clone()))
+}
+
+/// Ends the trust of one of the viewer's browsers; `false` when it was not trusted
+/// (or is not theirs).
+pub async fn untrust(state: &AppState, me: &Me<'_>, id: i64) -> Result<bool, DbError> {
+    let (uid, now) = (me.user.id, state.clock.now());
+    let event = event(me, "device.untrusted").detail(serde_json::json!({"device_id": id}));
+    state
+        .db
+        .write(move |c| {
+            let done = db::devices::untrust(c, uid, id)?;
+            if done {
+                event.write(c, now)?;
+            }
+            Ok(done)
+        })
+        .await
+}
+
+/// The viewer's choice of a mail for each sign-in from a new browser.
+pub async fn set_notify(state: &AppState, me: &Me<'_>, on: bool) -> Result<(), DbError> {
+    let (uid, now) = (me.user.id, state.clock.now());
+    let event = event(me, "account.notifications_changed").detail(serde_json::json!({"new_device": on}));
+    state
+        .db
+        .write(move |c| {
+            db::users::set_notify_new_device(c, uid, on)?;
+            event.write(c, now)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_agents_are_summarised() {
+        let firefox = "Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+        assert_eq!(label(Some(firefox)), "Firefox on Linux");
+        let edge = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36 Edg/126.0";
+        assert_eq!(label(Some(edge)), "Edge on Windows");
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+        assert_eq!(label(Some(iphone)), "Safari on iOS");
+        assert_eq!(label(None), "Unknown browser");
+        assert_eq!(label(Some("curl/8.0")), "curl/8.0");
+    }
+
+    #[test]
+    fn only_cookies_shaped_like_ours_name_a_device() {
+        let ours = crate::crypto::Secret::generate();
+        assert!(cookie_digest(Some(ours.expose())).is_some());
+        assert!(cookie_digest(Some("tessera:not-a-cookie-value-of-ours-at-all-00000")).is_none());
+        assert!(cookie_digest(Some("short")).is_none());
+        assert!(cookie_digest(None).is_none());
+    }
+}

@@ -1,0 +1,196 @@
+//! A code by mail as the second factor, for accounts without an authenticator app or
+//! passkey: turned on from the account page, mailed when the second-factor page is
+//! shown (10 minutes, only its digest stored, earlier codes voided), resent at most
+//! once a minute, and checked by `auth::mfa` with the lockout of a TOTP code.
+
+use super::signin::code_matches;
+use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
+use crate::account::Me;
+use crate::audit::Event;
+use crate::crypto::TokenHash;
+use crate::db::{self, email_tokens, DbError, Tx};
+use crate::error::Internal;
+use crate::mail::message::Message;
+use crate::state::AppState;
+
+/// How long a mailed code works.
+pub const CODE_TTL: i64 = 10 * 60;
+/// The least time between two codes mailed to an account.
+pub const RESEND_AFTER: i64 = 60;
+/// Wrong tries one code takes before it is void (each also counts toward the lockout).
+pub const MAX_ATTEMPTS: i64 = 5;
+
+/// Whether a code went out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    Yes,
+    /// A code was mailed less than `RESEND_AFTER` ago (it still works); seconds to wait.
+    TooSoon(i64),
+    /// The hourly mail limit of the account or address is reached.
+    Limited,
+    /// Mail is off, the account has no address, or email codes are not on.
+    Off,
+}
+
+/// Mails a fresh code to the account unless one went out under a minute ago.
+pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent, Internal> {
+    let now = state.clock.now();
+    let code = six_digit_code();
+    let code_digest = TokenHash::of(&code);
+    let (_, digest) = link_token();
+    let (settings, ip) = (state.settings.clone(), ip.to_string());
+    let sent = state
+        .db
+        .write(move |c| {
+            let Some(user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
+                return Ok(Sent::Off);
+            };
+            let Some(email) = user.email.clone().filter(|e| !e.trim().is_empty()) else {
+                return Ok(Sent::Off);
+            };
+            if !db::users::lifecycle(c, user_id)?.email_mfa {
+                return Ok(Sent::Off);
+            }
+            if let Some(t) = email_tokens::find_for_user(c, user_id, email_tokens::MFA, now)? {
+                let age = now - t.created_at;
+                if age < RESEND_AFTER {
+                    return Ok(Sent::TooSoon(RESEND_AFTER - age));
+                }
+            }
+            let message = Message::new("Your sign-in code", greeting(&user))
+                .paragraph(format!(
+                    "Someone signed in to the account {} with its password (from the address {ip}) and needs this code to finish.",
+                    user.username
+                ))
+                .code(&code)
+                .after("The code works once, for 10 minutes. If it was not you, change your password at once: someone knows it.");
+            match queue(c, &settings, &email, Some(user_id), "mfa", &message, now)? {
+                Queued::Yes => {}
+                Queued::Limited => return Ok(Sent::Limited),
+                Queued::Off => return Ok(Sent::Off),
+            }
+            email_tokens::create(
+                c,
+                &email_tokens::NewToken {
+                    digest: &digest,
+                    purpose: email_tokens::MFA,
+                    user_id: Some(user_id),
+                    email: &email,
+                    data: "{}",
+                    code: Some(&code_digest),
+                    request: None,
+                    expires_at: now + CODE_TTL,
+                },
+                now,
+            )?;
+            Event::new("mfa.email_code_sent")
+                .actor(&user.username)
+                .ip(Some(ip.as_str()))
+                .write(c, now)?;
+            Ok(Sent::Yes)
+        })
+        .await?;
+    if sent == Sent::Yes {
+        wake(state);
+    }
+    Ok(sent)
+}
+
+/// Checks a mailed code inside the caller's write transaction: a right one is spent
+/// (of two parallel uses one wins); a wrong one counts against the code, which is
+/// void after `MAX_ATTEMPTS`. Called by `auth::mfa::check`.
+pub fn check_code(c: &Tx<'_>, user_id: i64, code: &str, now: i64) -> Result<bool, DbError> {
+    if !db::users::lifecycle(c, user_id)?.email_mfa {
+        return Ok(false);
+    }
+    let Some(t) = email_tokens::find_for_user(c, user_id, email_tokens::MFA, now)? else {
+        return Ok(false);
+    };
+    if code_matches(t.code.as_deref(), code) {
+        return Ok(email_tokens::claim(c, t.id, now)?.won());
+    }
+    if email_tokens::wrong_code(c, t.id)? >= MAX_ATTEMPTS {
+        email_tokens::void(c, t.id, email_tokens::MFA, now)?;
+    }
+    Ok(false)
+}
+
+/// The account's address as the second-factor page names it: enough to recognise,
+/// not to read off the screen (`a•••@example.com`).
+pub fn masked(email: &str) -> String {
+    match email.rsplit_once('@') {
+        Some((local, domain)) => {
+            let first: String = local.chars().take(1).collect();
+            format!("{first}•••@{domain}")
+        }
+        None => "•••".into(),
+    }
+}
+
+/// Where the codes go, masked; `None` when the account has no address.
+pub async fn destination(state: &AppState, user_id: i64) -> Result<Option<String>, Internal> {
+    let user = state.db.read(move |c| db::users::find_by_id(c, user_id)).await?;
+    Ok(user
+        .and_then(|u| u.email)
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| masked(&e)))
+}
+
+/// Why email codes could not be turned on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Codes go only to an address proven to receive mail: one mistyped would lock
+    /// the person out at their next sign-in.
+    NoVerifiedEmail,
+    /// An authenticator app or a passkey is the stronger factor and is in use.
+    OtherFactor,
+    /// Mail is off on this server.
+    MailOff,
+}
+
+/// Turns email codes on or off for the viewer (whose password the caller checked).
+/// An authenticator app enrolled later wins at sign-in and this choice is kept: if
+/// the app is removed, codes by mail apply again rather than no second factor. A
+/// passkey added later changes nothing at a password sign-in (signing in with the
+/// passkey is two factors by itself), so the codes stay asked there.
+pub async fn set(state: &AppState, me: &Me<'_>, on: bool) -> Result<Result<(), Refused>, DbError> {
+    if on && state.settings.smtp.is_none() {
+        return Ok(Err(Refused::MailOff));
+    }
+    let (uid, now) = (me.user.id, state.clock.now());
+    let event = Event::new(if on { "mfa.email_enabled" } else { "mfa.email_disabled" })
+        .actor(&me.user.username)
+        .target(&me.user.username)
+        .ip(Some(me.ip.clone()));
+    state
+        .db
+        .write(move |c| {
+            if on {
+                let verified = db::users::find_by_id(c, uid)?
+                    .is_some_and(|u| u.email_verified && u.email.is_some_and(|e| !e.trim().is_empty()));
+                if !verified {
+                    return Ok(Err(Refused::NoVerifiedEmail));
+                }
+                if db::mfa::enabled(c, uid)? || !db::passkeys::list_for_user(c, uid)?.is_empty() {
+                    return Ok(Err(Refused::OtherFactor));
+                }
+            } else {
+                email_tokens::void_for_user(c, uid, &[email_tokens::MFA], now)?;
+            }
+            db::users::set_email_mfa(c, uid, on)?;
+            event.write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_masked_but_recognisable() {
+        assert_eq!(masked("ada@example.com"), "a•••@example.com");
+        assert_eq!(masked("nobody"), "•••");
+    }
+}

@@ -1,0 +1,325 @@
+//! Invitations: an administrator (admin pages, API or `tessera user invite`) invites an
+//! address; the link, mailed or handed over, opens a page where the invitee chooses a
+//! username and a password, and the account is made with the invitation's groups and
+//! role. A link works once, for 7 days; a new invitation to the address voids the last.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{link_token, queue, Queued};
+use crate::audit::Event;
+use crate::config::{Settings, Signup};
+use crate::crypto::random::random_id;
+use crate::crypto::TokenHash;
+use crate::db::{self, email_tokens, DbError, Tx};
+use crate::domain::{Email, Problems, Username};
+use crate::error::Internal;
+use crate::mail::message::Message;
+use crate::state::AppState;
+
+/// How long an invitation link works.
+pub const LIFETIME: i64 = 7 * 24 * 3600;
+
+/// The one line every refusal says while `--signup` is `off`.
+pub const OFF: &str = "invitations are off: set --signup invite (or open)";
+
+/// Invitations are made and accepted while sign-up is `invite` or `open`.
+pub fn enabled(settings: &Settings) -> bool {
+    matches!(settings.signup, Signup::Invite | Signup::Open)
+}
+
+/// What an invitation gives on acceptance (the token's `data`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grants {
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+impl Grants {
+    fn of(token: &email_tokens::Token) -> Self {
+        serde_json::from_str(&token.data).unwrap_or_default()
+    }
+}
+
+/// A new invitation, with its link: shown once, since only its digest is stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Created {
+    pub id: i64,
+    pub email: String,
+    pub link: String,
+    pub expires_at: i64,
+    pub mailed: bool,
+    /// Why it was not mailed, when it was not (mail off, or the address's hourly limit).
+    #[serde(skip)]
+    pub queued: Queued,
+}
+
+/// Stores the invitation and queues its mail, inside the caller's transaction (the
+/// audit entry is the caller's, who knows the actor).
+pub fn create_in(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    issuer: &str,
+    email: &Email,
+    grants: &Grants,
+    now: i64,
+) -> Result<Created, DbError> {
+    let (secret, digest) = link_token();
+    let expires_at = now + LIFETIME;
+    let data = serde_json::to_string(grants).map_err(|e| DbError::Corrupt(e.to_string()))?;
+    let id = email_tokens::create(
+        conn,
+        &email_tokens::NewToken {
+            digest: &digest,
+            purpose: email_tokens::INVITE,
+            user_id: None,
+            email: email.as_str(),
+            data: &data,
+            code: None,
+            request: None,
+            expires_at,
+        },
+        now,
+    )?;
+    let link = format!("{issuer}/invite?token={}", secret.expose());
+    let role = if grants.admin { " as an administrator" } else { "" };
+    let message = Message::new(format!("You are invited to {}", settings.org_name), "Hello,")
+        .paragraph(format!(
+            "An administrator of {} invited you to create an account{role}. Choose your username and password with the link below.",
+            settings.org_name
+        ))
+        .action("Accept the invitation", &link)
+        .after("The link works once, for 7 days. If you did not expect this invitation, ignore this mail.");
+    let queued = queue(conn, settings, email.as_str(), None, "invite", &message, now)?;
+    Ok(Created {
+        id,
+        email: email.as_str().to_string(),
+        link,
+        expires_at,
+        mailed: queued == Queued::Yes,
+        queued,
+    })
+}
+
+/// A live invitation as administrators see it (never its link).
+#[derive(Debug, Clone, Serialize)]
+pub struct Pending {
+    pub id: i64,
+    pub email: String,
+    pub groups: Vec<String>,
+    pub admin: bool,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+/// The live invitations, newest first.
+pub fn pending(conn: &Tx<'_>, now: i64) -> Result<Vec<Pending>, DbError> {
+    Ok(email_tokens::live(conn, email_tokens::INVITE, now)?
+        .into_iter()
+        .map(|t| {
+            let g = Grants::of(&t);
+            Pending {
+                id: t.id,
+                email: t.email,
+                groups: g.groups,
+                admin: g.admin,
+                created_at: t.created_at,
+                expires_at: t.expires_at,
+            }
+        })
+        .collect())
+}
+
+/// What the link's page shows.
+#[derive(Debug, Clone)]
+pub enum Opened {
+    Live {
+        email: String,
+        /// A username to start from: the address's local part, made valid.
+        suggested: String,
+        admin: bool,
+    },
+    /// Forged, used, revoked or expired: the page says so, without telling which.
+    Dead,
+    Off,
+}
+
+/// The address's local part as a username: lower-cased, letters, digits, `.`, `_`
+/// and `-` kept, at most 64 characters.
+pub fn suggest_username(email: &str) -> String {
+    let local = email.split('@').next().unwrap_or_default().to_lowercase();
+    local
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .take(64)
+        .collect()
+}
+
+fn digest_of(token: &str) -> Option<TokenHash> {
+    // A real link token is 43 characters; anything far off is no token at all.
+    (!token.is_empty() && token.len() <= 128).then(|| TokenHash::of(token))
+}
+
+pub async fn open(state: &AppState, token: &str) -> Result<Opened, DbError> {
+    if !enabled(&state.settings) {
+        return Ok(Opened::Off);
+    }
+    let Some(digest) = digest_of(token) else {
+        return Ok(Opened::Dead);
+    };
+    let now = state.clock.now();
+    let found = state
+        .db
+        .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
+        .await?;
+    Ok(match found {
+        Some(t) => Opened::Live {
+            suggested: suggest_username(&t.email),
+            admin: Grants::of(&t).admin,
+            email: t.email,
+        },
+        None => Opened::Dead,
+    })
+}
+
+/// The invitee's choices from the page (no `Debug`: it holds passwords).
+pub struct Choice<'a> {
+    pub token: &'a str,
+    pub username: &'a str,
+    pub password: &'a str,
+    pub confirm: &'a str,
+    pub ip: String,
+}
+
+pub enum Accepted {
+    Created {
+        username: String,
+    },
+    /// Something to correct on the page; the link still works.
+    Invalid(Problems),
+    Dead,
+    Off,
+}
+
+const TAKEN: &str = "this username is taken; choose another";
+
+/// Checks the username and password: the rules of a sign-up (the setup page's, less
+/// its longer minimum), and for an invitation to administer, the setup page's own.
+fn check(choice: &Choice<'_>, admin: bool) -> Problems {
+    let mut problems = Problems::new();
+    if let Err(e) = Username::parse(choice.username.trim()) {
+        problems.insert("username".into(), e.0);
+    }
+    let password = if admin {
+        crate::auth::setup::password_problem(choice.password, choice.username.trim())
+    } else {
+        super::signup::password_problem(choice.password, choice.username.trim())
+    };
+    if let Some(p) = password {
+        problems.insert("password".into(), p);
+    }
+    if choice.password != choice.confirm {
+        problems.insert("confirm".into(), "the two passwords differ".into());
+    }
+    problems
+}
+
+/// Accepts an invitation: the account is created with the invited address (verified:
+/// the link proved it), its groups and role, and the link is spent, all in one
+/// transaction; of two parallel acceptances one wins.
+pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, Internal> {
+    if !enabled(&state.settings) {
+        return Ok(Accepted::Off);
+    }
+    let Some(digest) = digest_of(choice.token) else {
+        return Ok(Accepted::Dead);
+    };
+    let now = state.clock.now();
+    let found = state
+        .db
+        .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
+        .await?;
+    let Some(token) = found else {
+        return Ok(Accepted::Dead);
+    };
+    let grants = Grants::of(&token);
+    let problems = check(choice, grants.admin);
+    if !problems.is_empty() {
+        return Ok(Accepted::Invalid(problems));
+    }
+    let username = choice.username.trim().to_string();
+    // Hashed before the transaction: nothing slow under the write lock.
+    let hash = state.hasher.hash(choice.password).await?;
+    let (name, ip) = (username.clone(), choice.ip.clone());
+    let written = state
+        .db
+        .write(move |c| {
+            if db::users::find_by_username(c, &name)?.is_some() {
+                return Ok(Accepted::Invalid(Problems::from([("username".into(), TAKEN.into())])));
+            }
+            if !email_tokens::claim(c, token.id, now)?.won() {
+                return Ok(Accepted::Dead);
+            }
+            // A name taken meanwhile (PostgreSQL, in parallel) is an error, which rolls
+            // the claim back with the insert: the link stays usable.
+            let id = db::users::insert(
+                c,
+                &db::users::NewUser {
+                    sub: &random_id(),
+                    username: &name,
+                    email: Some(&token.email),
+                    name: None,
+                    password_hash: &hash,
+                    is_admin: grants.admin,
+                    now,
+                },
+            )?;
+            db::users::set_email_verified(c, id, true)?;
+            // Groups deleted since the invitation are left out.
+            let mut ids = Vec::new();
+            for g in &grants.groups {
+                ids.extend(db::groups::id_of(c, g)?);
+            }
+            db::groups::set_user_groups(c, id, &ids)?;
+            Event::new("account.invitation_accepted")
+                .actor(&name)
+                .target(&name)
+                .ip(Some(ip))
+                .detail(json!({"invitation": token.id, "email": token.email, "groups": grants.groups, "admin": grants.admin}))
+                .write(c, now)?;
+            Ok(Accepted::Created { username: name })
+        })
+        .await;
+    match written {
+        Ok(a) => Ok(a),
+        Err(DbError::Conflict) => Ok(Accepted::Invalid(Problems::from([("username".into(), TAKEN.into())]))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_are_suggested_from_the_local_part() {
+        assert_eq!(suggest_username("Ada.Lovelace@example.org"), "ada.lovelace");
+        assert_eq!(suggest_username("a+b c\"d@example.org"), "abcd");
+        assert_eq!(suggest_username(&format!("{}@x.org", "y".repeat(80))).len(), 64);
+        assert!(Username::parse(&suggest_username("o'brien@example.org")).is_ok());
+    }
+
+    #[test]
+    fn grants_survive_the_token_data() {
+        let g = Grants {
+            groups: vec!["staff".into()],
+            admin: true,
+        };
+        let data = serde_json::to_string(&g).unwrap();
+        assert_eq!(data, r#"{"groups":["staff"],"admin":true}"#);
+        assert_eq!(serde_json::from_str::<Grants>(&data).unwrap(), g);
+        assert_eq!(serde_json::from_str::<Grants>("{}").unwrap(), Grants::default());
+    }
+}

@@ -1,0 +1,241 @@
+//! The account lifecycle by mail: the outbox every mail goes through (queued in the
+//! transaction of the action that causes it, limited per account and per address,
+//! sent by the mailer with retries), and the flows that send mail.
+
+pub mod deletion;
+pub mod devices;
+pub mod email_mfa;
+pub mod invite;
+pub mod reset;
+pub mod signin;
+pub mod signup;
+pub mod verify;
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use crate::config::Settings;
+use crate::crypto::{Secret, TokenHash};
+use crate::db::{self, users::User, DbError, Tx};
+use crate::mail::message::Message;
+use crate::state::AppState;
+
+/// Whether a mail was queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queued {
+    Yes,
+    /// The account or the address had its mails for this hour: nothing is queued, and
+    /// the person sees the same answer as when it is (no enumeration, no mail bomb).
+    Limited,
+    /// Mail is off (no `--smtp-url`).
+    Off,
+}
+
+/// Queues `message` to `to` inside the caller's transaction, unless the hourly limit
+/// of the account (`user_id`) or of the address is reached.
+pub fn queue(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    to: &str,
+    user_id: Option<i64>,
+    kind: &str,
+    message: &Message,
+    now: i64,
+) -> Result<Queued, DbError> {
+    if settings.smtp.is_none() {
+        return Ok(Queued::Off);
+    }
+    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, now - 3600)?;
+    if by_user >= settings.mail_per_hour || by_addr >= settings.mail_per_hour {
+        tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
+        return Ok(Queued::Limited);
+    }
+    let rendered = message.render(&settings.org_name);
+    db::outbox::queue(
+        conn,
+        &db::outbox::NewMail {
+            to,
+            subject: &rendered.subject,
+            text: &rendered.text,
+            html: &rendered.html,
+            kind,
+            user_id,
+        },
+        now,
+    )?;
+    Ok(Queued::Yes)
+}
+
+/// A fresh link secret and the digest that is stored of it.
+pub fn link_token() -> (Secret, TokenHash) {
+    let secret = Secret::generate();
+    let digest = secret.hash();
+    (secret, digest)
+}
+
+/// Six decimal digits, uniformly random (a code typed from a mail).
+pub fn six_digit_code() -> String {
+    format!("{:06}", rand::thread_rng().gen_range(0..1_000_000u32))
+}
+
+/// The greeting of a mail to this person.
+pub fn greeting(user: &User) -> String {
+    let name = user
+        .name
+        .as_deref()
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or(&user.username);
+    format!("Hello {name},")
+}
+
+/// A security notice to the account's address (a changed password, a new sign-in
+/// device, an authenticator added): nothing is queued when the account has no address.
+pub fn notify(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    user: &User,
+    subject: &str,
+    what: &str,
+    now: i64,
+) -> Result<Queued, DbError> {
+    let Some(to) = user.email.as_deref().filter(|e| !e.is_empty()) else {
+        return Ok(Queued::Off);
+    };
+    let message = Message::new(subject, greeting(user))
+        .paragraph(what)
+        .after("If this was you, there is nothing to do. If it was not, change your password at once and tell your administrator.");
+    queue(conn, settings, to, Some(user.id), "notice", &message, now)
+}
+
+/// Tells this node's mailer that mail was queued (after the transaction committed).
+pub fn wake(state: &AppState) {
+    state.mail_wakeup.notify_one();
+}
+
+/// How long a mailer holds the messages it claimed before another node may: longer
+/// than a pass can take (`BATCH` sends of at most 15 s each).
+const LEASE: i64 = 180;
+const BATCH: i64 = 10;
+/// The first retry waits this long, each further one twice as long, up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: i64 = 5;
+const MAX_BACKOFF: i64 = 3600;
+/// A message still unsent after this long is given up (and shown as failed).
+const GIVE_UP_AFTER: i64 = 3 * 24 * 3600;
+
+/// When to try again after `attempts` failed attempts (the one just made included),
+/// or `None` to give up.
+pub fn next_attempt(attempts: i64, created_at: i64, now: i64) -> Option<i64> {
+    if now - created_at >= GIVE_UP_AFTER {
+        return None;
+    }
+    let doublings = u32::try_from((attempts - 1).clamp(0, 20)).unwrap_or(20);
+    Some(now + FIRST_BACKOFF.saturating_mul(1 << doublings).min(MAX_BACKOFF))
+}
+
+/// Sends queued mail until the process ends: woken when mail is queued, and every few
+/// seconds for retries and for mail other nodes queued. A failure never reaches the
+/// person whose action queued the mail; it is logged, recorded with the server's
+/// answer, and retried with back-off.
+pub fn spawn_mailer(state: AppState) {
+    if state.settings.smtp.is_none() {
+        return;
+    }
+    tokio::spawn(async move {
+        loop {
+            let _ = tokio::time::timeout(Duration::from_secs(2), state.mail_wakeup.notified()).await;
+            while send_due(&state).await == BATCH as usize {}
+        }
+    });
+}
+
+/// One pass; returns how many messages it claimed.
+async fn send_due(state: &AppState) -> usize {
+    let Some(smtp) = state.settings.smtp.as_ref() else {
+        return 0;
+    };
+    let now = state.clock.now();
+    let due = match state
+        .db
+        .write(move |c| db::outbox::claim_due(c, now, now + LEASE, BATCH))
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the mail outbox; will retry");
+            return 0;
+        }
+    };
+    let claimed = due.len();
+    for m in due {
+        let result = smtp.send_both(&m.to, &m.subject, &m.text, &m.html).await;
+        let (id, now) = (m.id, state.clock.now());
+        let recorded = match result {
+            Ok(answer) => {
+                tracing::info!(mail_id = id, attempt = m.attempts + 1, "mail sent");
+                state.db.write(move |c| db::outbox::sent(c, id, &answer, now)).await
+            }
+            Err(f) => {
+                let next = if f.permanent {
+                    None
+                } else {
+                    next_attempt(m.attempts + 1, m.created_at, now)
+                };
+                match next {
+                    Some(at) => tracing::warn!(mail_id = id, attempt = m.attempts + 1, answer = %f.answer,
+                        retry_in_s = at - now, "mail not sent; will retry"),
+                    None => tracing::error!(mail_id = id, attempt = m.attempts + 1, answer = %f.answer,
+                        "mail not sent; given up"),
+                }
+                state
+                    .db
+                    .write(move |c| db::outbox::attempt_failed(c, id, &f.answer, next, now))
+                    .await
+            }
+        };
+        if let Err(e) = recorded {
+            // The lease runs out and the message is tried again: late, maybe twice,
+            // never lost.
+            tracing::warn!(mail_id = id, error = %e, "cannot record a mail's outcome");
+        }
+    }
+    claimed
+}
+
+/// The queue as the admin pages and API show it.
+pub async fn queue_view(state: &AppState, status: Option<String>, limit: i64) -> Result<QueueView, DbError> {
+    state
+        .db
+        .read(move |c| {
+            let (pending, sent, failed) = db::outbox::counts(c)?;
+            Ok(QueueView {
+                pending,
+                sent,
+                failed,
+                items: db::outbox::list(c, status.as_deref(), limit)?,
+            })
+        })
+        .await
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QueueView {
+    pub pending: i64,
+    pub sent: i64,
+    pub failed: i64,
+    pub items: Vec<db::outbox::Entry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_and_give_up_after_three_days() {
+        assert_eq!(next_attempt(1, 0, 100), Some(105));
+        assert_eq!(next_attempt(2, 0, 100), Some(110));
+        assert_eq!(next_attempt(5, 0, 100), Some(180));
+        assert_eq!(next_attempt(30, 0, 100), Some(100 + 3600));
+        assert_eq!(next_attempt(3, 0, 3 * 24 * 3600), None);
+    }
+}

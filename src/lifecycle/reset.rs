@@ -1,0 +1,180 @@
+//! Password reset by mail: one answer for every request, whether or not an account
+//! matches; a single-use link valid an hour (only its digest stored, earlier links
+//! voided); and a reset that ends every session and grant of the account.
+
+use crate::audit::Event;
+use crate::crypto::TokenHash;
+use crate::db::{self, email_tokens};
+use crate::domain::NewPassword;
+use crate::error::Internal;
+use crate::mail::message::Message;
+use crate::state::AppState;
+
+use super::{link_token, queue, wake, Queued};
+
+/// How long a reset link works.
+pub const LINK_TTL: i64 = 3600;
+
+/// Asks for a reset link for `who` (a username or an email address). The caller shows
+/// the same page whatever happens here, and both paths make the same one write
+/// transaction, so neither the answer nor its timing says whether an account matched.
+pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Internal> {
+    let who = who.trim().chars().take(256).collect::<String>();
+    let now = state.clock.now();
+    let (secret, digest) = link_token();
+    let link = state.url(&format!("/password/reset?token={}", secret.expose()));
+    let settings = state.settings.clone();
+    let ip = ip.to_string();
+    let queued = state
+        .db
+        .write(move |c| {
+            let user = if who.contains('@') {
+                db::users::find_by_email(c, &who)?
+            } else {
+                db::users::find_by_username(c, &who)?
+            };
+            let Some(user) = user.filter(|u| !u.disabled) else {
+                return Ok(Queued::Off);
+            };
+            let Some(email) = user.email.clone().filter(|e| !e.is_empty()) else {
+                return Ok(Queued::Off);
+            };
+            let message = Message::new("Reset your password", super::greeting(&user))
+                .paragraph(format!(
+                    "Someone asked to reset the password of the account {} (from the address {ip}).",
+                    user.username
+                ))
+                .action("Choose a new password", &link)
+                .after("The link works once, for an hour. If you did not ask for it, ignore this mail: your password stays as it is.");
+            let queued = queue(c, &settings, &email, Some(user.id), "reset", &message, now)?;
+            if queued == Queued::Yes {
+                email_tokens::create(
+                    c,
+                    &email_tokens::NewToken {
+                        digest: &digest,
+                        purpose: email_tokens::RESET,
+                        user_id: Some(user.id),
+                        email: &email,
+                        data: "{}",
+                        code: None,
+                        request: None,
+                        expires_at: now + LINK_TTL,
+                    },
+                    now,
+                )?;
+                Event::new("password.reset_requested")
+                    .actor(&user.username)
+                    .ip(Some(ip.as_str()))
+                    .write(c, now)?;
+            }
+            Ok(queued)
+        })
+        .await?;
+    if queued == Queued::Yes {
+        wake(state);
+    }
+    Ok(())
+}
+
+/// Whether a reset link still works (for showing its form).
+pub async fn usable(state: &AppState, token: &str) -> Result<bool, Internal> {
+    if token.is_empty() || token.len() > 128 {
+        return Ok(false);
+    }
+    let (digest, now) = (TokenHash::of(token), state.clock.now());
+    Ok(state
+        .db
+        .read(move |c| email_tokens::find(c, &digest, email_tokens::RESET, now))
+        .await?
+        .is_some())
+}
+
+/// What a reset attempt came to.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The password is changed; the account's username.
+    Done(String),
+    /// The new password breaks a rule, or the two differ: (field, message).
+    Invalid(&'static str, String),
+    /// Unknown, used, voided or expired link.
+    Dead,
+}
+
+/// Sets the new password through the link: the link is spent (of two parallel uses one
+/// wins), earlier links voided, trusted devices forgotten, the lockout count cleared,
+/// then every session ends with back-channel logout and every grant is revoked,
+/// offline ones included, as after an administrator's reset. A second factor stays
+/// enrolled and is asked at the next sign-in.
+pub async fn finish(
+    state: &AppState,
+    token: &str,
+    password: &str,
+    confirm: &str,
+    ip: &str,
+) -> Result<Outcome, Internal> {
+    if !usable(state, token).await? {
+        return Ok(Outcome::Dead);
+    }
+    let new = match NewPassword::parse(password) {
+        Ok(p) => p,
+        Err(e) => return Ok(Outcome::Invalid("password", e.0)),
+    };
+    if password != confirm {
+        return Ok(Outcome::Invalid("confirm", "the two passwords differ".into()));
+    }
+    let hash = state.hasher.hash(new.expose()).await?;
+    let (digest, now) = (TokenHash::of(token), state.clock.now());
+    let settings = state.settings.clone();
+    let ip = ip.to_string();
+    let done = state
+        .db
+        .write(move |c| {
+            let Some(t) = email_tokens::find(c, &digest, email_tokens::RESET, now)? else {
+                return Ok(None);
+            };
+            let Some(uid) = t.user_id else {
+                return Ok(None);
+            };
+            if !email_tokens::claim(c, t.id, now)?.won() {
+                return Ok(None);
+            }
+            let Some(user) = db::users::find_by_id(c, uid)? else {
+                return Ok(None);
+            };
+            db::users::set_password_by_id(c, uid, &hash, now)?;
+            db::users::clear_failures(c, uid)?;
+            // The link reached the address: it is the owner's.
+            if user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email)) {
+                db::users::set_email_verified(c, uid, true)?;
+                db::users::set_must_verify(c, uid, false)?;
+            }
+            email_tokens::void_for_user(c, uid, &[email_tokens::RESET, email_tokens::SIGNIN], now)?;
+            db::devices::untrust_all(c, uid)?;
+            // Whoever knew the old password is out, in this same transaction.
+            crate::oidc::logout::end_all_in(c, uid, now)?;
+            db::grants::revoke_user_grants(c, uid, None, now)?;
+            Event::new("password.reset")
+                .actor(&user.username)
+                .ip(Some(ip.as_str()))
+                .write(c, now)?;
+            super::notify(
+                c,
+                &settings,
+                &user,
+                "Your password was changed",
+                &format!(
+                    "The password of your account {} was reset through a link sent to this address. Every session was signed out.",
+                    user.username
+                ),
+                now,
+            )?;
+            Ok(Some(user))
+        })
+        .await?;
+    let Some(user) = done else {
+        return Ok(Outcome::Dead);
+    };
+    wake(state);
+    state.logout_wakeup.notify_one();
+    Ok(Outcome::Done(user.username))
+}

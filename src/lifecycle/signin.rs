@@ -1,0 +1,430 @@
+//! Signing in by mail: one mail holding a link and a 6-digit code, valid 15 minutes and
+//! once, bound to the parked authorization request (and so to the browser that asked
+//! for it). Whether or not an account matches, the same page follows and the same
+//! writes are made: an unknown name gets a decoy token that no code opens.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use subtle::ConstantTimeEq;
+
+use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
+use crate::audit::Event;
+use crate::config::Settings;
+use crate::crypto::{Secret, TokenHash};
+use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
+use crate::error::Internal;
+use crate::mail::message::Message;
+use crate::oidc::interaction::{Parked, Pending};
+use crate::state::AppState;
+
+/// How long the link and the code work.
+pub const TTL: i64 = 15 * 60;
+/// Wrong codes a token takes before it is void and the person must start again: with
+/// at most `mail_per_hour` mails, a guesser gets 25 tries an hour at a million codes.
+pub const MAX_ATTEMPTS: i64 = 5;
+
+/// RFC 8176 registers no method for a secret sent by mail. `otp` (a one-time password)
+/// is what it is: a single-use secret delivered out of band, and a value relying
+/// parties understand, where an unregistered `email` would be ignored. Alone it is one
+/// factor (what the mailbox holds), so no `mfa`.
+pub const AMR_EMAIL: &str = "otp";
+/// The mailbox and an authenticator app: two different things held, hence `mfa`.
+pub const AMR_EMAIL_TOTP: &str = "otp mfa";
+
+/// The names of a freshly parked record and the rows that make it, built before the
+/// write transaction (no randomness under the writer).
+struct Repark {
+    parked: Parked,
+    id_hash: TokenHash,
+    csrf_hash: TokenHash,
+}
+
+impl Repark {
+    fn new() -> Self {
+        let parked = Parked {
+            request_id: Secret::generate(),
+            csrf: Secret::generate(),
+        };
+        Self {
+            id_hash: parked.request_id.hash(),
+            csrf_hash: parked.csrf.hash(),
+            parked,
+        }
+    }
+
+    fn insert(&self, c: &Tx<'_>, params: &str, browser: &TokenHash, now: i64, expires_at: i64) -> Result<(), DbError> {
+        db::sessions::create_login_request(
+            c,
+            &NewLoginRequest {
+                id_hash: &self.id_hash,
+                csrf_hash: &self.csrf_hash,
+                browser_hash: browser,
+                params,
+                now,
+                expires_at,
+            },
+        )
+    }
+}
+
+fn locked(c: &Tx<'_>, settings: &Settings, user_id: i64, now: i64) -> Result<bool, DbError> {
+    Ok(settings.lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
+}
+
+/// The account `who` names (a username, else an address) if it may be mailed a
+/// sign-in: enabled, with an address, not locked, not waiting for verification.
+fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
+    let mut user = db::users::find_by_username(c, who)?;
+    if user.is_none() && who.contains('@') {
+        user = db::users::find_by_email(c, who)?;
+    }
+    let Some(user) = user.filter(|u| !u.disabled) else {
+        return Ok(None);
+    };
+    let Some(email) = user.email.clone().filter(|e| !e.trim().is_empty()) else {
+        return Ok(None);
+    };
+    if locked(c, settings, user.id, now)? || db::users::lifecycle(c, user.id)?.must_verify {
+        return Ok(None);
+    }
+    Ok(Some((user, email)))
+}
+
+/// Whether a typed code is the one whose digest is stored (in constant time).
+pub(super) fn code_matches(stored: Option<&[u8]>, typed: &str) -> bool {
+    let typed: String = typed.chars().filter(|c| !c.is_whitespace()).collect();
+    if typed.is_empty() || typed.len() > 16 {
+        return false;
+    }
+    let Some(stored) = stored else { return false };
+    bool::from(stored.ct_eq(TokenHash::of(&typed).as_bytes()))
+}
+
+/// What a link token carries: the digest of the parked request it completes (the
+/// row's `request_hash` is not read back by the storage API).
+fn bound_data(request: &TokenHash) -> String {
+    serde_json::json!({ "request": URL_SAFE_NO_PAD.encode(request.as_bytes()) }).to_string()
+}
+
+fn bound_request(data: &str) -> Option<TokenHash> {
+    let v: serde_json::Value = serde_json::from_str(data).ok()?;
+    let bytes = URL_SAFE_NO_PAD.decode(v.get("request")?.as_str()?).ok()?;
+    TokenHash::from_slice(&bytes)
+}
+
+/// Mails a link and a code for `who`, and parks the sign-in anew (as long as the
+/// token lives) under the names the code form carries. `None`: the parked request
+/// was already used. The caller resumed `request_id` for this browser first.
+pub async fn send(
+    state: &AppState,
+    request_id: &str,
+    pending: &Pending,
+    browser: &TokenHash,
+    who: &str,
+    ip: &str,
+) -> Result<Option<Parked>, Internal> {
+    let who: String = who.trim().chars().take(256).collect();
+    let now = state.clock.now();
+    let params = serde_json::to_string(pending).map_err(|_| Internal::Failed)?;
+    let repark = Repark::new();
+    let (secret, digest) = link_token();
+    let code = six_digit_code();
+    let code_digest = TokenHash::of(&code);
+    let link = state.url(&format!("/login/email/link?token={}", secret.expose()));
+    let settings = state.settings.clone();
+    let (old, browser, ip) = (TokenHash::of(request_id), *browser, ip.to_string());
+    // A decoy is voided only by a later decoy for the same typed name, as a real
+    // token is only by a later one for the same account.
+    let decoy_key = format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes()));
+    let outcome = state
+        .db
+        .write(move |c| {
+            if !db::sessions::consume_login_request(c, &old, now)?.won() {
+                return Ok(None);
+            }
+            let expires_at = now + TTL.max(settings.lifetimes.login_request);
+            repark.insert(c, &params, &browser, now, expires_at)?;
+            let mut queued = Queued::Off;
+            let account = eligible(c, &settings, &who, now)?;
+            if let Some((user, email)) = &account {
+                let message = Message::new("Your sign-in link", greeting(user))
+                    .paragraph(format!(
+                        "Someone asked to sign in to the account {} by mail (from the address {ip}).",
+                        user.username
+                    ))
+                    .action("Sign in", &link)
+                    .code(&code)
+                    .after("Open the link in the browser where you asked for it, or type the code on the page that is open there. The link and the code work once, for 15 minutes.")
+                    .after("If you did not ask to sign in, ignore this mail: no one can sign in without it.");
+                queued = queue(c, &settings, email, Some(user.id), "signin", &message, now)?;
+            }
+            let owner = account.as_ref().filter(|_| queued == Queued::Yes);
+            email_tokens::create(
+                c,
+                &email_tokens::NewToken {
+                    digest: &digest,
+                    purpose: email_tokens::SIGNIN,
+                    user_id: owner.map(|(u, _)| u.id),
+                    email: owner.map_or(decoy_key.as_str(), |(_, e)| e.as_str()),
+                    data: &bound_data(&repark.id_hash),
+                    code: Some(&code_digest),
+                    request: Some(&repark.id_hash),
+                    expires_at: now + TTL,
+                },
+                now,
+            )?;
+            if let Some((user, _)) = owner {
+                Event::new("login.email_link_sent")
+                    .actor(&user.username)
+                    .ip(Some(ip.as_str()))
+                    .write(c, now)?;
+            }
+            Ok(Some((queued, repark.parked)))
+        })
+        .await?;
+    let Some((queued, parked)) = outcome else {
+        return Ok(None);
+    };
+    if queued == Queued::Yes {
+        wake(state);
+    }
+    Ok(Some(parked))
+}
+
+/// What a typed sign-in code came to.
+pub enum CodeCheck {
+    /// The right code: the token is spent and the sign-in may go on.
+    Passed(User),
+    /// A wrong code (or no account behind the token: the same answer).
+    Wrong,
+    /// This wrong code was one too many: the token is void.
+    Spent,
+    /// The account is locked for now.
+    Locked(User),
+    /// No live token for this request: expired, used, or voided.
+    Dead,
+}
+
+/// Checks the code typed on the page of the parked request `request_id` (which the
+/// caller resumed for this browser).
+pub async fn check_code(state: &AppState, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
+    let (request, now) = (TokenHash::of(request_id), state.clock.now());
+    let (code, settings) = (code.to_string(), state.settings.clone());
+    let outcome = state
+        .db
+        .write(move |c| {
+            let Some(t) = email_tokens::find_by_request(c, &request, email_tokens::SIGNIN, now)? else {
+                return Ok(CodeCheck::Dead);
+            };
+            let user = match t.user_id {
+                Some(uid) => db::users::find_by_id(c, uid)?.filter(|u| !u.disabled),
+                None => None,
+            };
+            let Some(user) = user.filter(|_| code_matches(t.code.as_deref(), &code)) else {
+                if email_tokens::wrong_code(c, t.id)? >= MAX_ATTEMPTS {
+                    email_tokens::void(c, t.id, email_tokens::SIGNIN, now)?;
+                    return Ok(CodeCheck::Spent);
+                }
+                return Ok(CodeCheck::Wrong);
+            };
+            if locked(c, &settings, user.id, now)? {
+                return Ok(CodeCheck::Locked(user));
+            }
+            if !email_tokens::claim(c, t.id, now)?.won() {
+                return Ok(CodeCheck::Dead);
+            }
+            Ok(CodeCheck::Passed(user))
+        })
+        .await?;
+    Ok(outcome)
+}
+
+/// A link's token, the parked request it is bound to and its account.
+struct Live {
+    token_id: i64,
+    request: TokenHash,
+    params: String,
+    browser: TokenHash,
+    user: User,
+}
+
+/// Whether a link is live and bound to this browser.
+enum Bound {
+    Live(Box<Live>),
+    /// Live, but this is not the browser that asked for it.
+    OtherBrowser,
+    Dead,
+}
+
+fn bound(c: &Tx<'_>, token: &TokenHash, browser: Option<&TokenHash>, now: i64) -> Result<Bound, DbError> {
+    let Some(t) = email_tokens::find(c, token, email_tokens::SIGNIN, now)? else {
+        return Ok(Bound::Dead);
+    };
+    let (Some(uid), Some(request)) = (t.user_id, bound_request(&t.data)) else {
+        return Ok(Bound::Dead);
+    };
+    let Some(parked) = db::sessions::find_login_request(c, &request, now)? else {
+        return Ok(Bound::Dead);
+    };
+    let same = browser.is_some_and(|b| bool::from(b.as_bytes().ct_eq(parked.browser_hash.as_bytes())));
+    if !same {
+        return Ok(Bound::OtherBrowser);
+    }
+    let Some(user) = db::users::find_by_id(c, uid)?.filter(|u| !u.disabled) else {
+        return Ok(Bound::Dead);
+    };
+    Ok(Bound::Live(Box::new(Live {
+        token_id: t.id,
+        request,
+        params: parked.params,
+        browser: parked.browser_hash,
+        user,
+    })))
+}
+
+/// What opening a link shows (a GET acts on nothing: mail scanners fetch links).
+pub enum LinkView {
+    /// "Sign in as" this username.
+    Confirm(String),
+    OtherBrowser,
+    Dead,
+}
+
+fn token_digest(token: &str) -> Option<TokenHash> {
+    (!token.is_empty() && token.len() <= 128).then(|| TokenHash::of(token))
+}
+
+pub async fn open_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkView, Internal> {
+    let Some(digest) = token_digest(token) else {
+        return Ok(LinkView::Dead);
+    };
+    let (browser, now) = (browser.copied(), state.clock.now());
+    let b = state.db.read(move |c| bound(c, &digest, browser.as_ref(), now)).await?;
+    Ok(match b {
+        Bound::Live(live) => LinkView::Confirm(live.user.username),
+        Bound::OtherBrowser => LinkView::OtherBrowser,
+        Bound::Dead => LinkView::Dead,
+    })
+}
+
+/// A spent link: the sign-in parked anew under these names, to go on exactly as
+/// after a password.
+pub struct Continued {
+    pub parked: Parked,
+    pub pending: Pending,
+    pub user: User,
+}
+
+/// What confirming a link came to.
+pub enum LinkUse {
+    Continue(Box<Continued>),
+    OtherBrowser,
+    /// The account is locked for now; its username.
+    Locked(String),
+    Dead,
+}
+
+/// Spends a link opened in the browser that asked for it: the token is claimed and
+/// the parked request swapped for a fresh one, in one transaction.
+pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkUse, Internal> {
+    let Some(digest) = token_digest(token) else {
+        return Ok(LinkUse::Dead);
+    };
+    let (browser, now, settings) = (browser.copied(), state.clock.now(), state.settings.clone());
+    let repark = Repark::new();
+    let outcome = state
+        .db
+        .write(move |c| {
+            let Live {
+                token_id,
+                request,
+                params,
+                browser,
+                user,
+            } = match bound(c, &digest, browser.as_ref(), now)? {
+                Bound::Live(live) => *live,
+                Bound::OtherBrowser => return Ok(LinkUse::OtherBrowser),
+                Bound::Dead => return Ok(LinkUse::Dead),
+            };
+            if locked(c, &settings, user.id, now)? {
+                return Ok(LinkUse::Locked(user.username));
+            }
+            let Ok(pending) = serde_json::from_str::<Pending>(&params) else {
+                return Ok(LinkUse::Dead);
+            };
+            if !email_tokens::claim(c, token_id, now)?.won()
+                || !db::sessions::consume_login_request(c, &request, now)?.won()
+            {
+                return Ok(LinkUse::Dead);
+            }
+            repark.insert(c, &params, &browser, now, now + settings.lifetimes.login_request)?;
+            Ok(LinkUse::Continue(Box::new(Continued {
+                parked: repark.parked,
+                pending,
+                user,
+            })))
+        })
+        .await?;
+    Ok(outcome)
+}
+
+/// Notes that the second-factor step parked as `mfa_request_id` follows a sign-in by
+/// mail, not a password, so that its `amr` says so (the parked step records only the
+/// account): a code-less, never-mailed token bound to that step's record.
+pub async fn note_mail_first(state: &AppState, user_id: i64, mfa_request_id: &Secret) -> Result<(), Internal> {
+    let (request, now) = (mfa_request_id.hash(), state.clock.now());
+    let (_, digest) = link_token();
+    let expires_at = now + state.settings.lifetimes.login_request;
+    state
+        .db
+        .write(move |c| {
+            email_tokens::create(
+                c,
+                &email_tokens::NewToken {
+                    digest: &digest,
+                    purpose: email_tokens::SIGNIN,
+                    user_id: Some(user_id),
+                    email: "",
+                    data: r#"{"first":"mail"}"#,
+                    code: None,
+                    request: Some(&request),
+                    expires_at,
+                },
+                now,
+            )
+        })
+        .await?;
+    Ok(())
+}
+
+/// Whether the second-factor step `request_id` follows a sign-in by mail.
+pub async fn mail_first(state: &AppState, request_id: &str) -> Result<bool, Internal> {
+    let (request, now) = (TokenHash::of(request_id), state.clock.now());
+    let t = state
+        .db
+        .read(move |c| email_tokens::find_by_request(c, &request, email_tokens::SIGNIN, now))
+        .await?;
+    Ok(t.is_some_and(|t| t.code.is_none() && t.data.contains("\"first\"")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_by_digest_ignoring_spaces() {
+        let stored = TokenHash::of("123456");
+        assert!(code_matches(Some(stored.as_bytes()), " 123 456 "));
+        assert!(!code_matches(Some(stored.as_bytes()), "123457"));
+        assert!(!code_matches(Some(stored.as_bytes()), ""));
+        assert!(!code_matches(None, "123456"));
+    }
+
+    #[test]
+    fn the_bound_request_survives_its_data() {
+        let h = TokenHash::of("request");
+        assert_eq!(bound_request(&bound_data(&h)), Some(h));
+        assert_eq!(bound_request("{}"), None);
+        assert_eq!(bound_request("not json"), None);
+    }
+}

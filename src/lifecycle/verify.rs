@@ -1,0 +1,292 @@
+//! Email verification: a single-use link (24 h, only its digest stored, a new one voids
+//! the earlier ones) mailed on sign-up, on every change of address and when an
+//! unverified sign-up tries to sign in; following it and pressing "Confirm" (a link
+//! never acts on GET: mail scanners prefetch links) is the only way `email_verified`
+//! becomes true besides an administrator's say-so.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::json;
+
+use crate::audit::Event;
+use crate::config::Settings;
+use crate::crypto::TokenHash;
+use crate::db::{self, email_tokens, users::User, DbError, Tx};
+use crate::error::Internal;
+use crate::mail::message::Message;
+use crate::oidc::interaction::Pending;
+use crate::state::AppState;
+
+use super::{link_token, queue, wake, Queued};
+
+/// How long a verification link works.
+pub const LINK_TTL: i64 = 24 * 3600;
+
+/// A verification link, made before the write transaction that mails it (its URL is
+/// built from the issuer, never from the request's Host header).
+pub struct Link {
+    digest: TokenHash,
+    url: String,
+}
+
+impl Link {
+    pub fn new(state: &AppState) -> Self {
+        let (secret, digest) = link_token();
+        Self {
+            digest,
+            url: state.url(&format!("/email/verify?token={}", secret.expose())),
+        }
+    }
+}
+
+/// Why the link is sent, which is what the mail says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    SignUp,
+    Changed,
+    SignIn,
+}
+
+fn message(reason: Reason, user: &User, url: &str) -> Message {
+    let (subject, why) = match reason {
+        Reason::SignUp => (
+            "Confirm your email address",
+            format!(
+                "The account {} was created with this address. Confirm the address to finish signing up; until then the account cannot sign in.",
+                user.username
+            ),
+        ),
+        Reason::Changed => (
+            "Confirm your new email address",
+            format!(
+                "This address was entered as the new address of the account {}. Confirm it so that applications can rely on it.",
+                user.username
+            ),
+        ),
+        Reason::SignIn => (
+            "Confirm your email address to sign in",
+            format!(
+                "Someone signed in to the account {} with its password, but its address is not confirmed yet. Confirm it, then sign in again.",
+                user.username
+            ),
+        ),
+    };
+    Message::new(subject, super::greeting(user))
+        .paragraph(why)
+        .action("Confirm your address", url)
+        .after("The link works once, for 24 hours. If you did not expect this mail, ignore it: nothing changes.")
+}
+
+/// The parked request a sign-up came from, as kept in the token's `data`: its digest
+/// only, so the token table holds nothing that opens the request.
+fn data(request: Option<&TokenHash>) -> String {
+    json!({ "request": request.map(|r| URL_SAFE_NO_PAD.encode(r.as_bytes())) }).to_string()
+}
+
+fn request_of(data: &str) -> Option<TokenHash> {
+    let value: serde_json::Value = serde_json::from_str(data).ok()?;
+    let bytes = URL_SAFE_NO_PAD.decode(value.get("request")?.as_str()?).ok()?;
+    TokenHash::from_slice(&bytes)
+}
+
+/// Queues the verification mail to `to` for `user` inside the caller's transaction and
+/// stores the link's digest, voiding the account's earlier links. Within the hourly
+/// limit only: a limited mail stores no token, so the link already sent keeps working.
+#[allow(clippy::too_many_arguments)]
+pub fn send_in(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    link: &Link,
+    user: &User,
+    to: &str,
+    reason: Reason,
+    request: Option<&TokenHash>,
+    now: i64,
+) -> Result<Queued, DbError> {
+    let queued = queue(
+        conn,
+        settings,
+        to,
+        Some(user.id),
+        "verify",
+        &message(reason, user, &link.url),
+        now,
+    )?;
+    if queued == Queued::Yes {
+        email_tokens::create(
+            conn,
+            &email_tokens::NewToken {
+                digest: &link.digest,
+                purpose: email_tokens::VERIFY,
+                user_id: Some(user.id),
+                email: to,
+                data: &data(request),
+                code: None,
+                request,
+                expires_at: now + LINK_TTL,
+            },
+            now,
+        )?;
+    }
+    Ok(queued)
+}
+
+/// A live link's account, when the account still has the address it was sent to.
+fn live(conn: &Tx<'_>, digest: &TokenHash, now: i64) -> Result<Option<(email_tokens::Token, User)>, DbError> {
+    let Some(t) = email_tokens::find(conn, digest, email_tokens::VERIFY, now)? else {
+        return Ok(None);
+    };
+    let Some(user) = t
+        .user_id
+        .map(|id| db::users::find_by_id(conn, id))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(None);
+    };
+    let same = user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email));
+    Ok(same.then_some((t, user)))
+}
+
+fn well_formed(token: &str) -> bool {
+    !token.is_empty() && token.len() <= 128
+}
+
+/// What the confirmation page names: the account and the address, or `None` for an
+/// unknown, used, voided or expired link, or one sent to an address the account no
+/// longer has.
+pub async fn usable(state: &AppState, token: &str) -> Result<Option<(String, String)>, Internal> {
+    if !well_formed(token) {
+        return Ok(None);
+    }
+    let (digest, now) = (TokenHash::of(token), state.clock.now());
+    let found = state.db.read(move |c| live(c, &digest, now)).await?;
+    Ok(found.map(|(t, u)| (u.username, t.email)))
+}
+
+/// What pressing "Confirm" came to.
+#[derive(Debug)]
+pub enum Confirmed {
+    /// Unknown, used, voided, expired, or for an address the account no longer has.
+    Dead,
+    /// The address is verified; `resume` is the sign-in the sign-up came from, when it
+    /// is still waiting.
+    Verified {
+        username: String,
+        resume: Option<Box<Pending>>,
+    },
+}
+
+/// Spends the link (of two parallel uses one wins), marks the address verified, lets
+/// an open sign-up's account sign in, and writes `account.email_verified`, in one
+/// transaction.
+pub async fn confirm(state: &AppState, token: &str, ip: &str) -> Result<Confirmed, Internal> {
+    if !well_formed(token) {
+        return Ok(Confirmed::Dead);
+    }
+    let (digest, now, ip) = (TokenHash::of(token), state.clock.now(), ip.to_string());
+    let done = state
+        .db
+        .write(move |c| {
+            let Some((t, user)) = live(c, &digest, now)? else {
+                return Ok(None);
+            };
+            if !email_tokens::claim(c, t.id, now)?.won() {
+                return Ok(None);
+            }
+            db::users::set_email_verified(c, user.id, true)?;
+            db::users::set_must_verify(c, user.id, false)?;
+            Event::new("account.email_verified")
+                .actor(&user.username)
+                .target(&user.username)
+                .ip(Some(ip.as_str()))
+                .detail(json!({ "email": t.email }))
+                .write(c, now)?;
+            Ok(Some((user.username, resumable(c, &t.data, now)?.map(Box::new))))
+        })
+        .await?;
+    Ok(match done {
+        Some((username, resume)) => Confirmed::Verified { username, resume },
+        None => Confirmed::Dead,
+    })
+}
+
+/// The sign-in step the sign-up was started from, if it is still parked and unused.
+fn resumable(conn: &Tx<'_>, data: &str, now: i64) -> Result<Option<Pending>, DbError> {
+    let Some(request) = request_of(data) else {
+        return Ok(None);
+    };
+    let Some(parked) = db::sessions::find_login_request(conn, &request, now)? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_str::<Pending>(&parked.params)
+        .ok()
+        .filter(|p| matches!(p, Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))))
+}
+
+/// What happened to a correct password for an account that still owes verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// A new link was mailed.
+    Sent,
+    /// No new link now: the hourly limit was reached (the last link still works), or
+    /// mail is off.
+    NotSent,
+}
+
+/// An account from an open sign-up whose address is not verified yet may not sign in
+/// (an administrator marking the address verified releases it too). Called only after
+/// a correct password; mails a new link bound to the sign-in's parked request, within
+/// the hourly limit. `None`: the account may go on.
+pub async fn hold_unverified(
+    state: &AppState,
+    user: &User,
+    request_id: &str,
+    ip: &str,
+) -> Result<Option<Held>, Internal> {
+    if user.email_verified {
+        return Ok(None);
+    }
+    let uid = user.id;
+    if !state.db.read(move |c| db::users::lifecycle(c, uid)).await?.must_verify {
+        return Ok(None);
+    }
+    let link = Link::new(state);
+    let (request, now, ip) = (TokenHash::of(request_id), state.clock.now(), ip.to_string());
+    let (settings, user) = (state.settings.clone(), user.clone());
+    let queued = state
+        .db
+        .write(move |c| {
+            Event::new("login.unverified")
+                .actor(&user.username)
+                .ip(Some(ip.as_str()))
+                .write(c, now)?;
+            match user.email.as_deref().filter(|e| !e.is_empty()) {
+                Some(to) => send_in(c, &settings, &link, &user, to, Reason::SignIn, Some(&request), now),
+                None => Ok(Queued::Off),
+            }
+        })
+        .await?;
+    Ok(Some(if queued == Queued::Yes {
+        wake(state);
+        Held::Sent
+    } else {
+        Held::NotSent
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parked_request_is_kept_as_its_digest_and_read_back() {
+        let request = TokenHash::of("a parked request id");
+        let kept = data(Some(&request));
+        assert!(!kept.contains("a parked request id"));
+        assert_eq!(request_of(&kept), Some(request));
+        assert_eq!(request_of(&data(None)), None);
+        assert_eq!(request_of("not json"), None);
+        assert_eq!(request_of(r#"{"request":"c2hvcnQ"}"#), None);
+    }
+}
