@@ -100,7 +100,9 @@ pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>
 }
 
 /// Saves the name and email (`None` clears them); both were checked by the caller.
-/// A changed address is unverified. With mail on, in the same transaction, the new
+/// A changed address is unverified, and every unused link or code mailed to the old
+/// one (verification, reset, sign-in, second factor) is void: they were the old
+/// mailbox's to use, not the new one's. With mail on, in the same transaction, the new
 /// address gets its verification link (earlier links are void) and the old one a
 /// notice of the change; returns whether a link was queued. Without mail the address
 /// simply stays unverified until an administrator says otherwise.
@@ -130,10 +132,13 @@ pub async fn update_profile(
         .write(move |c| {
             db::users::update_profile(c, uid, name.as_deref(), email.as_deref(), now)?;
             event.write(c, now)?;
+            if changed {
+                use db::email_tokens::{MFA, RESET, SIGNIN, VERIFY};
+                db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
+            }
             let Some((link, before, after, settings)) = mail else {
                 return Ok(false);
             };
-            db::email_tokens::void_for_user(c, uid, &[db::email_tokens::VERIFY], now)?;
             let sent = match after.email.as_deref() {
                 Some(to) => verify::send_in(c, &settings, &link, &after, to, verify::Reason::Changed, None, now)?,
                 None => Queued::Off,

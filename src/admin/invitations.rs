@@ -57,7 +57,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
             if let Some(g) = first_unknown(c, &grants.groups)? {
                 problems.insert("groups".into(), format!("there is no group named `{g}`"));
             }
-            if db::users::find_by_email(c, email.as_str())?.is_some() {
+            if db::users::email_taken(c, email.as_str())? {
                 problems.insert("email".into(), "an account with this address exists".into());
             }
             if !problems.is_empty() {

@@ -331,11 +331,36 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
     let hash = state.hasher.hash(new.expose()).await?;
     let live = sessions(state, id).await?;
     let now = cx.now;
+    let settings = state.settings.clone();
     act_on(state, actor, id, "admin.password_set", move |c, id| {
         db::users::set_password_by_id(c, id, &hash, now)?;
-        db::users::clear_failures(c, id)
+        db::users::clear_failures(c, id)?;
+        // As after a reset by mail: earlier links and codes die, trusted browsers must
+        // pass the second factor again, and the owner is told.
+        db::email_tokens::void_for_user(
+            c,
+            id,
+            &[db::email_tokens::RESET, db::email_tokens::SIGNIN, db::email_tokens::MFA],
+            now,
+        )?;
+        crate::lifecycle::devices::untrust_all(c, id)?;
+        if let Some(user) = db::users::find_by_id(c, id)? {
+            crate::lifecycle::notify(
+                c,
+                &settings,
+                &user,
+                "Your password was changed",
+                &format!(
+                    "An administrator set a new password for your account {}. Every session was signed out.",
+                    user.username
+                ),
+                now,
+            )?;
+        }
+        Ok(())
     })
     .await?;
+    crate::lifecycle::wake(state);
     crate::oidc::logout::end_listed(&cx, &live).await?;
     state
         .db

@@ -25,21 +25,31 @@ pub fn queue(conn: &Tx<'_>, m: &NewMail<'_>, now: i64) -> Result<i64, DbError> {
     )
 }
 
-/// Mails queued since `since` about this account, or to this address (the limits).
-pub fn count_since(conn: &Tx<'_>, user_id: Option<i64>, to: &str, since: i64) -> Result<(i64, i64), DbError> {
-    let by_user = match user_id {
-        Some(id) => conn.one(
-            "SELECT count(*) FROM mail_outbox WHERE user_id = ?1 AND created_at > ?2",
-            args![id, since],
+/// Mails of these kinds queued since `since` about this account, and to this address
+/// (the hourly limits).
+pub fn count_since(
+    conn: &Tx<'_>,
+    user_id: Option<i64>,
+    to: &str,
+    kinds: &[&str],
+    since: i64,
+) -> Result<(i64, i64), DbError> {
+    let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 3)).collect();
+    let kind_in = format!("kind IN ({})", marks.join(", "));
+    let count = |who: &str, first: &dyn super::sql::ToValue| -> Result<i64, DbError> {
+        let mut values: Vec<&dyn super::sql::ToValue> = vec![first, &since];
+        values.extend(kinds.iter().map(|k| k as &dyn super::sql::ToValue));
+        conn.one(
+            &format!("SELECT count(*) FROM mail_outbox WHERE {who} AND created_at > ?2 AND {kind_in}"),
+            &values,
             |r| r.get(0),
-        )?,
+        )
+    };
+    let by_user = match user_id {
+        Some(id) => count("user_id = ?1", &id)?,
         None => 0,
     };
-    let by_addr = conn.one(
-        "SELECT count(*) FROM mail_outbox WHERE lower(to_addr) = lower(?1) AND created_at > ?2",
-        args![to, since],
-        |r| r.get(0),
-    )?;
+    let by_addr = count("lower(to_addr) = lower(?1)", &to)?;
     Ok((by_user, by_addr))
 }
 

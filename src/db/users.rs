@@ -427,7 +427,20 @@ pub fn set_deletion_requested(conn: &Tx<'_>, user_id: i64, at: Option<i64>) -> R
     Ok(())
 }
 
-/// The account whose address this is (case-insensitively), if exactly one has it.
+/// Whether any account has this address (case-insensitively).
+pub fn email_taken(conn: &Tx<'_>, email: &str) -> Result<bool, DbError> {
+    Ok(conn
+        .row(
+            "SELECT 1 FROM users WHERE lower(email) = lower(?1) LIMIT 1",
+            args![email],
+            |r| r.get::<i64>(0),
+        )?
+        .is_some())
+}
+
+/// The account whose address this is (case-insensitively), if exactly one has it:
+/// an address two accounts share names neither (a reset or sign-in link by address
+/// then goes nowhere; the username still works).
 pub fn find_by_email(conn: &Tx<'_>, email: &str) -> Result<Option<User>, DbError> {
     let ids = conn.rows(
         "SELECT id FROM users WHERE lower(email) = lower(?1) LIMIT 2",
@@ -438,13 +451,4 @@ pub fn find_by_email(conn: &Tx<'_>, email: &str) -> Result<Option<User>, DbError
         [id] => find_by_id(conn, *id),
         _ => Ok(None),
     }
-}
-
-/// Sets a new address, unverified until its link is followed.
-pub fn set_email(conn: &Tx<'_>, user_id: i64, email: &str, now: i64) -> Result<(), DbError> {
-    conn.exec(
-        "UPDATE users SET email = ?2, email_verified = 0, updated_at = ?3 WHERE id = ?1",
-        args![user_id, email, now],
-    )?;
-    Ok(())
 }

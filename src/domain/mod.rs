@@ -102,6 +102,37 @@ impl NewPassword {
     }
 }
 
+/// Passwords too well known to accept.
+const COMMON_PASSWORDS: &[&str] = &[
+    "password",
+    "12345678",
+    "123456789",
+    "1234567890",
+    "qwertyuiop",
+    "administrator",
+    "letmein123",
+    "password1",
+    "iloveyou",
+];
+
+/// What is wrong with a password a person chooses (sign-up, invitation, reset, the
+/// setup page): a `NewPassword` (8 to 72 bytes), not one repeated pattern, not a
+/// well-known password, not containing the username.
+pub fn password_problem(password: &str, username: &str) -> Option<String> {
+    if let Err(e) = NewPassword::parse(password) {
+        return Some(e.0);
+    }
+    let lower = password.to_lowercase();
+    let distinct = password.chars().collect::<std::collections::BTreeSet<_>>().len();
+    if distinct < 5 || COMMON_PASSWORDS.contains(&lower.as_str()) {
+        Some("this password is too easy to guess".into())
+    } else if !username.is_empty() && lower.contains(&username.to_lowercase()) {
+        Some("the password must not contain the username".into())
+    } else {
+        None
+    }
+}
+
 impl std::fmt::Debug for NewPassword {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("NewPassword(<redacted>)")

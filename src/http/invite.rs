@@ -49,18 +49,11 @@ fn off() -> HttpResponse {
     )
 }
 
-fn token_of(req: &HttpRequest) -> String {
-    url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
-}
-
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let token = token_of(&req);
+    let token = params::link_token(&req);
     match invite::open(&state, &token).await {
         Ok(Opened::Live {
             email,

@@ -89,6 +89,10 @@ fn mail_problem(sent: Sent) -> Option<String> {
             "Too many codes were mailed to this account in the last hour. Use the newest one you received, or try again later."
                 .into(),
         ),
+        Sent::Unverified => Some(
+            "No code was mailed: codes go only to a confirmed address, and this account's new address is not confirmed yet. Open the confirmation link that was mailed to it, then sign in again."
+                .into(),
+        ),
         Sent::Off => Some("No code can be mailed to this account now. Ask your administrator for help.".into()),
     }
 }
@@ -97,8 +101,8 @@ fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>>
     params::require_form(req).and_then(|_| params::unique_form(body)).ok()
 }
 
-/// What the login form says the sign-in is for.
-async fn purpose(state: &AppState, pending: &Pending) -> String {
+/// What the login form says the sign-in is for (also `signup`'s forms).
+pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
     match pending {
         Pending::Login(r) => client_name(state, &r.client_id).await,
         Pending::Portal(_) => "your Tessera account".to_string(),
@@ -161,7 +165,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 username,
                 error: Some("Invalid username or password."),
                 mail: state.settings.smtp.is_some(),
-                signup: state.settings.signup == crate::config::Signup::Open,
+                signup: crate::lifecycle::signup::open(&state.settings),
             };
             return pages::render(StatusCode::UNAUTHORIZED, &page);
         }
@@ -255,15 +259,11 @@ pub async fn second_step(
         .ip(Some(ip.clone()))
         .log(state)
         .await;
-    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser).await {
+    let by_mail = first == First::Mail;
+    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser, by_mail).await {
         Ok(parked) => parked,
         Err(e) => return Err(resume_error(e)),
     };
-    if first == First::Mail {
-        if let Err(e) = signin::note_mail_first(state, user.id, &parked.request_id).await {
-            return Err(errors::server_page(e));
-        }
-    }
     let mut page = MfaPage::new(parked.request_id.expose(), parked.csrf.expose());
     if kind == Kind::Email {
         // A code mailed under a minute ago (a second try at the password) still works.
@@ -350,7 +350,12 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         return bad_request_page("The verification form was not submitted correctly.");
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let (user_id, then, browser) = match resume_mfa(&req, &state, request_id, csrf).await {
+    let Step {
+        user_id,
+        then,
+        browser,
+        by_mail,
+    } = match resume_mfa(&req, &state, request_id, csrf).await {
         Ok(r) => r,
         Err(resp) => return resp,
     };
@@ -380,12 +385,13 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
             return errors::server_page(crate::error::Internal::Failed);
         }
     };
-    let amr = match signin::mail_first(&state, request_id).await {
-        Ok(true) => signin::AMR_EMAIL_TOTP,
-        // The mailed code is a one-time password too (RFC 8176 `otp`; no value names
-        // mail), a second factor beside the password.
-        Ok(false) => AMR_PASSWORD_OTP,
-        Err(e) => return errors::server_page(e),
+    // The parked step says what the first factor was. After a password, the mailed
+    // code is a one-time password too (RFC 8176 `otp`; no value names mail), a second
+    // factor beside it; after a link by mail, only an authenticator app is asked.
+    let amr = if by_mail {
+        signin::AMR_EMAIL_TOTP
+    } else {
+        AMR_PASSWORD_OTP
     };
     let who = SignIn {
         user_id,
@@ -401,18 +407,28 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     finish_sign_in(&req, &state, &cx, resumed, &who, &user.username, remember).await
 }
 
-/// The second-factor step a form names, for this browser: the account, the step
-/// after it, and the browser binding.
-async fn resume_mfa(
-    req: &HttpRequest,
-    state: &AppState,
-    request_id: &str,
-    csrf: &str,
-) -> Result<(i64, Pending, TokenHash), HttpResponse> {
+/// A resumed second-factor step.
+struct Step {
+    user_id: i64,
+    /// The step after it.
+    then: Pending,
+    /// The browser binding.
+    browser: TokenHash,
+    /// The first factor was a link or code by mail.
+    by_mail: bool,
+}
+
+/// The second-factor step a form names, for this browser.
+async fn resume_mfa(req: &HttpRequest, state: &AppState, request_id: &str, csrf: &str) -> Result<Step, HttpResponse> {
     let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
     match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Mfa { user_id, then }) => match browser {
-            Some(b) => Ok((user_id, *then, b)),
+        Ok(Pending::Mfa { user_id, then, by_mail }) => match browser {
+            Some(browser) => Ok(Step {
+                user_id,
+                then: *then,
+                browser,
+                by_mail,
+            }),
             None => Err(resume_error(ResumeError::Forged)),
         },
         Ok(_) => Err(resume_error(ResumeError::Expired)),
@@ -431,8 +447,8 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return bad_request_page("The form was not submitted correctly.");
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let (user_id, _, _) = match resume_mfa(&req, &state, request_id, csrf).await {
-        Ok(r) => r,
+    let user_id = match resume_mfa(&req, &state, request_id, csrf).await {
+        Ok(step) => step.user_id,
         Err(resp) => return resp,
     };
     let mut page = MfaPage::new(request_id, csrf);
@@ -443,7 +459,10 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         }
         Ok(sent) => {
             page.mail_error = mail_problem(sent);
-            StatusCode::TOO_MANY_REQUESTS
+            match sent {
+                Sent::Unverified => StatusCode::CONFLICT,
+                _ => StatusCode::TOO_MANY_REQUESTS,
+            }
         }
         Err(e) => return errors::server_page(e),
     };

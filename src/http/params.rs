@@ -163,6 +163,14 @@ fn assertion_credentials(
 }
 
 /// A cookie's value, if the request carries it.
+/// The `token` query parameter of a mailed or printed link (empty when absent).
+pub fn link_token(req: &HttpRequest) -> String {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
 pub fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
     req.cookie(name).map(|c| c.value().to_string())
 }

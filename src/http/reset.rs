@@ -45,13 +45,6 @@ fn dead_link() -> HttpResponse {
     )
 }
 
-fn token_param(req: &HttpRequest) -> String {
-    url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
-}
-
 pub async fn forgot_page(state: web::Data<AppState>) -> HttpResponse {
     if state.settings.smtp.is_none() {
         return mail_off();
@@ -88,7 +81,7 @@ pub async fn reset_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let token = token_param(&req);
+    let token = params::link_token(&req);
     match reset::usable(&state, &token).await {
         Ok(true) => pages::render(
             StatusCode::OK,

@@ -35,10 +35,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let token = url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
+    let token = params::link_token(&req);
     match setup::usable(&state, &token).await {
         Ok(true) => pages::render(
             StatusCode::OK,

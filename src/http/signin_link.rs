@@ -239,13 +239,6 @@ async fn locked(state: &AppState, username: &str, ip: String) -> HttpResponse {
     too_many()
 }
 
-fn token_param(req: &HttpRequest) -> String {
-    url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
-}
-
 /// `GET /login/email/link?token=…`: a button, never an action (mail scanners fetch
 /// links); in another browser, the way to go on instead.
 pub async fn link_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -255,7 +248,7 @@ pub async fn link_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let token = token_param(&req);
+    let token = params::link_token(&req);
     match signin::open_link(&state, &token, browser_of(&req, &state).as_ref()).await {
         Ok(LinkView::Confirm(username)) => pages::render(
             StatusCode::OK,

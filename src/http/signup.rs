@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
-use super::login::resume_error;
+use super::login::{purpose, resume_error};
 use super::{cookies, errors, guard, pages, params};
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
@@ -88,15 +88,6 @@ fn form(req: &HttpRequest, body: &Bytes) -> Option<std::collections::HashMap<Str
 
 fn browser(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
     params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v))
-}
-
-/// What a login form is for, in words.
-async fn purpose(state: &AppState, pending: &Pending) -> String {
-    match pending {
-        Pending::Login(r) => client_name(state, &r.client_id).await,
-        Pending::Portal(_) => "your Tessera account".to_string(),
-        _ => "your device".to_string(),
-    }
 }
 
 /// The parked sign-in a form names, checked against this browser and its CSRF token.
@@ -226,20 +217,13 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     pages::render(status, &page)
 }
 
-fn token_of(req: &HttpRequest) -> String {
-    url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
-}
-
 /// `GET /email/verify?token=…`: names the account and address, and offers "Confirm";
 /// it changes nothing, since mail scanners open links.
 pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let token = token_of(&req);
+    let token = params::link_token(&req);
     match verify::usable(&state, &token).await {
         Ok(Some((username, email))) => pages::render(
             StatusCode::OK,

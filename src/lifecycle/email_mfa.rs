@@ -3,7 +3,7 @@
 //! shown (10 minutes, only its digest stored, earlier codes voided), resent at most
 //! once a minute, and checked by `auth::mfa` with the lockout of a TOTP code.
 
-use super::signin::code_matches;
+use super::signin::{code_matches, count_try, same_address, Try};
 use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
 use crate::account::Me;
 use crate::audit::Event;
@@ -17,7 +17,8 @@ use crate::state::AppState;
 pub const CODE_TTL: i64 = 10 * 60;
 /// The least time between two codes mailed to an account.
 pub const RESEND_AFTER: i64 = 60;
-/// Wrong tries one code takes before it is void (each also counts toward the lockout).
+/// Codes checked against one mailed code, at most: the fifth wrong one voids it (each
+/// also counts toward the lockout). Counted before comparing, as for sign-in codes.
 pub const MAX_ATTEMPTS: i64 = 5;
 
 /// Whether a code went out.
@@ -28,6 +29,9 @@ pub enum Sent {
     TooSoon(i64),
     /// The hourly mail limit of the account or address is reached.
     Limited,
+    /// The account's address is not confirmed (it was changed since codes were
+    /// turned on): no code goes to an address not proven to be the person's.
+    Unverified,
     /// Mail is off, the account has no address, or email codes are not on.
     Off,
 }
@@ -50,6 +54,9 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
             };
             if !db::users::lifecycle(c, user_id)?.email_mfa {
                 return Ok(Sent::Off);
+            }
+            if !user.email_verified {
+                return Ok(Sent::Unverified);
             }
             if let Some(t) = email_tokens::find_for_user(c, user_id, email_tokens::MFA, now)? {
                 let age = now - t.created_at;
@@ -96,20 +103,32 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
     Ok(sent)
 }
 
-/// Checks a mailed code inside the caller's write transaction: a right one is spent
-/// (of two parallel uses one wins); a wrong one counts against the code, which is
-/// void after `MAX_ATTEMPTS`. Called by `auth::mfa::check`.
+/// Checks a mailed code inside the caller's write transaction. Every try is counted
+/// before the code is compared (`signin::count_try`), so that parallel tries compare
+/// at most `MAX_ATTEMPTS` codes; a right one is spent (of two parallel uses one wins);
+/// the last wrong one voids the code. A code mailed to an address the account no
+/// longer has, or while it is unconfirmed, is not taken. Called by `auth::mfa::check`.
 pub fn check_code(c: &Tx<'_>, user_id: i64, code: &str, now: i64) -> Result<bool, DbError> {
     if !db::users::lifecycle(c, user_id)?.email_mfa {
         return Ok(false);
     }
+    let Some(user) = db::users::find_by_id(c, user_id)? else {
+        return Ok(false);
+    };
     let Some(t) = email_tokens::find_for_user(c, user_id, email_tokens::MFA, now)? else {
         return Ok(false);
+    };
+    if !user.email_verified || !same_address(&t.email, user.email.as_deref()) {
+        return Ok(false);
+    }
+    let last = match count_try(c, t.id, email_tokens::MFA, MAX_ATTEMPTS, now)? {
+        Try::Allowed { last } => last,
+        Try::Refused => return Ok(false),
     };
     if code_matches(t.code.as_deref(), code) {
         return Ok(email_tokens::claim(c, t.id, now)?.won());
     }
-    if email_tokens::wrong_code(c, t.id)? >= MAX_ATTEMPTS {
+    if last {
         email_tokens::void(c, t.id, email_tokens::MFA, now)?;
     }
     Ok(false)

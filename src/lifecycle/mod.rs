@@ -33,7 +33,7 @@ pub enum Queued {
 }
 
 /// Queues `message` to `to` inside the caller's transaction, unless the hourly limit
-/// of the account (`user_id`) or of the address is reached.
+/// of its kind (`budget`) for the account (`user_id`) or for the address is reached.
 pub fn queue(
     conn: &Tx<'_>,
     settings: &Settings,
@@ -46,8 +46,9 @@ pub fn queue(
     if settings.smtp.is_none() {
         return Ok(Queued::Off);
     }
-    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, now - 3600)?;
-    if by_user >= settings.mail_per_hour || by_addr >= settings.mail_per_hour {
+    let (kinds, limit) = budget(kind, settings.mail_per_hour);
+    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, kinds, now - 3600)?;
+    if by_user >= limit || by_addr >= limit {
         tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
         return Ok(Queued::Limited);
     }
@@ -65,6 +66,24 @@ pub fn queue(
         now,
     )?;
     Ok(Queued::Yes)
+}
+
+/// Mail anyone can cause by naming an account or an address (a reset, a sign-in link,
+/// a sign-up, a verification link, an invitation).
+const ASKED: &[&str] = &["reset", "signin", "signup-taken", "verify", "invite"];
+
+/// The kinds a mail of `kind` shares its hourly budget with, and that budget. What a
+/// stranger can ask for shares `--mail-per-hour`; security notices and second-factor
+/// codes each have their own, four times larger, so that nobody who lacks the
+/// account's password can silence its notices or block its codes by spending the
+/// budget first, while a loop still cannot flood a mailbox.
+fn budget(kind: &str, per_hour: i64) -> (&'static [&'static str], i64) {
+    match kind {
+        "notice" => (&["notice"], per_hour * 4),
+        "mfa" => (&["mfa"], per_hour * 4),
+        "test" => (&["test"], per_hour),
+        _ => (ASKED, per_hour),
+    }
 }
 
 /// A fresh link secret and the digest that is stored of it.
@@ -114,8 +133,9 @@ pub fn wake(state: &AppState) {
 }
 
 /// How long a mailer holds the messages it claimed before another node may: longer
-/// than a pass can take (`BATCH` sends of at most 15 s each).
+/// than a pass can take (`BATCH` sends of at most `SEND_TIMEOUT` each).
 const LEASE: i64 = 180;
+const SEND_TIMEOUT: Duration = Duration::from_secs(15);
 const BATCH: i64 = 10;
 /// The first retry waits this long, each further one twice as long, up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: i64 = 5;
@@ -168,7 +188,16 @@ async fn send_due(state: &AppState) -> usize {
     };
     let claimed = due.len();
     for m in due {
-        let result = smtp.send_both(&m.to, &m.subject, &m.text, &m.html).await;
+        // lettre's timeout is per command; the whole conversation gets SEND_TIMEOUT, so
+        // that a pass stays inside its lease.
+        let result = match tokio::time::timeout(SEND_TIMEOUT, smtp.send_both(&m.to, &m.subject, &m.text, &m.html)).await
+        {
+            Ok(r) => r,
+            Err(_) => Err(crate::mail::Failure {
+                answer: format!("no answer within {} s", SEND_TIMEOUT.as_secs()),
+                permanent: false,
+            }),
+        };
         let (id, now) = (m.id, state.clock.now());
         let recorded = match result {
             Ok(answer) => {

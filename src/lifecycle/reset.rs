@@ -5,7 +5,6 @@
 use crate::audit::Event;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens};
-use crate::domain::NewPassword;
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::state::AppState;
@@ -16,15 +15,18 @@ use super::{link_token, queue, wake, Queued};
 pub const LINK_TTL: i64 = 3600;
 
 /// Asks for a reset link for `who` (a username or an email address). The caller shows
-/// the same page whatever happens here, and both paths make the same one write
-/// transaction, so neither the answer nor its timing says whether an account matched.
+/// the same page whatever happens here, and every path writes the same rows (a token
+/// and an audit entry; a matching account's mail besides), so that neither the answer
+/// nor, beyond one insert, its timing says whether an account matched. Without a
+/// match the token is a decoy that names no account, filed under a pseudonym of what
+/// was typed (it may be a password typed into the wrong box).
 pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Internal> {
     let who = who.trim().chars().take(256).collect::<String>();
     let now = state.clock.now();
     let (secret, digest) = link_token();
     let link = state.url(&format!("/password/reset?token={}", secret.expose()));
     let settings = state.settings.clone();
-    let ip = ip.to_string();
+    let (ip, pseudonym) = (ip.to_string(), state.log_key.pseudonym(&who));
     let queued = state
         .db
         .write(move |c| {
@@ -33,40 +35,44 @@ pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Intern
             } else {
                 db::users::find_by_username(c, &who)?
             };
-            let Some(user) = user.filter(|u| !u.disabled) else {
-                return Ok(Queued::Off);
-            };
-            let Some(email) = user.email.clone().filter(|e| !e.is_empty()) else {
-                return Ok(Queued::Off);
-            };
-            let message = Message::new("Reset your password", super::greeting(&user))
-                .paragraph(format!(
-                    "Someone asked to reset the password of the account {} (from the address {ip}).",
-                    user.username
-                ))
-                .action("Choose a new password", &link)
-                .after("The link works once, for an hour. If you did not ask for it, ignore this mail: your password stays as it is.");
-            let queued = queue(c, &settings, &email, Some(user.id), "reset", &message, now)?;
-            if queued == Queued::Yes {
-                email_tokens::create(
-                    c,
-                    &email_tokens::NewToken {
-                        digest: &digest,
-                        purpose: email_tokens::RESET,
-                        user_id: Some(user.id),
-                        email: &email,
-                        data: "{}",
-                        code: None,
-                        request: None,
-                        expires_at: now + LINK_TTL,
-                    },
-                    now,
-                )?;
-                Event::new("password.reset_requested")
-                    .actor(&user.username)
-                    .ip(Some(ip.as_str()))
-                    .write(c, now)?;
+            let target = user.filter(|u| !u.disabled).and_then(|u| {
+                let email = u.email.clone().filter(|e| !e.is_empty())?;
+                Some((u, email))
+            });
+            let mut queued = Queued::Off;
+            if let Some((user, email)) = &target {
+                let message = Message::new("Reset your password", super::greeting(user))
+                    .paragraph(format!(
+                        "Someone asked to reset the password of the account {} (from the address {ip}).",
+                        user.username
+                    ))
+                    .action("Choose a new password", &link)
+                    .after("The link works once, for an hour. If you did not ask for it, ignore this mail: your password stays as it is.");
+                queued = queue(c, &settings, email, Some(user.id), "reset", &message, now)?;
             }
+            let (user_id, email, actor) = match (&target, queued) {
+                (Some((user, email)), Queued::Yes) => (Some(user.id), email.as_str(), user.username.as_str()),
+                _ => (None, pseudonym.as_str(), pseudonym.as_str()),
+            };
+            email_tokens::create(
+                c,
+                &email_tokens::NewToken {
+                    digest: &digest,
+                    purpose: email_tokens::RESET,
+                    user_id,
+                    email,
+                    data: "{}",
+                    code: None,
+                    request: None,
+                    expires_at: now + LINK_TTL,
+                },
+                now,
+            )?;
+            Event::new("password.reset_requested")
+                .actor(actor)
+                .ip(Some(ip.as_str()))
+                .detail(serde_json::json!({"mailed": queued == Queued::Yes}))
+                .write(c, now)?;
             Ok(queued)
         })
         .await?;
@@ -78,15 +84,24 @@ pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Intern
 
 /// Whether a reset link still works (for showing its form).
 pub async fn usable(state: &AppState, token: &str) -> Result<bool, Internal> {
+    Ok(holder(state, token).await?.is_some())
+}
+
+/// The username of the account a live reset link is for.
+async fn holder(state: &AppState, token: &str) -> Result<Option<String>, Internal> {
     if token.is_empty() || token.len() > 128 {
-        return Ok(false);
+        return Ok(None);
     }
     let (digest, now) = (TokenHash::of(token), state.clock.now());
     Ok(state
         .db
-        .read(move |c| email_tokens::find(c, &digest, email_tokens::RESET, now))
-        .await?
-        .is_some())
+        .read(move |c| {
+            let Some(uid) = email_tokens::find(c, &digest, email_tokens::RESET, now)?.and_then(|t| t.user_id) else {
+                return Ok(None);
+            };
+            Ok(db::users::find_by_id(c, uid)?.map(|u| u.username))
+        })
+        .await?)
 }
 
 /// What a reset attempt came to.
@@ -100,7 +115,7 @@ pub enum Outcome {
     Dead,
 }
 
-/// Sets the new password through the link: the link is spent (of two parallel uses one
+/// Sets the new password through the link (the rules of every chosen password): the link is spent (of two parallel uses one
 /// wins), earlier links voided, trusted devices forgotten, the lockout count cleared,
 /// then every session ends with back-channel logout and every grant is revoked,
 /// offline ones included, as after an administrator's reset. A second factor stays
@@ -112,17 +127,16 @@ pub async fn finish(
     confirm: &str,
     ip: &str,
 ) -> Result<Outcome, Internal> {
-    if !usable(state, token).await? {
+    let Some(username) = holder(state, token).await? else {
         return Ok(Outcome::Dead);
-    }
-    let new = match NewPassword::parse(password) {
-        Ok(p) => p,
-        Err(e) => return Ok(Outcome::Invalid("password", e.0)),
     };
+    if let Some(problem) = crate::domain::password_problem(password, &username) {
+        return Ok(Outcome::Invalid("password", problem));
+    }
     if password != confirm {
         return Ok(Outcome::Invalid("confirm", "the two passwords differ".into()));
     }
-    let hash = state.hasher.hash(new.expose()).await?;
+    let hash = state.hasher.hash(password).await?;
     let (digest, now) = (TokenHash::of(token), state.clock.now());
     let settings = state.settings.clone();
     let ip = ip.to_string();
@@ -141,15 +155,17 @@ pub async fn finish(
             let Some(user) = db::users::find_by_id(c, uid)? else {
                 return Ok(None);
             };
+            // A link mailed to an address the account no longer has is dead.
+            if !user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email)) {
+                return Ok(None);
+            }
             db::users::set_password_by_id(c, uid, &hash, now)?;
             db::users::clear_failures(c, uid)?;
             // The link reached the address: it is the owner's.
-            if user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email)) {
-                db::users::set_email_verified(c, uid, true)?;
-                db::users::set_must_verify(c, uid, false)?;
-            }
-            email_tokens::void_for_user(c, uid, &[email_tokens::RESET, email_tokens::SIGNIN], now)?;
-            db::devices::untrust_all(c, uid)?;
+            db::users::set_email_verified(c, uid, true)?;
+            db::users::set_must_verify(c, uid, false)?;
+            email_tokens::void_for_user(c, uid, &[email_tokens::RESET, email_tokens::SIGNIN, email_tokens::MFA], now)?;
+            super::devices::untrust_all(c, uid)?;
             // Whoever knew the old password is out, in this same transaction.
             crate::oidc::logout::end_all_in(c, uid, now)?;
             db::grants::revoke_user_grants(c, uid, None, now)?;

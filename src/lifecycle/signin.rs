@@ -19,8 +19,11 @@ use crate::state::AppState;
 
 /// How long the link and the code work.
 pub const TTL: i64 = 15 * 60;
-/// Wrong codes a token takes before it is void and the person must start again: with
-/// at most `mail_per_hour` mails, a guesser gets 25 tries an hour at a million codes.
+/// Codes checked against one token, at most: the fifth wrong one voids it and the
+/// person must start again (a right one among the first five signs in). With at most
+/// `mail_per_hour` mails, a guesser gets 25 tries an hour at a million codes. Each try
+/// is counted before its code is compared (`count_try`), so that parallel requests
+/// cannot test more.
 pub const MAX_ATTEMPTS: i64 = 5;
 
 /// RFC 8176 registers no method for a secret sent by mail. `otp` (a one-time password)
@@ -88,6 +91,36 @@ fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Opti
         return Ok(None);
     }
     Ok(Some((user, email)))
+}
+
+/// Whether a token was mailed to the address the account has now: a link or code sent
+/// to an address since changed or removed is dead, whether or not the change voided it
+/// (`account::update_profile` does; a change made another way may not).
+pub(super) fn same_address(token_email: &str, current: Option<&str>) -> bool {
+    current.is_some_and(|e| !e.trim().is_empty() && e.trim().to_lowercase() == token_email.trim().to_lowercase())
+}
+
+/// What counting one more try at a token's code came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Try {
+    /// Within the limit; whether it is the last one allowed.
+    Allowed { last: bool },
+    /// Past the limit: the code is not compared, and the token is void.
+    Refused,
+}
+
+/// Counts a try at token `id`'s code BEFORE its code is compared, with one
+/// conditional update whose result each transaction reads back. PostgreSQL's update
+/// waits for a parallel transaction's lock on the row and then counts on from its
+/// committed value (READ COMMITTED), and SQLite has one writer: of any number of
+/// parallel tries, at most `max` are ever compared.
+pub(super) fn count_try(c: &Tx<'_>, id: i64, purpose: &str, max: i64, now: i64) -> Result<Try, DbError> {
+    let n = email_tokens::wrong_code(c, id)?;
+    if n > max {
+        email_tokens::void(c, id, purpose, now)?;
+        return Ok(Try::Refused);
+    }
+    Ok(Try::Allowed { last: n == max })
 }
 
 /// Whether a typed code is the one whose digest is stored (in constant time).
@@ -197,7 +230,7 @@ pub enum CodeCheck {
     Passed(User),
     /// A wrong code (or no account behind the token: the same answer).
     Wrong,
-    /// This wrong code was one too many: the token is void.
+    /// This wrong code was the last one allowed, or a parallel try was: the token is void.
     Spent,
     /// The account is locked for now.
     Locked(User),
@@ -220,8 +253,21 @@ pub async fn check_code(state: &AppState, request_id: &str, code: &str) -> Resul
                 Some(uid) => db::users::find_by_id(c, uid)?.filter(|u| !u.disabled),
                 None => None,
             };
+            // Mailed to an address the account no longer has: dead (a decoy has no
+            // account and goes on to read as a wrong code).
+            if user
+                .as_ref()
+                .is_some_and(|u| !same_address(&t.email, u.email.as_deref()))
+            {
+                return Ok(CodeCheck::Dead);
+            }
+            // Counted first, compared after: see `count_try`.
+            let last = match count_try(c, t.id, email_tokens::SIGNIN, MAX_ATTEMPTS, now)? {
+                Try::Allowed { last } => last,
+                Try::Refused => return Ok(CodeCheck::Spent),
+            };
             let Some(user) = user.filter(|_| code_matches(t.code.as_deref(), &code)) else {
-                if email_tokens::wrong_code(c, t.id)? >= MAX_ATTEMPTS {
+                if last {
                     email_tokens::void(c, t.id, email_tokens::SIGNIN, now)?;
                     return Ok(CodeCheck::Spent);
                 }
@@ -266,13 +312,16 @@ fn bound(c: &Tx<'_>, token: &TokenHash, browser: Option<&TokenHash>, now: i64) -
     let Some(parked) = db::sessions::find_login_request(c, &request, now)? else {
         return Ok(Bound::Dead);
     };
+    let Some(user) = db::users::find_by_id(c, uid)?.filter(|u| !u.disabled) else {
+        return Ok(Bound::Dead);
+    };
+    if !same_address(&t.email, user.email.as_deref()) {
+        return Ok(Bound::Dead);
+    }
     let same = browser.is_some_and(|b| bool::from(b.as_bytes().ct_eq(parked.browser_hash.as_bytes())));
     if !same {
         return Ok(Bound::OtherBrowser);
     }
-    let Some(user) = db::users::find_by_id(c, uid)?.filter(|u| !u.disabled) else {
-        return Ok(Bound::Dead);
-    };
     Ok(Bound::Live(Box::new(Live {
         token_id: t.id,
         request,
@@ -368,45 +417,6 @@ pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>
     Ok(outcome)
 }
 
-/// Notes that the second-factor step parked as `mfa_request_id` follows a sign-in by
-/// mail, not a password, so that its `amr` says so (the parked step records only the
-/// account): a code-less, never-mailed token bound to that step's record.
-pub async fn note_mail_first(state: &AppState, user_id: i64, mfa_request_id: &Secret) -> Result<(), Internal> {
-    let (request, now) = (mfa_request_id.hash(), state.clock.now());
-    let (_, digest) = link_token();
-    let expires_at = now + state.settings.lifetimes.login_request;
-    state
-        .db
-        .write(move |c| {
-            email_tokens::create(
-                c,
-                &email_tokens::NewToken {
-                    digest: &digest,
-                    purpose: email_tokens::SIGNIN,
-                    user_id: Some(user_id),
-                    email: "",
-                    data: r#"{"first":"mail"}"#,
-                    code: None,
-                    request: Some(&request),
-                    expires_at,
-                },
-                now,
-            )
-        })
-        .await?;
-    Ok(())
-}
-
-/// Whether the second-factor step `request_id` follows a sign-in by mail.
-pub async fn mail_first(state: &AppState, request_id: &str) -> Result<bool, Internal> {
-    let (request, now) = (TokenHash::of(request_id), state.clock.now());
-    let t = state
-        .db
-        .read(move |c| email_tokens::find_by_request(c, &request, email_tokens::SIGNIN, now))
-        .await?;
-    Ok(t.is_some_and(|t| t.code.is_none() && t.data.contains("\"first\"")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,6 +428,14 @@ mod tests {
         assert!(!code_matches(Some(stored.as_bytes()), "123457"));
         assert!(!code_matches(Some(stored.as_bytes()), ""));
         assert!(!code_matches(None, "123456"));
+    }
+
+    #[test]
+    fn a_token_belongs_to_the_address_it_was_mailed_to() {
+        assert!(same_address("Ada@Example.com", Some("ada@example.com")));
+        assert!(!same_address("ada@example.com", Some("ada@elsewhere.test")));
+        assert!(!same_address("ada@example.com", None));
+        assert!(!same_address("", Some(" ")));
     }
 
     #[test]

@@ -3,8 +3,6 @@
 //! signing in until its address is confirmed, and one answer whether or not the
 //! address already has an account, so the form reveals no one's address.
 
-use std::collections::BTreeSet;
-
 use serde_json::json;
 
 use crate::audit::Event;
@@ -12,7 +10,7 @@ use crate::config::{Settings, Signup};
 use crate::crypto::random::random_id;
 use crate::crypto::TokenHash;
 use crate::db::{self, users::NewUser, DbError, Tx};
-use crate::domain::{Email, NewPassword, Problems, Username};
+use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::state::AppState;
@@ -47,35 +45,10 @@ pub enum Outcome {
     Invalid(Problems),
 }
 
-/// Passwords too well known to accept (the setup page's list).
-const COMMON: &[&str] = &[
-    "password",
-    "12345678",
-    "123456789",
-    "1234567890",
-    "qwertyuiop",
-    "administrator",
-    "letmein123",
-    "password1",
-    "iloveyou",
-];
-
-/// The setup page's rules, less its longer minimum for an administrator: a
-/// `NewPassword` (8 to 72 bytes), not one repeated pattern, not a well-known password,
-/// not containing the username.
+/// The rules of every chosen password (the setup page's, less its longer minimum for
+/// an administrator).
 pub fn password_problem(password: &str, username: &str) -> Option<String> {
-    if let Err(e) = NewPassword::parse(password) {
-        return Some(e.0);
-    }
-    let lower = password.to_lowercase();
-    let distinct = password.chars().collect::<BTreeSet<_>>().len();
-    if distinct < 5 || COMMON.contains(&lower.as_str()) {
-        Some("this password is too easy to guess".into())
-    } else if !username.is_empty() && lower.contains(&username.to_lowercase()) {
-        Some("the password must not contain the username".into())
-    } else {
-        None
-    }
+    crate::domain::password_problem(password, username)
 }
 
 /// `--signup-domains`: the address's domain, compared without regard to case.
@@ -164,8 +137,11 @@ pub async fn submit(
             if db::users::find_by_username(c, checked.username.as_str())?.is_some() {
                 return Ok(Outcome::Invalid(taken()));
             }
-            if let Some(owner) = db::users::find_by_email(c, checked.email.as_str())? {
-                tell_owner(c, &settings, &owner, &forgot, &ip, now)?;
+            if db::users::email_taken(c, checked.email.as_str())? {
+                // Told when one account has it; two sharing it are left alone.
+                if let Some(owner) = db::users::find_by_email(c, checked.email.as_str())? {
+                    tell_owner(c, &settings, &owner, &forgot, &ip, now)?;
+                }
                 return Ok(Outcome::Sent);
             }
             let new = NewUser {

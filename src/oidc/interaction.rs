@@ -27,9 +27,16 @@ pub enum Pending {
     DeviceApprove(String),
     /// The login form for Tessera's own pages (`/account`, `/admin`); where to go after.
     Portal(String),
-    /// The second factor, after a correct password for `user_id`; then the step that
-    /// the password form was on.
-    Mfa { user_id: i64, then: Box<Pending> },
+    /// The second factor, after a first factor for `user_id`; then the step that the
+    /// login form was on.
+    Mfa {
+        user_id: i64,
+        then: Box<Pending>,
+        /// The first factor was a link or code by mail, not a password (for `amr`).
+        /// Records parked before this field existed were all password sign-ins.
+        #[serde(default)]
+        by_mail: bool,
+    },
 }
 
 /// Who signed in, how (RFC 8176 `amr`), and from where (shown on the account page).
@@ -116,18 +123,21 @@ pub async fn park(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Resul
     Ok(parked)
 }
 
-/// Swaps the password step for the second-factor step: the password form's record is
-/// consumed and a new one parked, so the password cannot be replayed past the code.
+/// Swaps the first-factor step for the second-factor step: the login form's record is
+/// consumed and a new one parked, so the password (or mailed link) cannot be replayed
+/// past the code. `by_mail`: the first factor was a link or code by mail.
 pub async fn park_mfa(
     cx: &Ctx<'_>,
     request_id: &str,
     user_id: i64,
     then: Pending,
     browser: &TokenHash,
+    by_mail: bool,
 ) -> Result<Parked, ResumeError> {
     let pending = Pending::Mfa {
         user_id,
         then: Box::new(then),
+        by_mail,
     };
     let (row, parked) = ParkRow::new(cx, &pending, browser)?;
     let (id_hash, now) = (TokenHash::of(request_id), cx.now);
@@ -390,4 +400,25 @@ pub async fn current_session(cx: &Ctx<'_>, cookie: Option<&str>) -> Result<Optio
     let hash = TokenHash::of(value);
     let now = cx.now;
     Ok(cx.db.read(move |c| db::sessions::find_active(c, &hash, now)).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_factor_step_parked_before_by_mail_existed_still_loads() {
+        let old = r#"{"step":"Mfa","request":{"user_id":7,"then":{"step":"Portal","request":"/account"}}}"#;
+        match serde_json::from_str::<Pending>(old).unwrap() {
+            Pending::Mfa { user_id, by_mail, .. } => assert_eq!((user_id, by_mail), (7, false)),
+            other => panic!("{other:?}"),
+        }
+        let new = Pending::Mfa {
+            user_id: 7,
+            then: Box::new(Pending::Portal("/account".into())),
+            by_mail: true,
+        };
+        let back: Pending = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert!(matches!(back, Pending::Mfa { by_mail: true, .. }));
+    }
 }

@@ -396,3 +396,86 @@ async fn a_sign_in_from_a_new_browser_is_announced_but_not_the_first_one() {
     assert_eq!(notices(&app).await, 2);
     mail_about(&sink, ADA, NOTICE, 2).await;
 }
+
+/// The mails of `kind` queued so far, by recipient.
+async fn queued(app: &TestApp, kind: &str) -> Vec<String> {
+    let all = app.state.db.read(|c| db::outbox::list(c, None, 1000)).await.unwrap();
+    all.into_iter().filter(|m| m.kind == kind).map(|m| m.to).collect()
+}
+
+#[tokio::test]
+async fn after_an_address_change_no_code_goes_out_until_the_new_address_is_confirmed() {
+    const NEW: &str = "ada@new.test";
+    let (app, sink) = spawn_mail(|_| {}).await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    let id = verified_ada(&app).await;
+    let owner = browser();
+    app.portal_login(&owner, "ada", PASSWORD).await;
+    assert_eq!(email_mfa_form(&app, &owner, "on", PASSWORD).await.status(), 302);
+    let b = browser();
+    let before = to_code_page(&app, &b).await;
+    let old_code = code_mail(&sink, 1).await;
+
+    crate::signin_link::change_address(&app, &owner, NEW).await;
+    // The code mailed to the old address went with it.
+    let refused = submit(&app, &b, &before, "/login/mfa", &[("code", &old_code)]).await;
+    assert_eq!(refused.status(), 401);
+
+    // A new sign-in mails nothing to the unconfirmed address, and says why.
+    let c = browser();
+    let page = to_code_page(&app, &c).await;
+    let why = text_of(&page, "resend-error").expect("the page says no code was mailed");
+    assert!(why.contains("not confirmed"), "{why}");
+    let resend = submit(&app, &c, &page, "/login/mfa/resend", &[]).await;
+    assert_eq!(resend.status(), 409);
+    assert!(text_of(&resend.text().await.unwrap(), "resend-error")
+        .unwrap()
+        .contains("not confirmed"));
+    assert_eq!(
+        queued(&app, "mfa").await,
+        vec![ADA.to_string()],
+        "only the code before the change"
+    );
+
+    // Once the address is confirmed, codes go to it and work.
+    app.state
+        .db
+        .write(move |c| db::users::set_email_verified(c, id, true))
+        .await
+        .unwrap();
+    let resent = submit(&app, &c, &page, "/login/mfa/resend", &[]).await;
+    assert_eq!(resent.status(), 200);
+    let code = mail_about(&sink, NEW, CODE_MAIL, 1).await.code();
+    let done = submit(&app, &c, &page, "/login/mfa", &[("code", &code)]).await;
+    assert_eq!(
+        amr_of(&app, &secret, &done).await,
+        serde_json::json!(["pwd", "otp", "mfa"])
+    );
+}
+
+#[tokio::test]
+async fn a_mailed_code_is_not_compared_once_its_tries_are_counted_out() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_client("rp", false).await;
+    let id = verified_ada(&app).await;
+    turn_on(&app).await;
+    let b = browser();
+    let page = to_code_page(&app, &b).await;
+    let code = code_mail(&sink, 1).await;
+    // As five parallel tries leave the code: all counted, none yet voided it.
+    let now = app.clock.now();
+    app.state
+        .db
+        .write(move |c| {
+            let t = db::email_tokens::find_for_user(c, id, db::email_tokens::MFA, now)?.unwrap();
+            for _ in 0..email_mfa::MAX_ATTEMPTS {
+                db::email_tokens::wrong_code(c, t.id)?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let right = submit(&app, &b, &page, "/login/mfa", &[("code", &code)]).await;
+    assert_eq!(right.status(), 401, "a sixth try is not compared, right or not");
+    assert!(app.audit().await.iter().all(|e| e.0 != "mfa.ok"));
+}

@@ -684,3 +684,28 @@ pub async fn spawn_mail(adjust: impl FnOnce(&mut Settings)) -> (TestApp, crate::
     };
     spawn_mail_on(&backend, adjust).await
 }
+
+impl TestApp {
+    /// Turns on an authenticator app from the account page of a signed-in browser;
+    /// returns its secret (the enrolment spent the current step's code).
+    pub async fn enrol_totp(&self, b: &reqwest::Client, csrf: &str) -> String {
+        let html = b
+            .get(self.url("/account/totp"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let key = text_of(&html, "totp-secret").expect("the key is shown");
+        let code = tessera::auth::totp::code_at(&key, self.clock.now()).unwrap();
+        let enrolled = b
+            .post(self.url("/account/totp"))
+            .form(&[("csrf", csrf), ("code", code.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(enrolled.status(), 200, "the authenticator app is on");
+        key
+    }
+}

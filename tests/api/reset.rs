@@ -4,7 +4,6 @@
 //! the issuer.
 
 use crate::helpers::*;
-use tessera::auth::totp;
 use tessera::db;
 
 const NEW_PASSWORD: &str = "a brand new passphrase";
@@ -140,8 +139,14 @@ async fn expired_superseded_and_forged_links_are_refused() {
     assert_eq!(browser().get(&forged).send().await.unwrap().status(), 410);
     assert_eq!(follow_reset_status(&app, "forged", NEW_PASSWORD).await, 410);
 
-    // A short password is refused on the form and leaves the link usable.
+    // A short or easy password is refused on the form and leaves the link usable.
     assert_eq!(follow_reset(&second, "short").await.status(), 400);
+    assert_eq!(follow_reset(&second, "password1").await.status(), 400);
+    assert_eq!(
+        follow_reset(&second, "ada is my password").await.status(),
+        400,
+        "holds the username"
+    );
     // An hour later the link is dead.
     app.state
         .db
@@ -169,23 +174,7 @@ async fn the_second_factor_is_still_asked_after_a_reset() {
     app.add_user("ada").await;
     let b = browser();
     let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    let html = b
-        .get(app.url("/account/totp"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = text_of(&html, "totp-secret").unwrap();
-    let code = totp::code_at(&key, app.clock.now()).unwrap();
-    let enrolled = b
-        .post(app.url("/account/totp"))
-        .form(&[("csrf", csrf.as_str()), ("code", code.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(enrolled.status(), 200);
+    app.enrol_totp(&b, &csrf).await;
 
     ask_reset(&app, "ada").await;
     // The first mail told ada of the authenticator app.
@@ -197,6 +186,42 @@ async fn the_second_factor_is_still_asked_after_a_reset() {
     assert_eq!(resp.status(), 200, "the code is asked, not a redirect with a code");
     let html = resp.text().await.unwrap();
     assert!(form_fields(&html).contains_key("code"), "{html}");
+}
+
+#[tokio::test]
+async fn a_link_to_an_address_the_account_no_longer_has_is_dead() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_user("ada").await;
+    ask_reset(&app, "ada").await;
+    let link = sink.nth("ada@example.com", 1).await.link("/password/reset");
+    let b = browser();
+    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+    let changed = b
+        .post(app.url("/account/profile"))
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("name", "Ada"),
+            ("email", "ada@elsewhere.example"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert!(changed.status().is_redirection(), "{}", changed.status());
+    assert_eq!(browser().get(&link).send().await.unwrap().status(), 410);
+}
+
+#[tokio::test]
+async fn an_unknown_name_is_audited_only_as_a_pseudonym() {
+    let (app, _sink) = spawn_mail(|_| {}).await;
+    ask_reset(&app, "my secret password").await;
+    let audit = app.audit().await;
+    let entry = audit
+        .iter()
+        .find(|e| e.0 == "password.reset_requested")
+        .expect("the request is audited");
+    let actor = entry.1.clone().unwrap_or_default();
+    assert!(!actor.contains("secret"), "{actor}");
+    assert!(actor.starts_with("unknown:"), "{actor}");
 }
 
 #[tokio::test]

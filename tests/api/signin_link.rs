@@ -380,3 +380,157 @@ async fn without_mail_there_is_no_sign_in_by_mail() {
     let link = b.get(app.url("/login/email/link?token=x")).send().await.unwrap();
     assert_eq!(link.status(), 404);
 }
+
+/// Changes the signed-in account's address on its account page.
+pub async fn change_address(app: &TestApp, b: &reqwest::Client, to: &str) {
+    let csrf = app.csrf(b).await;
+    let resp = b
+        .post(app.url("/account/profile"))
+        .form(&[("csrf", csrf.as_str()), ("name", "Ada"), ("email", to)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 302, "the address is changed");
+}
+
+#[tokio::test]
+async fn a_link_and_code_mailed_before_an_address_change_stay_dead_after_it_is_changed_back() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_client("rp", false).await;
+    app.add_user("ada").await;
+    let b = browser();
+    let (_, page) = ask_by_mail(&app, &b, "ada").await;
+    let mail = signin_mail(&sink, 1).await;
+
+    // Away and back: the address is ada's again, but what was mailed before the
+    // change was voided with it (not merely refused while the addresses differ).
+    let account = browser();
+    app.portal_login(&account, "ada", PASSWORD).await;
+    change_address(&app, &account, "ada@elsewhere.test").await;
+    change_address(&app, &account, ADA).await;
+
+    let link = mail.link("/login/email/link");
+    assert_eq!(b.get(&link).send().await.unwrap().status(), 410, "the link is dead");
+    let code = type_code(&app, &b, &page, &mail.code()).await;
+    assert_eq!(code.status(), 400, "the code is dead");
+    assert!(code.text().await.unwrap().contains("Ask for a new one"));
+    let logins = app.audit().await.into_iter().filter(|e| e.0 == "login.ok").count();
+    assert_eq!(logins, 1, "only the account page's own sign-in");
+}
+
+#[tokio::test]
+async fn a_link_or_code_for_an_address_the_account_no_longer_has_is_refused() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_client("rp", false).await;
+    let id = app.add_user("ada").await.id;
+    let b = browser();
+    let (_, page) = ask_by_mail(&app, &b, "ada").await;
+    let mail = signin_mail(&sink, 1).await;
+    // Changed underneath, with no token voided: the tokens name the old address.
+    let now = app.clock.now();
+    app.state
+        .db
+        .write(move |c| db::users::update_profile(c, id, None, Some("ada@elsewhere.test"), now))
+        .await
+        .unwrap();
+
+    let link = mail.link("/login/email/link");
+    assert_eq!(b.get(&link).send().await.unwrap().status(), 410);
+    let token = link.split("token=").nth(1).unwrap();
+    let pressed = post(
+        &app,
+        &b,
+        "/login/email/link",
+        &HashMap::from([("token".to_string(), token.to_string())]),
+    )
+    .await;
+    assert_eq!(pressed.status(), 410);
+    let code = type_code(&app, &b, &page, &mail.code()).await;
+    assert_eq!(code.status(), 400);
+    assert!(app.audit().await.iter().all(|e| e.0 != "login.ok"));
+}
+
+#[tokio::test]
+async fn ten_parallel_wrong_codes_compare_at_most_five_and_void_the_code() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_client("rp", false).await;
+    app.add_user("ada").await;
+    let b = browser();
+    let (_, page) = ask_by_mail(&app, &b, "ada").await;
+    let code = signin_mail(&sink, 1).await.code();
+    let wrong: Vec<String> = (0..10)
+        .map(|i| format!("{:06}", (code.parse::<u32>().unwrap() + 1 + i) % 1_000_000))
+        .collect();
+    let mut tries = tokio::task::JoinSet::new();
+    for w in wrong {
+        let (b, url, mut fields) = (b.clone(), app.url("/login/email/code"), form_fields(&page));
+        fields.insert("code".into(), w);
+        tries.spawn(async move { b.post(url).form(&fields).send().await.unwrap().status().as_u16() });
+    }
+    let statuses = tries.join_all().await;
+    // Only the first four counted get "not valid" (401); the fifth voids the code and
+    // the rest are refused uncompared (400, "Too many wrong codes").
+    let wrong_answers = statuses.iter().filter(|s| **s == 401).count() as i64;
+    assert_eq!(wrong_answers, signin::MAX_ATTEMPTS - 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 401 || *s == 400), "{statuses:?}");
+    let right = type_code(&app, &b, &page, &code).await;
+    assert_eq!(right.status(), 400, "even the right code is refused now");
+    assert!(right.text().await.unwrap().contains("Ask for a new one"));
+    assert!(app.audit().await.iter().all(|e| e.0 != "login.ok"));
+}
+
+#[tokio::test]
+async fn a_try_is_counted_before_its_code_is_compared() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_client("rp", false).await;
+    app.add_user("ada").await;
+    let b = browser();
+    let (_, page) = ask_by_mail(&app, &b, "ada").await;
+    let code = signin_mail(&sink, 1).await.code();
+    // As five parallel tries leave the token: all counted, none yet voided it.
+    let request = tessera::crypto::TokenHash::of(&form_fields(&page)["request_id"]);
+    let now = app.clock.now();
+    app.state
+        .db
+        .write(move |c| {
+            let t = db::email_tokens::find_by_request(c, &request, db::email_tokens::SIGNIN, now)?.unwrap();
+            for _ in 0..signin::MAX_ATTEMPTS {
+                db::email_tokens::wrong_code(c, t.id)?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let right = type_code(&app, &b, &page, &code).await;
+    assert_eq!(right.status(), 400, "a sixth try is not compared, right or not");
+    assert!(app.audit().await.iter().all(|e| e.0 != "login.ok"));
+}
+
+#[tokio::test]
+async fn a_second_link_asked_in_another_tab_leaves_the_first_sign_in_by_mail() {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    app.add_user("ada").await;
+    let key = enrol_totp(&app, "ada").await;
+    let b = browser();
+    ask_by_mail(&app, &b, "ada").await;
+    let link = signin_mail(&sink, 1).await.link("/login/email/link");
+    let mfa = open_and_confirm(&b, &link).await;
+    assert_eq!(mfa.status(), 200);
+    let html = mfa.text().await.unwrap();
+    assert!(html.contains("action=\"/login/mfa\""), "{html}");
+
+    // Another tab of the same browser asks for another link (voiding the first's).
+    let (status, _) = ask_by_mail(&app, &b, "ada").await;
+    assert_eq!(status, 200);
+    signin_mail(&sink, 2).await;
+
+    let mut fields = form_fields(&html);
+    fields.insert(
+        "code".into(),
+        totp::code_at(&key, app.clock.now() + totp::STEP).unwrap(),
+    );
+    let done = post(&app, &b, "/login/mfa", &fields).await;
+    // Still the mailbox and the app: no password was used.
+    assert_eq!(amr_of(&app, &secret, &done).await, serde_json::json!(["otp", "mfa"]));
+}
