@@ -35,6 +35,9 @@ pub struct Overview {
     pub recovery_left: i64,
     pub passkeys: Vec<Passkey>,
     pub apps: Vec<Granted>,
+    /// A new address waiting for its link to be confirmed (the account keeps its
+    /// current one until then).
+    pub pending_email: Option<String>,
 }
 
 pub async fn overview(state: &AppState, user_id: i64) -> Result<Overview, DbError> {
@@ -48,6 +51,10 @@ pub async fn overview(state: &AppState, user_id: i64) -> Result<Overview, DbErro
                 recovery_left: db::mfa::recovery_left(c, user_id)?,
                 passkeys: db::passkeys::list_for_user(c, user_id)?,
                 apps: db::consents::list_named(c, user_id)?,
+                pending_email: match db::users::find_by_id(c, user_id)? {
+                    Some(u) => verify::pending_in(c, &u, now)?,
+                    None => None,
+                },
             })
         })
         .await
@@ -100,59 +107,73 @@ pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>
 }
 
 /// Saves the name and email (`None` clears them); both were checked by the caller.
-/// A changed address is unverified, and every unused link or code mailed to the old
-/// one (verification, reset, sign-in, second factor) is void: they were the old
-/// mailbox's to use, not the new one's. With mail on, in the same transaction, the new
-/// address gets its verification link (earlier links are void) and the old one a
-/// notice of the change; returns whether a link was queued. Without mail the address
-/// simply stays unverified until an administrator says otherwise.
+///
+/// With mail on, a new address is only pending: the account keeps its current address
+/// (and whether it is verified) until the link mailed to the new one is confirmed in a
+/// browser signed in as the account (`verify::confirm`), so that a mistyped address's
+/// owner cannot take the account over with the link. The old address is told that a
+/// change was asked for (not to what); a newer request voids the earlier link, and
+/// saving the current address again withdraws a pending change. Returns whether a link
+/// was queued.
+///
+/// Without mail (or when the address is removed), the change is made at once and is
+/// unverified, and every unused link or code mailed to the old address (verification,
+/// reset, sign-in, second factor) is void: they were the old mailbox's to use.
 pub async fn update_profile(
     state: &AppState,
     me: &Me<'_>,
     name: Option<String>,
     email: Option<String>,
 ) -> Result<bool, DbError> {
+    // The same comparison as the storage's: any change, case included, counts.
+    let changed = email != me.user.email;
+    let mail = state.settings.smtp.is_some();
+    let pending = if changed && mail { email.clone() } else { None };
+    let stored = if pending.is_some() {
+        me.user.email.clone()
+    } else {
+        email
+    };
     let before = json!({"name": me.user.name, "email": me.user.email});
-    let after = json!({"name": name, "email": email});
+    let after = json!({"name": name, "email": stored});
     let event = me
         .event("account.profile_changed")
-        .detail(json!({"before": before, "after": after}));
+        .detail(json!({"before": before, "after": after, "pending_email": pending.is_some()}));
     let (uid, now) = (me.user.id, state.clock.now());
-    // The same comparison as the storage's: any change, case included, unverifies.
-    let changed = email != me.user.email;
-    let mail = (changed && state.settings.smtp.is_some()).then(|| {
-        let mut after = me.user.clone();
-        after.name.clone_from(&name);
-        after.email.clone_from(&email);
-        (verify::Link::new(state), me.user.clone(), after, state.settings.clone())
-    });
-    let mailed = mail.is_some();
+    let (link, owner, settings) = (verify::Link::new(state), me.user.clone(), state.settings.clone());
+    let requested = me.event("account.email_change_requested");
     let sent = state
         .db
         .write(move |c| {
-            db::users::update_profile(c, uid, name.as_deref(), email.as_deref(), now)?;
+            db::users::update_profile(c, uid, name.as_deref(), stored.as_deref(), now)?;
             event.write(c, now)?;
-            if changed {
-                use db::email_tokens::{MFA, RESET, SIGNIN, VERIFY};
-                db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
+            use db::email_tokens::{MFA, RESET, SIGNIN, VERIFY};
+            if let Some(to) = pending {
+                requested.write(c, now)?;
+                let sent = verify::send_change_in(c, &settings, &link, &owner, &to, now)?;
+                let what = format!(
+                    "A change of the email address of your account {} was asked for on its account page. The address changes only when the link sent to the new address is confirmed while signed in to the account.",
+                    owner.username
+                );
+                lifecycle::notify(c, &settings, &owner, "A change of your email address was requested", &what, now)?;
+                return Ok(sent == Queued::Yes);
             }
-            let Some((link, before, after, settings)) = mail else {
+            if !changed {
+                if verify::pending_in(c, &owner, now)?.is_some() {
+                    db::email_tokens::void_for_user(c, uid, &[VERIFY], now)?;
+                }
                 return Ok(false);
-            };
-            let sent = match after.email.as_deref() {
-                Some(to) => verify::send_in(c, &settings, &link, &after, to, verify::Reason::Changed, None, now)?,
-                None => Queued::Off,
-            };
-            // `before` still has the old address: the notice goes there.
-            let what = match after.email {
-                Some(_) => format!("The email address of your account {} was changed: mail for the account now goes to another address.", before.username),
-                None => format!("The email address of your account {} was removed.", before.username),
-            };
-            lifecycle::notify(c, &settings, &before, "Your email address was changed", &what, now)?;
-            Ok(sent == Queued::Yes)
+            }
+            db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
+            if mail {
+                // Only a removal gets here with mail on; `owner` still has the old address.
+                let what = format!("The email address of your account {} was removed.", owner.username);
+                lifecycle::notify(c, &settings, &owner, "Your email address was changed", &what, now)?;
+            }
+            Ok(false)
         })
         .await?;
-    if mailed {
+    if mail && changed {
         lifecycle::wake(state);
     }
     Ok(sent)

@@ -366,6 +366,15 @@ pub fn count_active_admins(conn: &Tx<'_>) -> Result<i64, DbError> {
     )
 }
 
+/// Gives the account a confirmed address (a pending change of address taking effect).
+pub fn set_email(conn: &Tx<'_>, user_id: i64, email: &str, now: i64) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE users SET email = ?2, email_verified = ?3, updated_at = ?4 WHERE id = ?1",
+        args![user_id, email, true, now],
+    )?;
+    Ok(())
+}
+
 pub fn set_email_verified(conn: &Tx<'_>, user_id: i64, verified: bool) -> Result<(), DbError> {
     conn.exec(
         "UPDATE users SET email_verified = ?2 WHERE id = ?1",

@@ -74,6 +74,8 @@ struct AccountPage<'a> {
     passkeys: Vec<PasskeyRow>,
     apps: Vec<AppRow>,
     deletion: DeletionSection,
+    /// A new address waiting for its link to be confirmed.
+    pending_email: Option<String>,
 }
 
 /// The "Delete your account" section: whether deleting needs an administrator's
@@ -159,7 +161,7 @@ fn flash_text(code: &str) -> Option<&'static str> {
     Some(match code {
         "profile" => "Your profile was saved.",
         "profile-verify" => {
-            "Your profile was saved. We sent a link to your new address: follow it to confirm the address."
+            "Your profile was saved. We sent a link to your new address: your address changes when you follow it and confirm while signed in to this account."
         }
         "password" => "Your password was changed. Other sessions were signed out and their access ended.",
         "session" => "That session was signed out.",
@@ -220,6 +222,7 @@ pub(super) async fn render(
         recovery_left,
         passkeys,
         apps,
+        pending_email,
     } = match crate::account::overview(state, v.user.id).await {
         Ok(o) => o,
         Err(e) => return errors::server_page(e),
@@ -241,6 +244,7 @@ pub(super) async fn render(
     };
     let page = AccountPage {
         deletion,
+        pending_email,
         is_admin: v.user.is_admin,
         flash,
         user: &v.user,

@@ -58,10 +58,15 @@ pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer
     }
 }
 
-/// Pages may only come back to Tessera's own portal paths after sign-in.
+/// Pages may only come back to Tessera's own portal paths after sign-in (and to the
+/// page confirming a change of address, which needs the account signed in).
 fn return_path(req: &HttpRequest) -> String {
     let path = req.path();
-    let ok = (path == "/account" || path.starts_with("/account/") || path == "/admin" || path.starts_with("/admin/"))
+    let ok = (path == "/account"
+        || path.starts_with("/account/")
+        || path == "/admin"
+        || path.starts_with("/admin/")
+        || path == "/email/verify")
         && !path.contains("//");
     if !ok {
         return "/account".into();

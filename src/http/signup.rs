@@ -10,7 +10,7 @@ use askama::Template;
 
 use super::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
 use super::login::{purpose, resume_error};
-use super::{cookies, errors, guard, pages, params};
+use super::{cookies, errors, guard, pages, params, portal};
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
@@ -61,6 +61,10 @@ struct VerifyPage<'a> {
     email: &'a str,
     request_id: &'a str,
     csrf: &'a str,
+    /// A pending change of address (confirmed only while signed in as its account).
+    change: bool,
+    /// Where to sign in first, when a change's link is opened by nobody signed in.
+    sign_in: &'a str,
 }
 
 /// Sign-up is off (or cannot verify addresses): the pages do not exist.
@@ -218,32 +222,69 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 }
 
 /// `GET /email/verify?token=…`: names the account and address, and offers "Confirm";
-/// it changes nothing, since mail scanners open links.
+/// it changes nothing, since mail scanners open links. A pending change of address is
+/// offered only to a browser signed in as its account: anyone else holding the link
+/// (the owner of a mistyped address) is asked to sign in, and with `&signin=1` gets the
+/// sign-in form, which comes back here.
 pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
         return limited;
     }
     let token = params::link_token(&req);
-    match verify::usable(&state, &token).await {
-        Ok(Some((username, email))) => pages::render(
-            StatusCode::OK,
-            &VerifyPage {
-                verified: false,
-                token: &token,
-                username: &username,
-                email: &email,
-                request_id: "",
-                csrf: "",
-            },
-        ),
-        Ok(None) => dead_link(),
-        Err(e) => errors::server_page(e),
+    let found = match verify::usable(&state, &token).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return dead_link(),
+        Err(e) => return errors::server_page(e),
+    };
+    let mut page = VerifyPage {
+        verified: false,
+        token: &token,
+        username: &found.username,
+        email: &found.email,
+        request_id: "",
+        csrf: "",
+        change: found.change_for.is_some(),
+        sign_in: "",
+    };
+    let Some(owner) = found.change_for else {
+        return pages::render(StatusCode::OK, &page);
+    };
+    let wants_sign_in =
+        url::form_urlencoded::parse(req.query_string().as_bytes()).any(|(k, v)| k == "signin" && v == "1");
+    match portal::viewer(&req, &state).await {
+        Ok(Some(v)) if v.user.id == owner => pages::render(StatusCode::OK, &page),
+        Ok(Some(_)) => other_account(),
+        // The portal's sign-in form, coming back to this page (token included).
+        Ok(None) if wants_sign_in => portal::require(&req, &state).await.err().unwrap_or_else(dead_link),
+        Ok(None) => {
+            let link = sign_in_link(&token);
+            page.sign_in = &link;
+            pages::render(StatusCode::OK, &page)
+        }
+        Err(resp) => resp,
     }
+}
+
+/// The verify page again, by way of the portal's sign-in form.
+fn sign_in_link(token: &str) -> String {
+    let token: String = url::form_urlencoded::byte_serialize(token.as_bytes()).collect();
+    format!("/email/verify?token={token}&signin=1")
+}
+
+/// A change of address opened in a browser signed in as another account.
+fn other_account() -> HttpResponse {
+    pages::error_page(
+        StatusCode::FORBIDDEN,
+        "Signed in as another account",
+        "This link confirms a new address for another account: it can be confirmed only while signed in as that account.",
+        "Sign out, then sign in as the account whose address is changing and open the link again.",
+    )
 }
 
 /// `POST /email/verify`: confirms the address. When the sign-up came from a sign-in
 /// that is still parked, that sign-in is parked again for this browser, behind a
-/// "Continue to sign in" button.
+/// "Continue to sign in" button. A pending change of address takes effect only in a
+/// browser signed in as its account.
 pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
@@ -253,8 +294,31 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
         return dead_link();
     };
     let ip = guard::ip_text(&req, &state);
-    let (username, resume) = match verify::confirm(&state, params::field(&fields, "token"), &ip).await {
-        Ok(Confirmed::Verified { username, resume }) => (username, resume),
+    let viewer = match portal::viewer(&req, &state).await {
+        Ok(v) => v.map(|v| v.user.id),
+        Err(resp) => return resp,
+    };
+    let token = params::field(&fields, "token");
+    let (username, resume, change) = match verify::confirm(&state, token, &ip, viewer).await {
+        Ok(Confirmed::Verified { username, resume }) => (username, resume, false),
+        Ok(Confirmed::Changed { username }) => (username, None, true),
+        Ok(Confirmed::SignInFirst) => {
+            let link = sign_in_link(token);
+            return pages::render(
+                StatusCode::UNAUTHORIZED,
+                &VerifyPage {
+                    verified: false,
+                    token,
+                    username: "",
+                    email: "",
+                    request_id: "",
+                    csrf: "",
+                    change: true,
+                    sign_in: &link,
+                },
+            );
+        }
+        Ok(Confirmed::OtherAccount) => return other_account(),
         Ok(Confirmed::Dead) => return dead_link(),
         Err(e) => return errors::server_page(e),
     };
@@ -265,6 +329,8 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
         email: "",
         request_id: "",
         csrf: "",
+        change,
+        sign_in: "",
     };
     let Some(pending) = resume else {
         return pages::render(StatusCode::OK, &page);

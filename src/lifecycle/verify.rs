@@ -3,6 +3,11 @@
 //! unverified sign-up tries to sign in; following it and pressing "Confirm" (a link
 //! never acts on GET: mail scanners prefetch links) is the only way `email_verified`
 //! becomes true besides an administrator's say-so.
+//!
+//! A change of address on the account page is only pending until confirmed: the
+//! account keeps its old address (where resets and sign-in links still go) and the
+//! link to the new one confirms only in a browser signed in as the account, so a
+//! mistyped address's owner who gets the link cannot take the account over.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -83,6 +88,22 @@ fn data(request: Option<&TokenHash>) -> String {
     json!({ "request": request.map(|r| URL_SAFE_NO_PAD.encode(r.as_bytes())) }).to_string()
 }
 
+/// A pending change's `data`: the address it replaces (`null` when the account had
+/// none), so that the link dies when the account's address changes another way.
+fn change_data(from: Option<&str>) -> String {
+    json!({ "change": true, "from": from }).to_string()
+}
+
+/// The address a change token replaces, when the token is a change (`Some(None)`: the
+/// account had no address).
+fn change_of(data: &str) -> Option<Option<String>> {
+    let value: serde_json::Value = serde_json::from_str(data).ok()?;
+    if value.get("change")?.as_bool() != Some(true) {
+        return None;
+    }
+    Some(value.get("from").and_then(|f| f.as_str()).map(str::to_string))
+}
+
 fn request_of(data: &str) -> Option<TokenHash> {
     let value: serde_json::Value = serde_json::from_str(data).ok()?;
     let bytes = URL_SAFE_NO_PAD.decode(value.get("request")?.as_str()?).ok()?;
@@ -103,6 +124,35 @@ pub fn send_in(
     request: Option<&TokenHash>,
     now: i64,
 ) -> Result<Queued, DbError> {
+    store(conn, settings, link, user, to, reason, request, &data(request), now)
+}
+
+/// Queues the link to a pending new address `to` for `user` (whose record still has
+/// the old address), voiding the account's earlier links, a pending change's included.
+pub fn send_change_in(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    link: &Link,
+    user: &User,
+    to: &str,
+    now: i64,
+) -> Result<Queued, DbError> {
+    let data = change_data(user.email.as_deref());
+    store(conn, settings, link, user, to, Reason::Changed, None, &data, now)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn store(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    link: &Link,
+    user: &User,
+    to: &str,
+    reason: Reason,
+    request: Option<&TokenHash>,
+    data: &str,
+    now: i64,
+) -> Result<Queued, DbError> {
     let queued = queue(
         conn,
         settings,
@@ -120,7 +170,7 @@ pub fn send_in(
                 purpose: email_tokens::VERIFY,
                 user_id: Some(user.id),
                 email: to,
-                data: &data(request),
+                data,
                 code: None,
                 request,
                 expires_at: now + LINK_TTL,
@@ -131,7 +181,8 @@ pub fn send_in(
     Ok(queued)
 }
 
-/// A live link's account, when the account still has the address it was sent to.
+/// A live link's account, when the account still has the address it was sent to or,
+/// for a pending change, still has the address the change replaces.
 fn live(conn: &Tx<'_>, digest: &TokenHash, now: i64) -> Result<Option<(email_tokens::Token, User)>, DbError> {
     let Some(t) = email_tokens::find(conn, digest, email_tokens::VERIFY, now)? else {
         return Ok(None);
@@ -144,24 +195,61 @@ fn live(conn: &Tx<'_>, digest: &TokenHash, now: i64) -> Result<Option<(email_tok
     else {
         return Ok(None);
     };
-    let same = user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email));
-    Ok(same.then_some((t, user)))
+    let has = |address: Option<&str>| match (user.email.as_deref(), address) {
+        (Some(e), Some(a)) => e.eq_ignore_ascii_case(a),
+        (None, None) => true,
+        _ => false,
+    };
+    let ok = match change_of(&t.data) {
+        Some(from) => has(from.as_deref()),
+        None => has(Some(&t.email)),
+    };
+    Ok(ok.then_some((t, user)))
+}
+
+/// The new address waiting for confirmation on the account page, if a change is
+/// pending (its link is live and the account still has the address it replaces).
+pub fn pending_in(conn: &Tx<'_>, user: &User, now: i64) -> Result<Option<String>, DbError> {
+    let Some(t) = email_tokens::find_for_user(conn, user.id, email_tokens::VERIFY, now)? else {
+        return Ok(None);
+    };
+    let Some(from) = change_of(&t.data) else {
+        return Ok(None);
+    };
+    let same = match (user.email.as_deref(), from.as_deref()) {
+        (Some(e), Some(a)) => e.eq_ignore_ascii_case(a),
+        (None, None) => true,
+        _ => false,
+    };
+    Ok(same.then_some(t.email))
 }
 
 fn well_formed(token: &str) -> bool {
     !token.is_empty() && token.len() <= 128
 }
 
-/// What the confirmation page names: the account and the address, or `None` for an
-/// unknown, used, voided or expired link, or one sent to an address the account no
-/// longer has.
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<(String, String)>, Internal> {
+/// What the confirmation page names about a live link.
+#[derive(Debug, Clone)]
+pub struct Usable {
+    pub username: String,
+    pub email: String,
+    /// For a pending change of address: the account that must be signed in to confirm.
+    pub change_for: Option<i64>,
+}
+
+/// What the confirmation page names, or `None` for an unknown, used, voided or expired
+/// link, or one sent to an address the account no longer has.
+pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Internal> {
     if !well_formed(token) {
         return Ok(None);
     }
     let (digest, now) = (TokenHash::of(token), state.clock.now());
     let found = state.db.read(move |c| live(c, &digest, now)).await?;
-    Ok(found.map(|(t, u)| (u.username, t.email)))
+    Ok(found.map(|(t, u)| Usable {
+        change_for: change_of(&t.data).map(|_| u.id),
+        username: u.username,
+        email: t.email,
+    }))
 }
 
 /// What pressing "Confirm" came to.
@@ -175,24 +263,53 @@ pub enum Confirmed {
         username: String,
         resume: Option<Box<Pending>>,
     },
+    /// A pending change took effect: the account's address is now the new one, verified.
+    Changed { username: String },
+    /// A change confirms only in a browser signed in as its account: nobody is signed in.
+    SignInFirst,
+    /// A change confirms only in a browser signed in as its account: another is.
+    OtherAccount,
 }
 
 /// Spends the link (of two parallel uses one wins), marks the address verified, lets
 /// an open sign-up's account sign in, and writes `account.email_verified`, in one
-/// transaction.
-pub async fn confirm(state: &AppState, token: &str, ip: &str) -> Result<Confirmed, Internal> {
+/// transaction. A pending change needs `viewer`, the account signed in in this
+/// browser, to be the link's account; then the account takes the new address, its
+/// unused reset, sign-in and second-factor mail (sent to the old address) is void,
+/// `account.email_changed` is written and the old address is told.
+pub async fn confirm(state: &AppState, token: &str, ip: &str, viewer: Option<i64>) -> Result<Confirmed, Internal> {
     if !well_formed(token) {
         return Ok(Confirmed::Dead);
     }
     let (digest, now, ip) = (TokenHash::of(token), state.clock.now(), ip.to_string());
+    let settings = state.settings.clone();
     let done = state
         .db
         .write(move |c| {
             let Some((t, user)) = live(c, &digest, now)? else {
-                return Ok(None);
+                return Ok(Confirmed::Dead);
             };
+            let change = change_of(&t.data).is_some();
+            if change {
+                match viewer {
+                    None => return Ok(Confirmed::SignInFirst),
+                    Some(id) if id != user.id => return Ok(Confirmed::OtherAccount),
+                    Some(_) => {}
+                }
+            }
             if !email_tokens::claim(c, t.id, now)?.won() {
-                return Ok(None);
+                return Ok(Confirmed::Dead);
+            }
+            if change {
+                use email_tokens::{MFA, RESET, SIGNIN};
+                db::users::set_email(c, user.id, &t.email, now)?;
+                email_tokens::void_for_user(c, user.id, &[RESET, SIGNIN, MFA], now)?;
+                Event::new("account.email_changed")
+                    .actor(&user.username)
+                    .target(&user.username)
+                    .ip(Some(ip.as_str()))
+                    .detail(json!({ "before": user.email, "after": t.email }))
+                    .write(c, now)?;
             }
             db::users::set_email_verified(c, user.id, true)?;
             db::users::set_must_verify(c, user.id, false)?;
@@ -202,13 +319,25 @@ pub async fn confirm(state: &AppState, token: &str, ip: &str) -> Result<Confirme
                 .ip(Some(ip.as_str()))
                 .detail(json!({ "email": t.email }))
                 .write(c, now)?;
-            Ok(Some((user.username, resumable(c, &t.data, now)?.map(Box::new))))
+            if change {
+                // `user` still has the old address: the notice goes there, without the new one.
+                let what = format!(
+                    "The email address of your account {} was changed: mail for the account now goes to another address.",
+                    user.username
+                );
+                super::notify(c, &settings, &user, "Your email address was changed", &what, now)?;
+                return Ok(Confirmed::Changed { username: user.username });
+            }
+            Ok(Confirmed::Verified {
+                resume: resumable(c, &t.data, now)?.map(Box::new),
+                username: user.username,
+            })
         })
         .await?;
-    Ok(match done {
-        Some((username, resume)) => Confirmed::Verified { username, resume },
-        None => Confirmed::Dead,
-    })
+    if matches!(done, Confirmed::Changed { .. }) {
+        wake(state);
+    }
+    Ok(done)
 }
 
 /// The sign-in step the sign-up was started from, if it is still parked and unused.
@@ -288,5 +417,19 @@ mod tests {
         assert_eq!(request_of(&data(None)), None);
         assert_eq!(request_of("not json"), None);
         assert_eq!(request_of(r#"{"request":"c2hvcnQ"}"#), None);
+    }
+
+    #[test]
+    fn a_change_is_told_from_a_sign_up_by_its_data() {
+        assert_eq!(
+            change_of(&change_data(Some("old@example.com"))),
+            Some(Some("old@example.com".into()))
+        );
+        assert_eq!(change_of(&change_data(None)), Some(None));
+        assert_eq!(change_of(&data(None)), None);
+        assert_eq!(change_of(&data(Some(&TokenHash::of("r")))), None);
+        assert_eq!(change_of("not json"), None);
+        assert_eq!(change_of(r#"{"change":false,"from":"x"}"#), None);
+        assert_eq!(request_of(&change_data(Some("old@example.com"))), None);
     }
 }

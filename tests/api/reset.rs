@@ -190,24 +190,65 @@ async fn the_second_factor_is_still_asked_after_a_reset() {
 
 #[tokio::test]
 async fn a_link_to_an_address_the_account_no_longer_has_is_dead() {
+    use crate::signin_link::change_address;
     let (app, sink) = spawn_mail(|_| {}).await;
     app.add_user("ada").await;
     ask_reset(&app, "ada").await;
     let link = sink.nth("ada@example.com", 1).await.link("/password/reset");
     let b = browser();
-    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    let changed = b
-        .post(app.url("/account/profile"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("name", "Ada"),
-            ("email", "ada@elsewhere.example"),
-        ])
+    app.portal_login(&b, "ada", PASSWORD).await;
+    change_address(&app, &b, &sink, "ada@elsewhere.example").await;
+    assert_eq!(browser().get(&link).send().await.unwrap().status(), 410);
+}
+
+#[tokio::test]
+async fn a_stranger_with_the_change_link_but_not_the_session_cannot_confirm_it() {
+    use crate::signin_link::{change_link, request_address};
+    const TYPO: &str = "ada@exmaple.com";
+    let (app, sink) = spawn_mail(|_| {}).await;
+    app.add_user("ada").await;
+    let owner = browser();
+    app.portal_login(&owner, "ada", PASSWORD).await;
+    request_address(&app, &owner, TYPO).await;
+    let link = change_link(&sink, TYPO, 1).await;
+
+    // The mistyped mailbox's owner opens the link: asked to sign in, no Confirm button.
+    let stranger = browser();
+    let page = stranger.get(&link).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Sign in to confirm the new address"), "{html}");
+    assert!(!html.contains("id=\"confirm\""), "{html}");
+    let token = link.split("token=").nth(1).unwrap();
+    // Pressing Confirm anyway changes nothing.
+    let pressed = stranger
+        .post(app.url("/email/verify"))
+        .form(&[("token", token)])
         .send()
         .await
         .unwrap();
-    assert!(changed.status().is_redirection(), "{}", changed.status());
-    assert_eq!(browser().get(&link).send().await.unwrap().status(), 410);
+    assert_eq!(pressed.status(), 401);
+    assert!(pressed
+        .text()
+        .await
+        .unwrap()
+        .contains("Sign in to confirm the new address"));
+    let ada = app
+        .state
+        .db
+        .read(|c| db::users::find_by_username(c, "ada"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ada.email.as_deref(), Some("ada@example.com"));
+    assert!(app.audit().await.iter().all(|e| e.0 != "account.email_changed"));
+
+    // "Forgot your password?" still mails the old address only.
+    ask_reset(&app, TYPO).await;
+    ask_reset(&app, "ada").await;
+    let reset = crate::signin_link::mail_about(&sink, "ada@example.com", "Reset your password", 1).await;
+    assert!(reset.link("/password/reset").contains("token="));
+    assert!(sink.to(TYPO).iter().all(|m| !m.text().contains("/password/reset")));
 }
 
 #[tokio::test]
