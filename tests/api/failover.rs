@@ -3,7 +3,7 @@
 //! recovery and what the log says), and a node killed with `kill -9` in the middle of
 //! a load that fails over to the others.
 
-mod node;
+pub(crate) mod node;
 mod proxy;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -20,6 +20,11 @@ impl Node {
     /// found by binding and releasing it, so another process may take it first: then
     /// the node cannot bind, exits, and is started again on another.
     pub fn start(database_url: &str, log: &Path) -> Self {
+        Self::start_with(database_url, log, &[])
+    }
+
+    /// `start` with further settings in the environment (`TESSERA_SMTP_URL`, …).
+    pub fn start_with(database_url: &str, log: &Path, env: &[(&str, &str)]) -> Self {
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0")
                 .unwrap()
@@ -32,6 +37,7 @@ impl Node {
                 .args(["--workers", "2", "--hash-threads", "1", "--rate-limit", "false"])
                 .env("TESSERA_DATABASE_URL", database_url)
                 .env("TESSERA_BCRYPT_COST", "4")
+                .envs(env.iter().copied())
                 .env("RUST_LOG", "info")
                 .stdout(Stdio::piped())
                 .stderr(std::fs::File::create(log).unwrap())
