@@ -68,24 +68,7 @@ pub async fn enrol_totp(app: &TestApp, username: &str) -> String {
 /// Adds an authenticator app from the signed-in browser `b`; returns its key.
 pub async fn enrol_totp_in(app: &TestApp, b: &reqwest::Client) -> String {
     let csrf = app.csrf(b).await;
-    let html = b
-        .get(app.url("/account/totp"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = text_of(&html, "totp-secret").expect("the key is shown");
-    let code = totp::code_at(&key, app.clock.now()).unwrap();
-    let done = b
-        .post(app.url("/account/totp"))
-        .form(&[("csrf", csrf.as_str()), ("code", code.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(done.status(), 200, "the app is enrolled");
-    key
+    app.enrol_totp(b, &csrf).await
 }
 
 /// The `n`-th mail to `to` whose subject has `subject` in it (other mails, such as

@@ -8,9 +8,10 @@
 // (directory for PNGs), CHROMIUM (browser path, default /usr/bin/chromium).
 
 import { chromium } from "playwright-core";
+import { totp } from "./totp.mjs";
 import jsQR from "jsqr";
 import { PNG } from "pngjs";
-import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { mkdirSync } from "node:fs";
 
@@ -28,26 +29,6 @@ function check(cond, message) {
   if (!cond) throw new Error(`check failed: ${message}`);
 }
 
-// RFC 6238 TOTP (SHA-1, 6 digits, 30 s) for the enrolled secret.
-function base32(text) {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  let bits = 0, value = 0;
-  const out = [];
-  for (const c of text.replace(/[\s=]/g, "").toUpperCase()) {
-    value = (value << 5) | alphabet.indexOf(c);
-    bits += 5;
-    if (bits >= 8) { bits -= 8; out.push((value >>> bits) & 0xff); }
-  }
-  return Buffer.from(out);
-}
-function totp(secret, unix) {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(Math.floor(unix / 30)));
-  const mac = createHmac("sha1", base32(secret)).update(counter).digest();
-  const off = mac[19] & 0x0f;
-  const n = (mac.readUInt32BE(off) & 0x7fffffff) % 1_000_000;
-  return String(n).padStart(6, "0");
-}
 
 // A minimal relying party: /start sends the browser to Tessera with PKCE, /cb
 // exchanges the code and shows who signed in and how (amr).

@@ -8,7 +8,8 @@
 // party, registered as client "demo" with CLIENT_SECRET), SHOTS, CHROMIUM.
 
 import { chromium } from "playwright-core";
-import { createHash, createHmac, randomBytes } from "node:crypto";
+import { totp } from "./totp.mjs";
+import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { createServer as createTcpServer } from "node:net";
 import { mkdirSync } from "node:fs";
@@ -99,25 +100,6 @@ function codeIn(text) {
   return m[1];
 }
 
-// RFC 6238 TOTP (SHA-1, 6 digits, 30 s).
-function base32(text) {
-  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  let bits = 0, value = 0;
-  const out = [];
-  for (const c of text.replace(/[\s=]/g, "").toUpperCase()) {
-    value = (value << 5) | alphabet.indexOf(c);
-    bits += 5;
-    if (bits >= 8) { bits -= 8; out.push((value >>> bits) & 0xff); }
-  }
-  return Buffer.from(out);
-}
-function totp(secret, unix) {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(Math.floor(unix / 30)));
-  const mac = createHmac("sha1", base32(secret)).update(counter).digest();
-  const off = mac[19] & 0x0f;
-  return String((mac.readUInt32BE(off) & 0x7fffffff) % 1_000_000).padStart(6, "0");
-}
 
 // --- A minimal relying party: /start (any extra query goes to /authorize), /cb. ---
 const b64url = (buf) => buf.toString("base64url");
