@@ -67,13 +67,14 @@ pub struct Due {
 
 /// Claims up to `limit` messages that are due, as `logout::claim_due` does: `next_at`
 /// moves to `lease_until`, so another node's mailer skips them, and a node that dies
-/// before recording the outcome lets them come due again.
+/// before recording the outcome lets them come due again. Returned oldest first, so
+/// that mail goes out in the order it was queued (a newer link after the one it voids).
 pub fn claim_due(conn: &Tx<'_>, now: i64, lease_until: i64, limit: i64) -> Result<Vec<Due>, DbError> {
-    conn.rows(
+    let mut due = conn.rows(
         "UPDATE mail_outbox SET next_at = ?3
          WHERE next_at <= ?1 AND sent_at IS NULL AND failed_at IS NULL
            AND id IN (SELECT id FROM mail_outbox WHERE next_at <= ?1 AND sent_at IS NULL AND failed_at IS NULL
-                      ORDER BY next_at LIMIT ?2)
+                      ORDER BY next_at, id LIMIT ?2)
          RETURNING id, to_addr, subject, text_body, html_body, attempts, created_at",
         args![now, limit, lease_until],
         |r| {
@@ -87,7 +88,10 @@ pub fn claim_due(conn: &Tx<'_>, now: i64, lease_until: i64, limit: i64) -> Resul
                 created_at: r.get(6)?,
             })
         },
-    )
+    )?;
+    // RETURNING keeps no order.
+    due.sort_by_key(|m| m.id);
+    Ok(due)
 }
 
 pub fn sent(conn: &Tx<'_>, id: i64, answer: &str, now: i64) -> Result<(), DbError> {
