@@ -221,3 +221,39 @@ pub fn count_active(conn: &Tx<'_>, now: i64) -> Result<i64, DbError> {
         |r| r.get(0),
     )
 }
+
+/// Marks a session as opened through an upstream provider, for the upstream's
+/// back-channel logout.
+pub fn set_federated(
+    conn: &Tx<'_>,
+    id_hash: &TokenHash,
+    provider: &str,
+    subject: &str,
+    upstream_sid: Option<&str>,
+) -> Result<(), DbError> {
+    conn.exec(
+        "UPDATE sessions SET fed_provider = ?2, fed_subject = ?3, fed_sid = ?4 WHERE id_hash = ?1",
+        args![id_hash.as_bytes(), provider, subject, upstream_sid],
+    )?;
+    Ok(())
+}
+
+/// The live sessions an upstream's logout token names (OpenID Connect Back-Channel
+/// Logout 1.0 §2.7): those with its `sid` when it has one (and, with a `sub` too,
+/// that subject), else every session of the subject; with the local user of each.
+pub fn federated(
+    conn: &Tx<'_>,
+    provider: &str,
+    subject: Option<&str>,
+    upstream_sid: Option<&str>,
+    now: i64,
+) -> Result<Vec<(String, i64)>, DbError> {
+    conn.rows(
+        "SELECT sid, user_id FROM sessions
+         WHERE fed_provider = ?1 AND (?2 IS NULL OR fed_subject = ?2) AND (?3 IS NULL OR fed_sid = ?3)
+           AND ended_at IS NULL AND expires_at > ?4
+         ORDER BY created_at LIMIT 1000",
+        args![provider, subject, upstream_sid, now],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_portable.sql"),
     include_str!("migrations/0009_leases.sql"),
     include_str!("migrations/0010_mail.sql"),
+    include_str!("migrations/0011_federation.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -78,6 +78,39 @@ pub(in crate::db) const TABLES: &[Table] = &[
         columns: &[("client_id", T), ("group_id", I)],
     },
     Table {
+        name: "providers",
+        columns: &[
+            ("id", T),
+            ("kind", T),
+            ("name", T),
+            ("issuer", T),
+            ("client_id", T),
+            ("client_secret", T),
+            ("scope", T),
+            ("jit", I),
+            ("link_by_email", I),
+            ("require_local_mfa", I),
+            ("group_claim", T),
+            ("created_at", I),
+            ("updated_at", I),
+        ],
+    },
+    Table {
+        name: "provider_groups",
+        columns: &[("provider_id", T), ("upstream", T), ("group_id", I)],
+    },
+    Table {
+        name: "identities",
+        columns: &[
+            ("provider_id", T),
+            ("subject", T),
+            ("user_id", I),
+            ("email", T),
+            ("created_at", I),
+            ("last_used_at", I),
+        ],
+    },
+    Table {
         name: "signing_keys",
         columns: &[
             ("kid", T),
@@ -107,6 +140,9 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("user_agent", T),
             ("ip", T),
             ("reauth_at", I),
+            ("fed_provider", T),
+            ("fed_subject", T),
+            ("fed_sid", T),
         ],
     },
     // Parked sign-ins and passkey challenges live minutes, but copying them costs
