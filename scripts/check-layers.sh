@@ -22,8 +22,9 @@ forbid '\br2d2::' 'src/db/sqlite/|src/db/pg/' 'connection pools belong to the en
 forbid '\b(postgres|postgres_native_tls|native_tls)::' 'src/db/sql\.rs:|src/db/pg/' 'the PostgreSQL engine is used only in src/db/pg/ and the executor (src/db/sql.rs)'
 forbid '\bactix_web\b|\bactix_rt\b' 'src/http/|src/startup\.rs:|src/main\.rs:' 'actix is used only in src/http/, startup.rs and main.rs'
 forbid '\bjosekit::' 'src/crypto/' 'josekit is used only in src/crypto/'
+forbid '\bopenidconnect::' 'src/federation/' 'openidconnect (upstream sign-in) is used only in src/federation/'
 # Handlers and commands make one call into a use case (oidc/, auth/, account/, admin/, lifecycle/);
 # the storage operations are those layers' business.
-forbid 'db::[a-z_]+::[a-z_]+\(|\.db\.(read|write)\(' 'src/(db|oidc|auth|account|admin|lifecycle|audit\.rs|startup\.rs|metrics\.rs)' 'src/http/ and src/cli/ call use cases, not storage operations'
+forbid 'db::[a-z_]+::[a-z_]+\(|\.db\.(read|write)\(' 'src/(db|oidc|auth|account|admin|lifecycle|federation|audit\.rs|startup\.rs|metrics\.rs)' 'src/http/ and src/cli/ call use cases, not storage operations'
 
 exit $status

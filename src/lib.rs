@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod db;
 pub mod domain;
 pub mod error;
+pub mod federation;
 pub mod http;
 pub mod lifecycle;
 pub mod mail;

@@ -64,6 +64,9 @@ impl Application {
         oidc::keys::seal_client_secrets(&db, settings.master_key.as_ref())
             .await
             .map_err(|e| StartupError::Keys(e.to_string()))?;
+        crate::federation::seal_secrets(&db, settings.master_key.as_ref())
+            .await
+            .map_err(StartupError::Keys)?;
         let keys = KeyStore::new(keys);
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
@@ -82,6 +85,7 @@ impl Application {
             metrics: Default::default(),
             log_key,
             node: Arc::from(crate::crypto::random::random_id()),
+            upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
         };
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
@@ -144,6 +148,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         metrics: Default::default(),
         log_key,
         node: Arc::from(crate::crypto::random::random_id()),
+        upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
     })
 }
 

@@ -30,6 +30,8 @@ pub struct AppState {
     /// This process among the nodes sharing a database: the holder of the leases of
     /// background jobs that run on one node at a time.
     pub node: Arc<str>,
+    /// Upstream identity providers' HTTP client and discovery cache.
+    pub upstreams: Arc<crate::federation::Upstreams>,
 }
 
 impl AppState {

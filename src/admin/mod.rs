@@ -7,6 +7,7 @@ pub mod groups;
 pub mod invitations;
 pub mod mail;
 pub mod overview;
+pub mod providers;
 pub mod users;
 
 use crate::error::Internal;

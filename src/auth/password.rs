@@ -57,6 +57,15 @@ pub struct Hasher {
 }
 
 /// The cost a bcrypt hash was made with (`$2b$10$…` → 10).
+/// The stored "hash" of an account that has no password (made through an upstream
+/// provider): no password verifies against it, and a reset can set one.
+pub const NO_PASSWORD: &str = "!";
+
+/// Whether a stored hash is a password's (not `NO_PASSWORD`).
+pub fn has_password(hash: &str) -> bool {
+    cost_of(hash).is_some()
+}
+
 pub fn cost_of(hash: &str) -> Option<u32> {
     let mut parts = hash.split('$');
     match (parts.next(), parts.next(), parts.next()) {
@@ -108,9 +117,11 @@ impl Hasher {
     /// a dummy of the configured cost, so both cases take the same time and both say
     /// `false`.
     pub async fn verify(&self, password: &str, hash: Option<&str>) -> Result<bool, HashError> {
+        // An account without a password (one made through an upstream provider) is
+        // timed like any other: its marker is not a hash to check against.
         let against = match hash {
-            Some(h) => Against::Stored(h.to_string()),
-            None => Against::Dummy(self.cost),
+            Some(h) if cost_of(h).is_some() => Against::Stored(h.to_string()),
+            _ => Against::Dummy(self.cost),
         };
         self.run_verify(password, against).await
     }

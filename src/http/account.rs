@@ -76,6 +76,20 @@ struct AccountPage<'a> {
     deletion: DeletionSection,
     /// A new address waiting for its link to be confirmed.
     pending_email: Option<String>,
+    /// Upstream providers, linked or not.
+    links: Vec<LinkRow>,
+    /// A federated-only account has none (a reset by mail sets one).
+    has_password: bool,
+    /// Mail is on (a reset can set a password).
+    mail: bool,
+}
+
+/// An upstream provider on the account page.
+struct LinkRow {
+    id: String,
+    name: String,
+    /// The address it reported and since when, when linked.
+    linked: Option<(String, String)>,
 }
 
 /// The "Delete your account" section: whether deleting needs an administrator's
@@ -176,6 +190,13 @@ fn flash_text(code: &str) -> Option<&'static str> {
         "notifications" => "Your notification choice was saved.",
         "deletion-requested" => "Your request to delete your account was sent to the administrators.",
         "deletion-withdrawn" => "Your deletion request was withdrawn; your account stays.",
+        "linked" => "The account was linked: you can sign in with it now.",
+        "unlinked" => "The account was unlinked: it no longer signs you in here.",
+        "link-elsewhere" => "That account is linked to another account here, so it was not linked to yours.",
+        "link-already" => "Your account is linked to another account of that provider already; unlink it first.",
+        "link-failed" => "The account was not linked: the sign-in at the provider did not complete.",
+        "link-unavailable" => "The provider cannot be reached right now; try again later.",
+        "unlink-last" => "That is the only way to sign in to your account, so it stays linked. Set a password or add a passkey first.",
         _ => return None,
     })
 }
@@ -242,7 +263,23 @@ pub(super) async fn render(
         },
         Err(e) => return errors::server_page(e),
     };
+    let links = match crate::federation::account_links(state, v.user.id).await {
+        Ok(l) => l
+            .into_iter()
+            .map(|l| LinkRow {
+                linked: l
+                    .linked
+                    .map(|i| (i.email.unwrap_or_default(), portal::when(i.created_at))),
+                id: l.id,
+                name: l.name,
+            })
+            .collect(),
+        Err(e) => return errors::server_page(e),
+    };
     let page = AccountPage {
+        links,
+        has_password: crate::auth::password::has_password(&v.user.password_hash),
+        mail: state.settings.smtp.is_some(),
         deletion,
         pending_email,
         is_admin: v.user.is_admin,
@@ -491,6 +528,9 @@ struct DeletedPage;
 /// (every session ended with back-channel logout, the session cookie cleared), or,
 /// with `--account-deletion approval`, a request is recorded; `action=withdraw`
 /// withdraws a request.
+/// How recent a sign-in must be to delete an account that has no password.
+const RECENT_SIGN_IN: i64 = 600;
+
 pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     use crate::lifecycle::deletion::{self, Outcome};
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
@@ -511,10 +551,22 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         let problems = Problems::from([("delete".to_string(), msg.to_string())]);
         render(&state, &v, status, None, problems, None)
     };
-    match password_ok(&state, &v, params::field(&form, "password")).await {
-        Ok(true) => {}
-        Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
-        Err(resp) => return resp,
+    if crate::auth::password::has_password(&v.user.password_hash) {
+        match password_ok(&state, &v, params::field(&form, "password")).await {
+            Ok(true) => {}
+            Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
+            Err(resp) => return resp,
+        }
+    } else {
+        // No password to confirm with (an account made through an upstream provider):
+        // a sign-in in the last ten minutes, and the username typed out.
+        if state.clock.now() - v.session.last_authenticated() > RECENT_SIGN_IN {
+            let msg = "sign out and sign in again, then delete within ten minutes";
+            return refuse(msg, StatusCode::FORBIDDEN).await;
+        }
+        if params::field(&form, "username").trim() != v.user.username {
+            return refuse("type your username to confirm", StatusCode::BAD_REQUEST).await;
+        }
     }
     match deletion::delete_own(&state, &v.user, ip).await {
         Ok(Outcome::Requested) => back("deletion-requested"),

@@ -62,7 +62,15 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     match authz::decide(&cx, &request, session).await {
         Ok(Next::Respond(resp)) => respond(&resp),
         Ok(Next::Denied(resp)) => denied(state, &request.client_id, &resp).await,
-        Ok(Next::Login) => show_login(req, state, &cx, Pending::Login(request.clone()), &request).await,
+        Ok(Next::Login) => {
+            // `idp=ID`: straight to that upstream, when it is registered.
+            if let Some(id) = &request.idp {
+                if let Some(resp) = super::federation::direct(req, state, &request, id).await {
+                    return resp;
+                }
+            }
+            show_login(req, state, &cx, Pending::Login(request.clone()), &request).await
+        }
         Ok(Next::Consent) => {
             let browser = browser_cookie(req, state);
             match interaction::park(&cx, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
@@ -159,6 +167,8 @@ pub async fn login_page(
         error: None,
         mail: state.settings.smtp.is_some(),
         signup: crate::lifecycle::signup::open(&state.settings),
+        providers: super::federation::buttons(state).await,
+        cancel: None,
     };
     let mut resp = pages::render(StatusCode::OK, &page);
     set_browser(&mut resp, state, new_cookie);

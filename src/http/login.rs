@@ -23,7 +23,9 @@ use crate::crypto::{Secret, TokenHash};
 use crate::db::users::User;
 use crate::lifecycle::email_mfa::{self, Sent};
 use crate::lifecycle::{devices, signin};
-use crate::oidc::interaction::{self, AfterLogin, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP};
+use crate::oidc::interaction::{
+    self, AfterLogin, Federated, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP,
+};
 use crate::oidc::Ctx;
 use crate::state::AppState;
 
@@ -166,6 +168,8 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 error: Some("Invalid username or password."),
                 mail: state.settings.smtp.is_some(),
                 signup: crate::lifecycle::signup::open(&state.settings),
+                providers: super::federation::buttons(&state).await,
+                cancel: None,
             };
             return pages::render(StatusCode::UNAUTHORIZED, &page);
         }
@@ -184,9 +188,10 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     };
     let who = SignIn {
         user_id: user.id,
-        amr,
+        amr: amr.into(),
         user_agent: user_agent(&req),
         ip: Some(ip),
+        federated: None,
     };
     let resumed = Resumed {
         request_id,
@@ -202,6 +207,8 @@ pub enum First {
     Password,
     /// A link or code sent by mail (`lifecycle::signin`).
     Mail,
+    /// An upstream provider's sign-in (`federation`); its `amr` is the upstream's.
+    Upstream,
 }
 
 impl First {
@@ -209,6 +216,7 @@ impl First {
         match self {
             First::Password => AMR_PASSWORD,
             First::Mail => signin::AMR_EMAIL,
+            First::Upstream => "fed",
         }
     }
 }
@@ -225,6 +233,22 @@ pub async fn second_step(
     browser: &TokenHash,
     user: &User,
     first: First,
+) -> Result<(Pending, &'static str), HttpResponse> {
+    second_step_after(req, state, request_id, pending, browser, user, first, None).await
+}
+
+/// `second_step`, remembering the upstream account a federated first factor came
+/// from for the step after the code (the session records it).
+#[allow(clippy::too_many_arguments)]
+pub async fn second_step_after(
+    req: &HttpRequest,
+    state: &AppState,
+    request_id: &str,
+    pending: Pending,
+    browser: &TokenHash,
+    user: &User,
+    first: First,
+    fed: Option<Federated>,
 ) -> Result<(Pending, &'static str), HttpResponse> {
     let cx = state.ctx();
     let ip = ip_text(req, state);
@@ -260,7 +284,7 @@ pub async fn second_step(
         .log(state)
         .await;
     let by_mail = first == First::Mail;
-    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser, by_mail).await {
+    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser, by_mail, fed).await {
         Ok(parked) => parked,
         Err(e) => return Err(resume_error(e)),
     };
@@ -355,6 +379,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         then,
         browser,
         by_mail,
+        fed,
     } = match resume_mfa(&req, &state, request_id, csrf).await {
         Ok(r) => r,
         Err(resp) => return resp,
@@ -388,16 +413,18 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     // The parked step says what the first factor was. After a password, the mailed
     // code is a one-time password too (RFC 8176 `otp`; no value names mail), a second
     // factor beside it; after a link by mail, only an authenticator app is asked.
-    let amr = if by_mail {
-        signin::AMR_EMAIL_TOTP
-    } else {
-        AMR_PASSWORD_OTP
+    let amr = match &fed {
+        // The upstream's methods, then the local code (RFC 8176 `otp`, `mfa`).
+        Some(f) => crate::federation::with_local_code(&f.amr).into(),
+        None if by_mail => signin::AMR_EMAIL_TOTP.into(),
+        None => AMR_PASSWORD_OTP.into(),
     };
     let who = SignIn {
         user_id,
         amr,
         user_agent: user_agent(&req),
         ip: Some(ip),
+        federated: fed,
     };
     let resumed = Resumed {
         request_id,
@@ -416,18 +443,26 @@ struct Step {
     browser: TokenHash,
     /// The first factor was a link or code by mail.
     by_mail: bool,
+    /// The first factor was an upstream provider's sign-in.
+    fed: Option<Federated>,
 }
 
 /// The second-factor step a form names, for this browser.
 async fn resume_mfa(req: &HttpRequest, state: &AppState, request_id: &str, csrf: &str) -> Result<Step, HttpResponse> {
     let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
     match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Mfa { user_id, then, by_mail }) => match browser {
+        Ok(Pending::Mfa {
+            user_id,
+            then,
+            by_mail,
+            fed,
+        }) => match browser {
             Some(browser) => Ok(Step {
                 user_id,
                 then: *then,
                 browser,
                 by_mail,
+                fed,
             }),
             None => Err(resume_error(ResumeError::Forged)),
         },

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod admin_api;
 pub mod admin_clients;
 pub mod admin_groups;
+mod admin_providers;
 pub mod admin_users;
 pub mod assets;
 pub mod authorize;
@@ -16,6 +17,7 @@ pub mod cors;
 pub mod device;
 pub mod discovery;
 pub mod errors;
+pub mod federation;
 pub mod guard;
 pub mod invite;
 pub mod login;
@@ -36,9 +38,11 @@ use actix_web::web;
 
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    admin_providers::routes(cfg);
     admin_api::routes(cfg);
     admin_clients::routes(cfg);
     cors::routes(cfg);
+    federation::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(discovery::discovery))
         .route("/jwks", web::get().to(discovery::jwks))
         .route("/healthz", web::get().to(probes::healthz))

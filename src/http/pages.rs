@@ -18,6 +18,11 @@ pub struct LoginPage<'a> {
     pub mail: bool,
     /// Sign-up is open: "Create an account" is shown.
     pub signup: bool,
+    /// A "Sign in with …" button per upstream provider.
+    pub providers: Vec<crate::federation::Button>,
+    /// After an upstream failed: offer to return to the application, telling it
+    /// `access_denied` or (`unavailable`) `temporarily_unavailable`.
+    pub cancel: Option<&'a str>,
 }
 
 #[derive(Template)]

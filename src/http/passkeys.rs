@@ -216,9 +216,10 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     };
     let who = SignIn {
         user_id,
-        amr: AMR_PASSKEY,
+        amr: AMR_PASSKEY.into(),
         user_agent: user_agent(&req),
         ip: Some(ip.clone()),
+        federated: None,
     };
     complete_sign_in(
         &req,

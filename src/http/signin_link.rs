@@ -304,9 +304,10 @@ async fn go_on(
     };
     let who = SignIn {
         user_id: user.id,
-        amr,
+        amr: amr.into(),
         user_agent: user_agent(req),
         ip: Some(ip_text(req, state)),
+        federated: None,
     };
     let resumed = Resumed {
         request_id,

@@ -374,6 +374,8 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         error: None,
         mail: state.settings.smtp.is_some(),
         signup: signup::open(&state.settings),
+        providers: super::federation::buttons(&state).await,
+        cancel: None,
     };
     pages::render(StatusCode::OK, &page)
 }

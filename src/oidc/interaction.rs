@@ -2,6 +2,8 @@
 //! CSRF token bound to the browser, resumed after sign-in or consent, and turned into
 //! a session and a code.
 
+use std::borrow::Cow;
+
 use crate::error::Internal;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
@@ -36,6 +38,19 @@ pub enum Pending {
         /// Records parked before this field existed were all password sign-ins.
         #[serde(default)]
         by_mail: bool,
+        /// The first factor was an upstream provider's sign-in.
+        #[serde(default)]
+        fed: Option<Federated>,
+    },
+    /// At an upstream provider, parked under the `state` sent to it: what the callback
+    /// needs (the `nonce`, the PKCE verifier), then the step the sign-in was for.
+    Federation {
+        provider: String,
+        nonce: String,
+        verifier: String,
+        /// Linking the upstream account to this signed-in account, not signing in.
+        link_user: Option<i64>,
+        then: Box<Pending>,
     },
 }
 
@@ -43,9 +58,22 @@ pub enum Pending {
 #[derive(Debug, Clone)]
 pub struct SignIn {
     pub user_id: i64,
-    pub amr: &'static str,
+    pub amr: Cow<'static, str>,
     pub user_agent: Option<String>,
     pub ip: Option<String>,
+    /// The upstream account the sign-in came through, if any.
+    pub federated: Option<Federated>,
+}
+
+/// An upstream account behind a sign-in: its provider, subject and session id
+/// (`sid`), which the upstream's back-channel logout names.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Federated {
+    pub provider: String,
+    pub subject: String,
+    pub sid: Option<String>,
+    /// The upstream's `amr` values with `fed` (RFC 8176 §2).
+    pub amr: String,
 }
 
 /// `amr` for a password alone and for a password with a one-time code.
@@ -87,8 +115,12 @@ struct ParkRow {
 
 impl ParkRow {
     fn new(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
+        Self::named(cx, pending, browser, Secret::generate())
+    }
+
+    fn named(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash, id: Secret) -> Result<(Self, Parked), Internal> {
         let parked = Parked {
-            request_id: Secret::generate(),
+            request_id: id,
             csrf: Secret::generate(),
         };
         let row = Self {
@@ -123,6 +155,72 @@ pub async fn park(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Resul
     Ok(parked)
 }
 
+/// Parks `next` under the id `name` (a value sent elsewhere, such as the `state` of an
+/// upstream authorization), in place of the record `consume` names when given: that
+/// record is used up in the same transaction, so only one of two submissions goes on.
+pub async fn park_named(
+    cx: &Ctx<'_>,
+    consume: Option<&str>,
+    next: &Pending,
+    browser: &TokenHash,
+    name: Secret,
+) -> Result<Parked, ResumeError> {
+    let (row, parked) = ParkRow::named(cx, next, browser, name)?;
+    swap_in(cx, consume, row).await?;
+    Ok(parked)
+}
+
+/// Parks `next` in place of the record `request_id` names (used up), under new names.
+pub async fn park_next(
+    cx: &Ctx<'_>,
+    request_id: &str,
+    next: &Pending,
+    browser: &TokenHash,
+) -> Result<Parked, ResumeError> {
+    let (row, parked) = ParkRow::new(cx, next, browser)?;
+    swap_in(cx, Some(request_id), row).await?;
+    Ok(parked)
+}
+
+async fn swap_in(cx: &Ctx<'_>, consume: Option<&str>, row: ParkRow) -> Result<(), ResumeError> {
+    let (id_hash, now) = (consume.map(TokenHash::of), cx.now);
+    let done = cx
+        .db
+        .write(move |c| {
+            if let Some(h) = id_hash {
+                if !db::sessions::consume_login_request(c, &h, now)?.won() {
+                    return Ok(false);
+                }
+            }
+            row.insert(c, now)?;
+            Ok(true)
+        })
+        .await?;
+    if done {
+        Ok(())
+    } else {
+        Err(ResumeError::Expired)
+    }
+}
+
+/// The record parked under `name` for this browser, without a CSRF token: the name
+/// itself is the unguessable value (an upstream's `state`), bound to the browser.
+pub async fn resume_named(cx: &Ctx<'_>, name: &str, browser: Option<&TokenHash>) -> Result<Pending, ResumeError> {
+    if name.is_empty() || name.len() > 128 {
+        return Err(ResumeError::Expired);
+    }
+    let (id_hash, now) = (TokenHash::of(name), cx.now);
+    let parked = cx
+        .db
+        .read(move |c| db::sessions::find_login_request(c, &id_hash, now))
+        .await?
+        .ok_or(ResumeError::Expired)?;
+    if !browser.is_some_and(|b| same(b, &parked.browser_hash)) {
+        return Err(ResumeError::Forged);
+    }
+    serde_json::from_str(&parked.params).map_err(|_| ResumeError::Expired)
+}
+
 /// Swaps the first-factor step for the second-factor step: the login form's record is
 /// consumed and a new one parked, so the password (or mailed link) cannot be replayed
 /// past the code. `by_mail`: the first factor was a link or code by mail.
@@ -133,29 +231,15 @@ pub async fn park_mfa(
     then: Pending,
     browser: &TokenHash,
     by_mail: bool,
+    fed: Option<Federated>,
 ) -> Result<Parked, ResumeError> {
     let pending = Pending::Mfa {
         user_id,
         then: Box::new(then),
         by_mail,
+        fed,
     };
-    let (row, parked) = ParkRow::new(cx, &pending, browser)?;
-    let (id_hash, now) = (TokenHash::of(request_id), cx.now);
-    let consumed = cx
-        .db
-        .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
-                return Ok(false);
-            }
-            row.insert(c, now)?;
-            Ok(true)
-        })
-        .await?;
-    if consumed {
-        Ok(parked)
-    } else {
-        Err(ResumeError::Expired)
-    }
+    park_next(cx, request_id, &pending, browser).await
 }
 
 fn same(a: &TokenHash, b: &TokenHash) -> bool {
@@ -300,7 +384,11 @@ pub fn store_session(
             user_agent: who.user_agent.as_deref(),
             ip: who.ip.as_deref(),
         },
-    )
+    )?;
+    if let Some(f) = &who.federated {
+        db::sessions::set_federated(conn, cookie_hash, &f.provider, &f.subject, f.sid.as_deref())?;
+    }
+    Ok(())
 }
 
 /// Consumes a parked login that is not an authorization (the device flow) and opens
@@ -336,6 +424,27 @@ pub async fn finish_session_only(
 }
 
 /// Consumes a parked step without acting on it (a device decision, recorded apart).
+/// The person gives up on a parked authorization (after an upstream failed): the
+/// record is used up and the client is told, RFC 6749 §4.1.2.1 — `access_denied`, or
+/// `temporarily_unavailable` when the upstream could not be reached.
+pub async fn cancel(
+    cx: &Ctx<'_>,
+    request_id: &str,
+    req: &AuthRequest,
+    unavailable: bool,
+) -> Result<AuthResponse, ResumeError> {
+    consume(cx, request_id).await?;
+    let e = if unavailable {
+        OAuthError::new(
+            ErrorCode::TemporarilyUnavailable,
+            "the identity provider chosen for the sign-in could not be reached",
+        )
+    } else {
+        OAuthError::new(ErrorCode::AccessDenied, "the sign-in was cancelled")
+    };
+    Ok(AuthResponse::error_for(cx.issuer, req, &e))
+}
+
 pub async fn consume(cx: &Ctx<'_>, request_id: &str) -> Result<(), ResumeError> {
     let (id_hash, now) = (TokenHash::of(request_id), cx.now);
     if cx
@@ -417,6 +526,7 @@ mod tests {
             user_id: 7,
             then: Box::new(Pending::Portal("/account".into())),
             by_mail: true,
+            fed: None,
         };
         let back: Pending = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
         assert!(matches!(back, Pending::Mfa { by_mail: true, .. }));

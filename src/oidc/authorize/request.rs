@@ -29,6 +29,10 @@ pub struct AuthRequest {
     pub hint_sub: Option<String>,
     /// `response_mode=form_post` (OAuth 2.0 Form Post Response Mode).
     pub form_post: bool,
+    /// `idp`: the upstream provider to sign in with instead of the login page
+    /// (advisory: an unknown one is ignored). Absent from requests parked before it.
+    #[serde(default)]
+    pub idp: Option<String>,
 }
 
 /// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
@@ -202,6 +206,9 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthR
         claims,
         hint_sub,
         form_post,
+        idp: get("idp")?
+            .filter(|v| !v.is_empty() && v.len() <= 32)
+            .map(str::to_string),
     })
 }
 

@@ -1,0 +1,202 @@
+//! The round trip to an upstream: `begin` parks the sign-in under the `state` it sends
+//! (with the `nonce` and PKCE verifier) and names the upstream URL; `callback` takes
+//! the record back once, for the browser that began, and asks the upstream who signed
+//! in. What the sign-in then does is the same as for a local sign-in.
+
+use super::{github, upstream, Kind, Profile, UpstreamError};
+use crate::crypto::random::sha256_b64;
+use crate::crypto::{Secret, TokenHash};
+use crate::db::providers::Provider;
+use crate::error::Internal;
+use crate::oidc::interaction::{self, Parked, Pending, ResumeError};
+use crate::state::AppState;
+
+/// Why the upstream could not be asked.
+#[derive(Debug)]
+pub enum Begin {
+    /// Its discovery document or keys cannot be read.
+    Unavailable(String),
+    /// The parked sign-in is gone (used, expired).
+    Expired,
+    Server(Internal),
+}
+
+impl From<ResumeError> for Begin {
+    fn from(e: ResumeError) -> Self {
+        match e {
+            ResumeError::Server(e) => Begin::Server(e),
+            _ => Begin::Expired,
+        }
+    }
+}
+
+/// Parks `then` (in place of the record `consume` names, if any) for the upstream's
+/// answer and returns the URL to send the browser to.
+pub async fn begin(
+    state: &AppState,
+    p: &Provider,
+    consume: Option<&str>,
+    then: Pending,
+    link_user: Option<i64>,
+    browser: &TokenHash,
+) -> Result<String, Begin> {
+    let cx = state.ctx();
+    let (name, nonce, verifier) = (Secret::generate(), Secret::generate(), Secret::generate());
+    let challenge = sha256_b64(verifier.expose().as_bytes());
+    let redirect = super::callback_url(state, &p.id);
+    // The URL first: an upstream that cannot be reached leaves the parked sign-in as
+    // it was, so the login page can offer the other ways in.
+    let extra = passed_on(&then);
+    let url = match Kind::of(p) {
+        Kind::Oidc => {
+            let ask = upstream::Ask {
+                redirect_uri: &redirect,
+                state: name.expose(),
+                nonce: nonce.expose(),
+                challenge: &challenge,
+                extra: &extra,
+            };
+            upstream::authorization_url(&state.upstreams, p, &ask, cx.now)
+                .await
+                .map_err(|e| Begin::Unavailable(e.to_string()))?
+        }
+        Kind::GitHub => github::authorization_url(p, &redirect, name.expose(), &challenge),
+    };
+    let pending = Pending::Federation {
+        provider: p.id.clone(),
+        nonce: nonce.expose().to_string(),
+        verifier: verifier.expose().to_string(),
+        link_user,
+        then: Box::new(then),
+    };
+    interaction::park_named(&cx, consume, &pending, browser, name).await?;
+    Ok(url)
+}
+
+/// What of the client's request the upstream is asked too (Core §3.1.2.1): a fresh
+/// sign-in for `prompt=login` (else the upstream's own session would answer, and the
+/// person would not have signed in again), and the `login_hint`.
+fn passed_on(then: &Pending) -> Vec<(&'static str, &str)> {
+    let mut out = Vec::new();
+    if let Pending::Login(r) = then {
+        if r.prompt.login {
+            out.push(("prompt", "login"));
+        }
+        if let Some(hint) = r.login_hint.as_deref() {
+            out.push(("login_hint", hint));
+        }
+    }
+    out
+}
+
+/// What the upstream's redirect carries (RFC 6749 §4.1.2, RFC 9207 §2).
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub state: String,
+    pub code: Option<String>,
+    pub error: Option<String>,
+    pub iss: Option<String>,
+}
+
+/// The sign-in the callback resumes, re-parked under new names (the upstream's
+/// `state` is used up), and what the upstream said.
+pub struct Returned {
+    pub provider: Provider,
+    pub then: Pending,
+    pub link_user: Option<i64>,
+    pub parked: Parked,
+    pub profile: Result<Profile, UpstreamError>,
+}
+
+/// Takes back the sign-in parked under the answer's `state` (once, and only in the
+/// browser that began it), then redeems the code.
+pub async fn callback(
+    state: &AppState,
+    provider_id: &str,
+    answer: &Answer,
+    browser: Option<&TokenHash>,
+) -> Result<Returned, ResumeError> {
+    let cx = state.ctx();
+    let Pending::Federation {
+        provider,
+        nonce,
+        verifier,
+        link_user,
+        then,
+    } = interaction::resume_named(&cx, &answer.state, browser).await?
+    else {
+        return Err(ResumeError::Expired);
+    };
+    let (Some(browser), true) = (browser, provider == provider_id) else {
+        return Err(ResumeError::Forged);
+    };
+    let p = super::find(state, &provider).await?.ok_or(ResumeError::Expired)?;
+    let parked = interaction::park_next(&cx, &answer.state, &then, browser).await?;
+    let profile = redeem(state, &p, answer, &verifier, &nonce).await;
+    Ok(Returned {
+        provider: p,
+        then: *then,
+        link_user,
+        parked,
+        profile,
+    })
+}
+
+async fn redeem(
+    state: &AppState,
+    p: &Provider,
+    answer: &Answer,
+    verifier: &str,
+    nonce: &str,
+) -> Result<Profile, UpstreamError> {
+    let now = state.clock.now();
+    if let Some(error) = &answer.error {
+        let error: String = error.chars().filter(|c| c.is_ascii_graphic()).take(64).collect();
+        return Err(match error.as_str() {
+            "temporarily_unavailable" | "server_error" => {
+                UpstreamError::Unavailable(format!("{} is not available right now ({error})", p.name))
+            }
+            _ => UpstreamError::Refused(format!("{} did not sign you in ({error})", p.name)),
+        });
+    }
+    if Kind::of(p) == Kind::Oidc {
+        // RFC 9207 §2.4: an `iss` must be the upstream's; when its metadata promises
+        // one, a response without it may come from another issuer (a mix-up attack).
+        let issuer = p.issuer.as_deref().unwrap_or_default();
+        match &answer.iss {
+            Some(iss) if iss.trim_end_matches('/') != issuer => {
+                return Err(UpstreamError::Refused(format!(
+                    "the answer names another issuer than {}",
+                    p.name
+                )))
+            }
+            Some(_) => {}
+            None if upstream::requires_iss(&state.upstreams, p, now).await? => {
+                return Err(UpstreamError::Refused(format!("{}'s answer lacks its issuer", p.name)))
+            }
+            None => {}
+        }
+    }
+    let code = answer
+        .code
+        .as_deref()
+        .filter(|c| !c.is_empty() && c.len() <= 4096)
+        .ok_or_else(|| UpstreamError::Refused(format!("{} sent no authorization code", p.name)))?;
+    let secret = super::secret(state, p)
+        .map_err(|_| UpstreamError::Unavailable("the provider's secret cannot be read".into()))?;
+    let redirect = super::callback_url(state, &p.id);
+    match Kind::of(p) {
+        Kind::Oidc => {
+            let r = upstream::Redeem {
+                secret: &secret,
+                code,
+                verifier,
+                redirect_uri: &redirect,
+                nonce,
+                now,
+            };
+            upstream::finish(&state.upstreams, p, &r).await
+        }
+        Kind::GitHub => github::finish(&state.upstreams, p, &secret, code, verifier, &redirect).await,
+    }
+}
