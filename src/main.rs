@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tessera::cli::{self, ClientCommand, KeysCommand, MailCommand, UserCommand};
+use tessera::cli::{self, ClientCommand, KeysCommand, MailCommand, ProviderCommand, UserCommand};
 use tessera::clock::Clock;
 use tessera::config::{LogFormat, RawSettings, Settings};
 use tessera::startup::Application;
@@ -82,6 +82,9 @@ enum Command {
     /// Manage relying parties (clients)
     #[command(subcommand)]
     Client(ClientCommand),
+    /// Manage upstream identity providers people sign in with (OpenID Connect, GitHub)
+    #[command(subcommand)]
+    Provider(ProviderCommand),
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -167,6 +170,9 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => *args,
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),
+        Some(Command::Provider(cmd)) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::provider(&s, cmd)))
+        }
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
         Some(Command::Mail(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::mail(&s, cmd))),
         Some(Command::Backup { path }) => {

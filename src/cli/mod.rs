@@ -4,6 +4,7 @@
 mod clients;
 mod keys;
 mod mail;
+mod providers;
 mod transfer;
 mod users;
 
@@ -13,6 +14,7 @@ use std::path::Path;
 pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
 pub use mail::{mail, MailCommand};
+pub use providers::{provider, ProviderCommand};
 pub use transfer::{export, import};
 pub use users::{user, UserCommand};
 

@@ -79,8 +79,9 @@ async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpRespon
     })
 }
 
-/// Runs an operation for an authorised caller and answers with its JSON.
-async fn run<T, F, Fut>(req: &HttpRequest, state: &AppState, status: StatusCode, op: F) -> HttpResponse
+/// Runs an operation for an authorised caller and answers with its JSON (also the
+/// provider routes of `admin_providers`).
+pub(super) async fn run<T, F, Fut>(req: &HttpRequest, state: &AppState, status: StatusCode, op: F) -> HttpResponse
 where
     T: Serialize,
     F: FnOnce(Actor) -> Fut,
@@ -104,7 +105,7 @@ where
     }
 }
 
-fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, AdminError> {
+pub(super) fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, AdminError> {
     serde_json::from_slice(bytes).map_err(|e| admin::invalid("body", format!("not valid JSON for this call: {e}")))
 }
 
