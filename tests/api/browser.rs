@@ -339,3 +339,178 @@ fn mail_journeys_in_chromium() {
     let pngs = std::fs::read_dir(&shots).unwrap().count();
     assert!(pngs >= 15, "a screenshot per page ({pngs})");
 }
+
+/// "Sign in with Company SSO" in Chromium, driven by tests/browser/federation.mjs:
+/// two real binaries, each on its own database — an upstream Tessera on 127.0.0.1 with
+/// the user and a client for the downstream, and a downstream Tessera on `localhost`
+/// (another host, so the browser keeps their cookies apart) with the upstream as a
+/// just-in-time provider, all set up through the CLI. The relying party gets the
+/// upstream's user with amr "fed"; the account page shows the link and no password.
+/// Screenshots land in test-artifacts/browser-federation/.
+#[test]
+fn upstream_sign_in_journey_in_chromium() {
+    /// A server, stopped however the test ends.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    fn serve(db: &std::path::Path, port: u16, issuer: &str) -> Running {
+        let mut server = Running(
+            Command::new(BIN)
+                .arg("--db")
+                .arg(db)
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+                .args(["--issuer", issuer])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // The banner comes once the server is listening.
+        let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
+        let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("issuer:"));
+        assert!(listening, "the server at {issuer} printed no issuer");
+        std::thread::spawn(move || lines.for_each(drop));
+        server
+    }
+
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (up_db, down_db) = (dir.path().join("upstream.db"), dir.path().join("downstream.db"));
+    let mut ports = Vec::new();
+    while ports.len() < 3 {
+        let p = free_port();
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    let (up_port, down_port, rp_port) = (ports[0], ports[1], ports[2]);
+    let up = format!("http://127.0.0.1:{up_port}");
+    let down = format!("http://localhost:{down_port}");
+    let (username, password) = ("dana", "dana's upstream passphrase 9");
+    let cli = |db: &std::path::Path, args: &[&str], stdin: Option<&str>| {
+        let db = db.to_str().unwrap();
+        let args: Vec<&str> = ["--db", db].into_iter().chain(args.iter().copied()).collect();
+        crate::helpers::tessera_ok(&args, &[], stdin)
+    };
+    let secret_of = |json: String| -> String {
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["client_secret"].as_str().expect("a client secret").to_string()
+    };
+
+    cli(&up_db, &["init"], None);
+    cli(&down_db, &["init"], None);
+
+    // The upstream: its user, and the downstream as its client.
+    cli(
+        &up_db,
+        &[
+            "user",
+            "add",
+            username,
+            "--email",
+            "dana@example.com",
+            "--email-verified",
+            "--name",
+            "Dana Upstream",
+            "--password-stdin",
+        ],
+        Some(&format!("{password}\n")),
+    );
+    let down_secret = secret_of(cli(
+        &up_db,
+        &[
+            "client",
+            "add",
+            "tessera-down",
+            "--name",
+            "Downstream Tessera",
+            "--redirect-uri",
+            &format!("{down}/federation/up/callback"),
+            "--json",
+        ],
+        None,
+    ));
+
+    // The downstream: the upstream as provider `up`, and this test's relying party.
+    let added = cli(
+        &down_db,
+        &[
+            "provider",
+            "add",
+            "up",
+            "--issuer",
+            &up,
+            "--client-id",
+            "tessera-down",
+            "--client-secret-stdin",
+            "--name",
+            "Company SSO",
+            "--jit",
+            "--tessera-issuer",
+            &down,
+        ],
+        Some(&format!("{down_secret}\n")),
+    );
+    assert!(
+        added.contains(&format!("{down}/federation/up/callback")),
+        "provider add prints the callback to register: {added}"
+    );
+    assert!(!added.contains(&down_secret), "the secret is never printed");
+    let rp_secret = secret_of(cli(
+        &down_db,
+        &[
+            "client",
+            "add",
+            "demo",
+            "--name",
+            "Demo app",
+            "--redirect-uri",
+            &format!("http://localhost:{rp_port}/callback"),
+            "--json",
+        ],
+        None,
+    ));
+
+    let upstream = serve(&up_db, up_port, &up);
+    let downstream = serve(&down_db, down_port, &down);
+
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shots = format!("{root}/test-artifacts/browser-federation");
+    let _ = std::fs::remove_dir_all(&shots);
+    let out = Command::new("node")
+        .arg(format!("{root}/tests/browser/federation.mjs"))
+        .current_dir(format!("{root}/tests/browser"))
+        .env("DOWN", &down)
+        .env("UP", &up)
+        .env("RP_PORT", rp_port.to_string())
+        .env("CLIENT_ID", "demo")
+        .env("CLIENT_SECRET", &rp_secret)
+        .env("USERNAME", username)
+        .env("NAME", "Dana Upstream")
+        .env("PASSWORD", password)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .output()
+        .unwrap();
+    drop(downstream);
+    drop(upstream);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the federation journey failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("federation journey: ok"));
+    let pngs = std::fs::read_dir(&shots).unwrap().count();
+    assert!(
+        pngs >= 4,
+        "screenshots of both login pages, the client and the account ({pngs})"
+    );
+}
