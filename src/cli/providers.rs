@@ -77,7 +77,7 @@ pub struct ProviderAdd {
     /// Map an upstream group value to a local group; repeat for several
     #[arg(long = "map-group", value_name = "UPSTREAM=LOCAL")]
     map_group: Vec<String>,
-    /// Ask for a local second factor even when the user has none set up
+    /// Sign-ins through this provider also need a local second factor; accounts without one are refused (and none is made just in time)
     #[arg(long)]
     require_local_mfa: bool,
     #[command(flatten)]

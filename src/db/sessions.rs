@@ -240,20 +240,22 @@ pub fn set_federated(
 
 /// The live sessions an upstream's logout token names (OpenID Connect Back-Channel
 /// Logout 1.0 §2.7): those with its `sid` when it has one (and, with a `sub` too,
-/// that subject), else every session of the subject; with the local user of each.
+/// that subject), else every session of the subject, opened by `opened_by` (a token
+/// replayed later ends nothing newer); with the local user of each.
 pub fn federated(
     conn: &Tx<'_>,
     provider: &str,
     subject: Option<&str>,
     upstream_sid: Option<&str>,
     now: i64,
+    opened_by: i64,
 ) -> Result<Vec<(String, i64)>, DbError> {
     conn.rows(
         "SELECT sid, user_id FROM sessions
          WHERE fed_provider = ?1 AND (?2 IS NULL OR fed_subject = ?2) AND (?3 IS NULL OR fed_sid = ?3)
-           AND ended_at IS NULL AND expires_at > ?4
+           AND ended_at IS NULL AND expires_at > ?4 AND created_at <= ?5
          ORDER BY created_at LIMIT 1000",
-        args![provider, subject, upstream_sid, now],
+        args![provider, subject, upstream_sid, now, opened_by],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
 }

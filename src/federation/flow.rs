@@ -46,7 +46,8 @@ pub async fn begin(
     let redirect = super::callback_url(state, &p.id);
     // The URL first: an upstream that cannot be reached leaves the parked sign-in as
     // it was, so the login page can offer the other ways in.
-    let extra = passed_on(&then);
+    let passed = passed_on(&then);
+    let extra: Vec<(&str, &str)> = passed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = match Kind::of(p) {
         Kind::Oidc => {
             let ask = upstream::Ask {
@@ -76,17 +77,28 @@ pub async fn begin(
 /// What of the client's request the upstream is asked too (Core §3.1.2.1): a fresh
 /// sign-in for `prompt=login` (else the upstream's own session would answer, and the
 /// person would not have signed in again), and the `login_hint`.
-fn passed_on(then: &Pending) -> Vec<(&'static str, &str)> {
+fn passed_on(then: &Pending) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     if let Pending::Login(r) = then {
         if r.prompt.login {
-            out.push(("prompt", "login"));
+            out.push(("prompt", "login".to_string()));
+        }
+        if let Some(m) = r.max_age {
+            out.push(("max_age", m.to_string()));
         }
         if let Some(hint) = r.login_hint.as_deref() {
-            out.push(("login_hint", hint));
+            out.push(("login_hint", hint.to_string()));
         }
     }
     out
+}
+
+/// The client's `max_age`, which the upstream's `auth_time` must meet.
+fn max_age_of(then: &Pending) -> Option<i64> {
+    match then {
+        Pending::Login(r) => r.max_age,
+        _ => None,
+    }
 }
 
 /// What the upstream's redirect carries (RFC 6749 §4.1.2, RFC 9207 §2).
@@ -132,7 +144,7 @@ pub async fn callback(
     };
     let p = super::find(state, &provider).await?.ok_or(ResumeError::Expired)?;
     let parked = interaction::park_next(&cx, &answer.state, &then, browser).await?;
-    let profile = redeem(state, &p, answer, &verifier, &nonce).await;
+    let profile = redeem(state, &p, answer, &verifier, (&nonce, max_age_of(&then))).await;
     Ok(Returned {
         provider: p,
         then: *then,
@@ -147,7 +159,7 @@ async fn redeem(
     p: &Provider,
     answer: &Answer,
     verifier: &str,
-    nonce: &str,
+    (nonce, max_age): (&str, Option<i64>),
 ) -> Result<Profile, UpstreamError> {
     let now = state.clock.now();
     if let Some(error) = &answer.error {
@@ -193,6 +205,7 @@ async fn redeem(
                 verifier,
                 redirect_uri: &redirect,
                 nonce,
+                max_age,
                 now,
             };
             upstream::finish(&state.upstreams, p, &r).await

@@ -93,13 +93,7 @@ async fn api(ups: &Upstreams, url: &str, token: &str) -> Result<Value, UpstreamE
     if !status.is_success() {
         return Err(UpstreamError::Unavailable(format!("GitHub's API answered {status}")));
     }
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|_| UpstreamError::Unavailable("GitHub's answer was cut short".into()))?;
-    if bytes.len() > 512 * 1024 {
-        return Err(UpstreamError::Unavailable("GitHub's answer is too large".into()));
-    }
+    let bytes = super::upstream::read_body(resp).await?;
     serde_json::from_slice(&bytes).map_err(|_| UpstreamError::Unavailable("GitHub did not answer JSON".into()))
 }
 

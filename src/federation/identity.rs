@@ -28,6 +28,9 @@ pub enum Resolved {
     LinkedElsewhere,
     /// Linking: the account is linked to another account of this provider already.
     AlreadyLinked,
+    /// The provider requires a local second factor, which an account made now could
+    /// not have: no account is made.
+    NeedsFactor,
 }
 
 /// Matches `profile` to a local account (or links it to `link_to`), records the use
@@ -38,23 +41,42 @@ pub async fn resolve(
     profile: &Profile,
     link_to: Option<i64>,
 ) -> Result<Resolved, Internal> {
-    let (p, profile, now) = (p.clone(), profile.clone(), state.clock.now());
-    Ok(state
-        .db
-        .write(move |c| {
-            let resolved = match link_to {
-                Some(uid) => link(c, &p, &profile, uid, now)?,
-                None => sign_in(c, &p, &profile, now)?,
-            };
-            if let Resolved::User(u) | Resolved::Linked(u) = &resolved {
-                sync_groups(c, &p, u, profile.groups.as_deref(), now)?;
+    let mut tries = 0;
+    loop {
+        let (p, profile, now, settings) = (p.clone(), profile.clone(), state.clock.now(), state.settings.clone());
+        let result = state
+            .db
+            .write(move |c| {
+                let mut newly = false;
+                let resolved = match link_to {
+                    Some(uid) => link(c, &p, &profile, uid, now, &mut newly)?,
+                    None => sign_in(c, &p, &profile, now, &mut newly)?,
+                };
+                if let Resolved::User(u) | Resolved::Linked(u) = &resolved {
+                    sync_groups(c, &p, u, profile.groups.as_deref(), now)?;
+                }
+                // The owner hears of a new way into an account that existed before.
+                if let (Resolved::User(u) | Resolved::Linked(u), true) = (&resolved, newly) {
+                    let what = format!("Your {} account can now sign in to your account here.", p.name);
+                    crate::lifecycle::notify(c, &settings, u, "An account was linked to yours", &what, now)?;
+                }
+                Ok(resolved)
+            })
+            .await;
+        match result {
+            // Two first sign-ins at once chose the same username: the next try sees it.
+            Err(DbError::Conflict) if tries < 3 => tries += 1,
+            Err(e) => return Err(e.into()),
+            Ok(r) => {
+                crate::lifecycle::wake(state);
+                return Ok(r);
             }
-            Ok(resolved)
-        })
-        .await?)
+        }
+    }
 }
 
-fn sign_in(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<Resolved, DbError> {
+/// `newly` is set when an account that existed before gets a link.
+fn sign_in(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64, newly: &mut bool) -> Result<Resolved, DbError> {
     let email = profile.email.as_deref();
     if let Some(found) = db::identities::find(c, &p.id, &profile.subject)? {
         let Some(user) = db::users::find_by_id(c, found.user_id)? else {
@@ -71,7 +93,9 @@ fn sign_in(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<Reso
     if p.link_by_email && profile.email_verified {
         if let Some(user) = email.map(|e| db::users::find_by_email(c, e)).transpose()?.flatten() {
             if user.email_verified && !user.disabled {
-                return linked_now(c, p, profile, user, now, "email");
+                let r = linked_now(c, p, profile, user, now, "email")?;
+                *newly = matches!(r, Resolved::User(_));
+                return Ok(r);
             }
             if user.disabled {
                 return Ok(Resolved::Disabled);
@@ -80,6 +104,9 @@ fn sign_in(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<Reso
     }
     if !p.jit {
         return Ok(Resolved::NotLinked);
+    }
+    if p.require_local_mfa {
+        return Ok(Resolved::NeedsFactor);
     }
     let user = create_user(c, p, profile, now)?;
     linked_now(c, p, profile, user, now, "jit")
@@ -107,7 +134,14 @@ fn linked_now(
     Ok(Resolved::User(user))
 }
 
-fn link(c: &Tx<'_>, p: &Provider, profile: &Profile, uid: i64, now: i64) -> Result<Resolved, DbError> {
+fn link(
+    c: &Tx<'_>,
+    p: &Provider,
+    profile: &Profile,
+    uid: i64,
+    now: i64,
+    newly: &mut bool,
+) -> Result<Resolved, DbError> {
     let Some(user) = db::users::find_by_id(c, uid)? else {
         return Ok(Resolved::NotLinked);
     };
@@ -128,6 +162,7 @@ fn link(c: &Tx<'_>, p: &Provider, profile: &Profile, uid: i64, now: i64) -> Resu
         .target(format!("provider:{}", p.id))
         .detail(json!({"how": "account"}))
         .write(c, now)?;
+    *newly = true;
     Ok(Resolved::Linked(user))
 }
 
@@ -153,11 +188,14 @@ fn create_user(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<
             break;
         }
     }
-    // A verified address another account holds stays with that account.
+    // Only an address the upstream verified is copied: mail sent to the account (a
+    // reset, a sign-in link) would otherwise reach whoever owns an address someone
+    // merely typed upstream. A verified address another account holds stays with
+    // that account.
     let email = profile
         .email
         .as_deref()
-        .filter(|e| crate::domain::Email::parse(e).is_ok() && e.len() <= 254);
+        .filter(|e| profile.email_verified && crate::domain::Email::parse(e).is_ok() && e.len() <= 254);
     let email = match email {
         Some(e) if db::users::email_taken(c, e)? => None,
         other => other,
@@ -175,7 +213,7 @@ fn create_user(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<
             now,
         },
     )?;
-    if email.is_some() && profile.email_verified {
+    if email.is_some() {
         db::users::set_email_verified(c, id, true)?;
     }
     Event::new("federation.user_created")

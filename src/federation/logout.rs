@@ -45,11 +45,14 @@ pub async fn backchannel(state: &AppState, provider_id: &str, token: &str) -> Re
         .map_err(Refused::Invalid)?;
     let (sub, sid) = check(&claims, p.issuer.as_deref().unwrap_or_default(), &p.client_id, now)
         .map_err(|e| Refused::Invalid(e.into()))?;
+    // Sessions opened after the token was issued are not its to end (a captured token
+    // replayed within its hour would otherwise end the next sign-in too).
+    let issued = claims.get("iat").and_then(Value::as_i64).unwrap_or(now);
     let pid = p.id.clone();
     let ended = state
         .db
         .write(move |c| {
-            let sessions = db::sessions::federated(c, &pid, sub.as_deref(), sid.as_deref(), now)?;
+            let sessions = db::sessions::federated(c, &pid, sub.as_deref(), sid.as_deref(), now, issued + SKEW)?;
             for (local_sid, uid) in &sessions {
                 crate::oidc::logout::end_in(c, local_sid, *uid, now)?;
             }

@@ -153,6 +153,18 @@ impl Upstreams {
                 metadata.issuer().as_str()
             )));
         }
+        let lab = loopback(issuer);
+        let endpoints = [
+            Some(metadata.authorization_endpoint().url()),
+            metadata.token_endpoint().map(|e| e.url()),
+            metadata.userinfo_endpoint().map(|e| e.url()),
+            Some(metadata.jwks_uri().url()),
+        ];
+        if let Some(bad) = endpoints.into_iter().flatten().find(|u| !endpoint_ok(u, lab)) {
+            return Err(UpstreamError::Unavailable(format!(
+                "the upstream's discovery document names an endpoint that is not https: {bad}"
+            )));
+        }
         let jwks = self.fetch_keys(&metadata).await?;
         Ok(Discovered {
             metadata,
@@ -235,6 +247,24 @@ impl Upstreams {
     }
 }
 
+/// Whether an issuer is a loopback `http` one (tests and labs).
+fn loopback(issuer: &str) -> bool {
+    url::Url::parse(issuer).is_ok_and(|u| u.scheme() == "http")
+}
+
+/// An upstream endpoint must be https (its keys, the code and the client secret pass
+/// through it); only a loopback issuer's endpoints may be http, and then only on a
+/// loopback address.
+fn endpoint_ok(url: &url::Url, lab: bool) -> bool {
+    let on_loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    url.scheme() == "https" || (lab && url.scheme() == "http" && on_loopback)
+}
+
 fn form_encode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
@@ -254,7 +284,7 @@ fn without_url(e: &reqwest::Error) -> String {
     }
 }
 
-async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, UpstreamError> {
+pub(super) async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, UpstreamError> {
     if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
         return Err(UpstreamError::Unavailable("the upstream's answer is too large".into()));
     }
@@ -315,6 +345,9 @@ pub struct Redeem<'a> {
     pub verifier: &'a str,
     pub redirect_uri: &'a str,
     pub nonce: &'a str,
+    /// The client's `max_age`, passed upstream: the upstream's `auth_time` must be
+    /// within it (Core §3.1.2.1).
+    pub max_age: Option<i64>,
     pub now: i64,
 }
 
@@ -326,6 +359,7 @@ pub async fn finish(ups: &Upstreams, p: &Provider, r: &Redeem<'_>) -> Result<Pro
         verifier,
         redirect_uri,
         nonce,
+        max_age,
         now,
     } = *r;
     let issuer = p.issuer.as_deref().unwrap_or_default();
@@ -368,7 +402,7 @@ pub async fn finish(ups: &Upstreams, p: &Provider, r: &Redeem<'_>) -> Result<Pro
         .and_then(Value::as_str)
         .ok_or_else(|| UpstreamError::Refused("the upstream sent no ID token".into()))?;
     let access_token = answer.get("access_token").and_then(Value::as_str);
-    let mut profile = verify_id_token(ups, p, secret, &d, id_token, nonce, now).await?;
+    let mut profile = verify_id_token(ups, p, secret, &d, id_token, (nonce, max_age), now).await?;
     if let (Some(endpoint), Some(token)) = (d.metadata.userinfo_endpoint(), access_token) {
         let info = ups.get_json(endpoint.url().as_str(), Some(token)).await?;
         merge_userinfo(&mut profile, &info, p.group_claim.as_deref())?;
@@ -382,7 +416,7 @@ async fn verify_id_token(
     secret: &str,
     d: &Arc<Discovered>,
     raw: &str,
-    nonce: &str,
+    nonce: (&str, Option<i64>),
     now: i64,
 ) -> Result<Profile, UpstreamError> {
     let issuer = p.issuer.as_deref().unwrap_or_default();
@@ -406,7 +440,7 @@ fn check_id_token(
     metadata: &CoreProviderMetadata,
     jwks: &CoreJsonWebKeySet,
     raw: &str,
-    nonce: &str,
+    (nonce, max_age): (&str, Option<i64>),
     now: i64,
 ) -> Result<Profile, ClaimsVerificationError> {
     let token = UpstreamIdToken::from_str(raw).map_err(|e| ClaimsVerificationError::Other(e.to_string()))?;
@@ -418,7 +452,9 @@ fn check_id_token(
         jwks.clone(),
     )
     .set_allowed_algs(ALGS)
-    .set_time_fn(move || at(now + SKEW))
+    // Tolerates an upstream clock ahead of ours: a token is taken as expired only
+    // SKEW seconds after its `exp`.
+    .set_time_fn(move || at(now - SKEW))
     .set_issue_time_verifier_fn(move |iat| {
         let iat = iat.timestamp();
         if iat > now + SKEW {
@@ -428,6 +464,12 @@ fn check_id_token(
         } else {
             Ok(())
         }
+    })
+    .set_auth_time_verifier_fn(move |auth_time| match (max_age, auth_time) {
+        (None, _) => Ok(()),
+        (Some(m), Some(t)) if now - t.timestamp() <= m + SKEW => Ok(()),
+        (Some(_), Some(_)) => Err("the upstream sign-in is older than max_age".into()),
+        (Some(_), None) => Err("max_age was asked and the token has no auth_time".into()),
     });
     let claims = token.into_claims(&verifier, &Nonce::new(nonce.to_string()))?;
     // Core §3.1.3.7 items 4 and 5: with several audiences the authorized party must be
@@ -608,6 +650,17 @@ mod tests {
         assert_eq!(groups_of(&claims, "one"), Some(vec!["x".to_string()]));
         assert_eq!(groups_of(&claims, "missing"), None);
         assert_eq!(groups_of(&claims, "realm_access.missing"), None);
+    }
+
+    #[test]
+    fn endpoints_must_be_https_except_a_loopback_issuers_on_loopback() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        assert!(endpoint_ok(&u("https://up.example/token"), false));
+        assert!(!endpoint_ok(&u("http://up.example/jwks"), false));
+        assert!(!endpoint_ok(&u("http://127.0.0.1:9/jwks"), false), "not for an https issuer");
+        assert!(endpoint_ok(&u("http://127.0.0.1:9/jwks"), true));
+        assert!(!endpoint_ok(&u("http://10.0.0.1/jwks"), true), "a lab issuer's endpoints stay on loopback");
+        assert!(loopback("http://127.0.0.1:9") && !loopback("https://up.example"));
     }
 
     #[test]

@@ -196,6 +196,7 @@ fn flash_text(code: &str) -> Option<&'static str> {
         "link-already" => "Your account is linked to another account of that provider already; unlink it first.",
         "link-failed" => "The account was not linked: the sign-in at the provider did not complete.",
         "link-unavailable" => "The provider cannot be reached right now; try again later.",
+        "link-reauth" => "To link an account, sign out and sign in again, then link it within five minutes.",
         "unlink-last" => "That is the only way to sign in to your account, so it stays linked. Set a password or add a passkey first.",
         _ => return None,
     })

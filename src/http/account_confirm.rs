@@ -1,5 +1,5 @@
 //! `/account/confirm`: the current password asked again before a credential is added
-//! (an authenticator app or a passkey), so that a stolen session cannot plant a way
+//! (an authenticator app, a passkey, a link to an upstream account), so that a stolen session cannot plant a way
 //! back in that outlives a password change. A confirmation holds for
 //! `REAUTH_WINDOW` seconds.
 
@@ -24,6 +24,7 @@ pub const REAUTH_WINDOW: i64 = 300;
 fn next_path(next: &str) -> &'static str {
     match next {
         "totp" => "/account/totp",
+        "link" => "/account#linked-accounts",
         _ => "/account#passkeys-h",
     }
 }
@@ -33,11 +34,14 @@ pub fn recently_authenticated(state: &AppState, v: &Viewer) -> bool {
     state.clock.now() - v.session.last_authenticated() <= REAUTH_WINDOW
 }
 
-/// The confirmation page's address for a step (`totp` or `passkey`).
+/// The confirmation page's address for a step (`totp`, `link` or `passkey`).
 pub fn confirm_url(next: &str) -> String {
     format!(
         "/account/confirm?next={}",
-        if next == "totp" { "totp" } else { "passkey" }
+        match next {
+            "totp" | "link" => next,
+            _ => "passkey",
+        }
     )
 }
 
@@ -50,7 +54,11 @@ struct ConfirmPage<'a> {
 }
 
 fn page(v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
-    let next = if next == "totp" { "totp" } else { "passkey" };
+    let next = match next {
+        "totp" => "totp",
+        "link" => "link",
+        _ => "passkey",
+    };
     pages::render(
         status,
         &ConfirmPage {

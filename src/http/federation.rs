@@ -57,6 +57,12 @@ async fn login_again(
     pages::render(status, &page)
 }
 
+fn needs_factor(name: &str) -> String {
+    format!(
+        "Signing in with {name} needs a second step here, and this account has none. Sign in another way and add an authenticator app on your account page first."
+    )
+}
+
 fn unreachable_text(name: &str) -> String {
     format!("{name} cannot be reached right now. Try again in a moment, or sign in another way.")
 }
@@ -212,8 +218,9 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
             let name = &came.provider.name;
             let msg = match refusal {
                 Resolved::Disabled => "This account is disabled. Ask your administrator for help.".to_string(),
+                Resolved::NeedsFactor => needs_factor(name),
                 _ => format!(
-                    "Your {name} account is not linked to an account here. Ask an administrator to link it, or sign in another way and link it from your account page."
+                    "Your {name} account is not linked to an account here. If you have an account here, sign in with it and link {name} from your account page; otherwise ask an administrator for one."
                 ),
             };
             return login_again(&state, &came.parked, &came.then, StatusCode::FORBIDDEN, &msg, false).await;
@@ -230,10 +237,7 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
         match mfa::kind(&state, user.id).await {
             Ok(Some(_)) => {}
             Ok(None) => {
-                let msg = format!(
-                    "Signing in with {} needs a second step here, and this account has none. Sign in another way and add an authenticator app on your account page first.",
-                    came.provider.name
-                );
+                let msg = needs_factor(&came.provider.name);
                 return login_again(&state, &came.parked, &came.then, StatusCode::FORBIDDEN, &msg, false).await;
             }
             Err(e) => return errors::server_page(e),
@@ -350,6 +354,14 @@ pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<
         Ok(p) => p,
         Err(resp) => return resp,
     };
+    // A link is a way in that outlives a password change: as for an authenticator app
+    // or a passkey, the person proves again who they are first.
+    if !super::account_confirm::recently_authenticated(&state, &v) {
+        if crate::auth::password::has_password(&v.user.password_hash) {
+            return errors::redirect(&super::account_confirm::confirm_url("link"));
+        }
+        return super::account::back("link-reauth");
+    }
     let p = match fed::find(&state, &path).await {
         Ok(Some(p)) => p,
         Ok(None) => return super::account::back("link-failed"),

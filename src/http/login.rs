@@ -273,10 +273,10 @@ pub async fn second_step_after(
         Ok(false) => {}
         Err(e) => return Err(errors::server_page(e)),
     }
-    let event = if first == First::Mail {
-        "login.email_ok"
-    } else {
-        "login.password_ok"
+    let event = match first {
+        First::Mail => "login.email_ok",
+        First::Upstream => "login.upstream_ok",
+        First::Password => "login.password_ok",
     };
     Event::new(event)
         .actor(&user.username)
@@ -336,7 +336,10 @@ async fn finish_sign_in(
     Event::new("login.ok")
         .actor(username)
         .ip(who.ip.clone())
-        .detail(serde_json::json!({"amr": who.amr}))
+        .detail(match &who.federated {
+            Some(f) => serde_json::json!({"amr": who.amr, "provider": f.provider, "upstream_sub": f.subject}),
+            None => serde_json::json!({"amr": who.amr}),
+        })
         .log(state)
         .await;
     let mut resp = match complete(req, state, cx, resumed, who).await {

@@ -394,3 +394,48 @@ async fn a_just_in_time_account_sets_a_password_by_the_reset_flow_and_may_then_u
     assert_eq!(location(&resp), "/account?done=unlinked");
     assert_eq!(links_of(&pair.down, "up").await, 0);
 }
+
+#[tokio::test]
+async fn linking_asks_for_the_password_again_after_five_minutes() {
+    let pair = pair(|s| s.jit = false).await;
+    let ada = pair.up.add_user("ada").await;
+    verify_email(&pair.up, ada.id).await;
+    let local = pair.down.add_user("adalocal").await;
+    let b = browser();
+    pair.down.portal_login(&b, "adalocal", PASSWORD).await;
+    pair.down.clock.advance(301);
+    let html = account_page(&pair.down, &b, "").await;
+    let fields = form_for(&html, "/account/federation/up/link");
+    let resp = b
+        .post(pair.down.url("/account/federation/up/link"))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        location(&resp),
+        "/account/confirm?next=link",
+        "a stale sign-in confirms first"
+    );
+    assert!(identities(&pair.down, local.id).await.is_empty());
+    // Confirming the password lets the link go ahead; the owner is told.
+    let html = b
+        .get(pair.down.url("/account/confirm?next=link"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut confirm = form_fields(&html);
+    confirm.insert("password".into(), PASSWORD.into());
+    let resp = b
+        .post(pair.down.url("/account/confirm"))
+        .form(&confirm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&resp), "/account#linked-accounts", "back to the link");
+    assert_eq!(press_link(&pair, &b, "ada").await, "/account?done=linked");
+    assert_eq!(identities(&pair.down, local.id).await.len(), 1);
+}

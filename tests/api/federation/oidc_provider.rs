@@ -101,7 +101,7 @@ impl Chain {
         self.down
             .state
             .db
-            .read(move |c| db::sessions::federated(c, "op", Some(&subject), None, now))
+            .read(move |c| db::sessions::federated(c, "op", Some(&subject), None, now, now))
             .await
             .unwrap()
             .len()

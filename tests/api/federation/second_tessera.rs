@@ -205,7 +205,7 @@ async fn without_jit_an_unlinked_upstream_account_is_sent_to_an_administrator() 
     let (status, error, _) = login_again(resp).await;
     assert_eq!(status, 403);
     assert!(error.contains("is not linked to an account here"), "{error}");
-    assert!(error.contains("Ask an administrator"), "{error}");
+    assert!(error.contains("ask an administrator"), "{error}");
     assert_eq!(user_count(&pair.down).await, users, "no account is made");
     assert!(local_user(&pair.down, "ada").await.is_none());
     assert_eq!(links_of(&pair.down, "up").await, 0, "nothing is linked");
