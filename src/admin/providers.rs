@@ -1,5 +1,5 @@
-//! Upstream identity providers: registration, listing and removal, as the CLI, the
-//! admin pages and the admin API do them. The client secret is sealed with the master
+//! Upstream identity providers: registration, listing and removal, and the links of
+//! users to them, as the CLI, the admin pages and the admin API do them. The client secret is sealed with the master
 //! key when one is set, and never shown again.
 
 use serde_json::{json, Value};
@@ -342,4 +342,96 @@ pub async fn listed(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, Ad
         limit: q.limit,
         offset: q.offset,
     })
+}
+
+/// A user's link to an upstream provider, with the provider's name (the sign-in
+/// button's label).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Link {
+    pub provider: String,
+    pub provider_name: String,
+    /// The upstream's subject for the account (`sub`, or GitHub's numeric user id).
+    pub subject: String,
+    pub email: Option<String>,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+}
+
+/// A user's links, by provider id. `NotFound("user")` when there is no such user.
+pub async fn links(state: &AppState, user_id: i64) -> Result<Vec<Link>, AdminError> {
+    state
+        .db
+        .read(move |c| {
+            if db::users::find_by_id(c, user_id)?.is_none() {
+                return Ok(Err(AdminError::NotFound("user")));
+            }
+            let names: std::collections::HashMap<String, String> =
+                db::providers::list(c)?.into_iter().map(|p| (p.id, p.name)).collect();
+            let links = db::identities::of_user(c, user_id)?
+                .into_iter()
+                .map(|i| Link {
+                    provider_name: names
+                        .get(&i.provider_id)
+                        .cloned()
+                        .unwrap_or_else(|| i.provider_id.clone()),
+                    provider: i.provider_id,
+                    subject: i.subject,
+                    email: i.email,
+                    created_at: i.created_at,
+                    last_used_at: i.last_used_at,
+                })
+                .collect();
+            Ok(Ok(links))
+        })
+        .await?
+}
+
+/// `links` as the API answers them: `{"provider", "provider_name", "subject", "email",
+/// "created_at", "last_used_at"}` each.
+pub async fn links_of(state: &AppState, user_id: i64) -> Result<Vec<Value>, AdminError> {
+    Ok(links(state, user_id).await?.iter().map(|l| json!(l)).collect())
+}
+
+/// Removes a user's link to a provider, as an administrator does it (a rogue or stale
+/// link, without deleting the whole provider). Unlike the account page's unlink, this
+/// may remove the account's last way to sign in (no password, passkey or other link
+/// left): the administrator decides, and can set a password afterwards.
+/// `NotFound("user")` when there is no such user, `NotFound("link")` when the user has
+/// no link to this provider. Audited as `admin.identity_unlinked` (target `user:ID`,
+/// detail `{provider, subject}`) in the same transaction.
+pub async fn unlink(state: &AppState, actor: &Actor, user_id: i64, provider_id: &str) -> Result<(), AdminError> {
+    let (now, actor, pid) = (state.clock.now(), actor.clone(), provider_id.to_string());
+    state
+        .db
+        .write(move |c| {
+            if db::users::find_by_id(c, user_id)?.is_none() {
+                return Ok(Err(AdminError::NotFound("user")));
+            }
+            let Some(link) = db::identities::of_user(c, user_id)?
+                .into_iter()
+                .find(|i| i.provider_id == pid)
+            else {
+                return Ok(Err(AdminError::NotFound("link")));
+            };
+            if !db::identities::unlink(c, &pid, user_id)? {
+                return Ok(Err(AdminError::NotFound("link")));
+            }
+            // A link an administrator removes may be a rogue one: the sessions it
+            // opened end too (with back-channel logout to the clients).
+            let opened = db::sessions::federated(c, &pid, Some(&link.subject), None, now, i64::MAX)?;
+            for (sid, uid) in &opened {
+                crate::oidc::logout::end_in(c, sid, *uid, now)?;
+            }
+            actor
+                .event("admin.identity_unlinked")
+                .target(format!("user:{user_id}"))
+                .detail(
+                    json!({ "provider": link.provider_id, "subject": link.subject, "sessions_ended": opened.len() }),
+                )
+                .write(c, now)?;
+            Ok(Ok(()))
+        })
+        .await??;
+    state.logout_wakeup.notify_one();
+    Ok(())
 }

@@ -60,6 +60,8 @@ pub enum UserCommand {
     ResetMfa { username: String },
     /// Withdraw a user's consent for a client and revoke the client's grants for them
     RevokeConsent { username: String, client_id: String },
+    /// Remove a user's link to an upstream provider (even their last way to sign in)
+    Unlink { username: String, provider: String },
     /// Invite EMAIL: prints the invitation link and, with --smtp-url set, queues it by
     /// mail (the running server sends it); needs --signup invite or open
     Invite {
@@ -165,6 +167,17 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             admin,
             issuer,
         } => invite(settings, email, groups, admin, issuer),
+        UserCommand::Unlink { username, provider } => with_state(settings, async |state| {
+            let id = user_id(state, &username).await?;
+            admin::providers::unlink(state, &actor(), id, &provider)
+                .await
+                .map_err(|e| match e {
+                    admin::AdminError::NotFound("link") => format!("{username} has no link to {provider}"),
+                    other => admin_err(other, "such user"),
+                })?;
+            println!("the link of {username} to {provider} was removed");
+            Ok(())
+        }),
         UserCommand::RevokeConsent { username, client_id } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
             let had = admin::users::revoke_consent(state, &actor(), id, &client_id)

@@ -657,9 +657,15 @@ mod tests {
         let u = |s: &str| url::Url::parse(s).unwrap();
         assert!(endpoint_ok(&u("https://up.example/token"), false));
         assert!(!endpoint_ok(&u("http://up.example/jwks"), false));
-        assert!(!endpoint_ok(&u("http://127.0.0.1:9/jwks"), false), "not for an https issuer");
+        assert!(
+            !endpoint_ok(&u("http://127.0.0.1:9/jwks"), false),
+            "not for an https issuer"
+        );
         assert!(endpoint_ok(&u("http://127.0.0.1:9/jwks"), true));
-        assert!(!endpoint_ok(&u("http://10.0.0.1/jwks"), true), "a lab issuer's endpoints stay on loopback");
+        assert!(
+            !endpoint_ok(&u("http://10.0.0.1/jwks"), true),
+            "a lab issuer's endpoints stay on loopback"
+        );
         assert!(loopback("http://127.0.0.1:9") && !loopback("https://up.example"));
     }
 

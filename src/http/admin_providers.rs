@@ -1,6 +1,7 @@
 //! Upstream identity providers in administration: the pages `/admin/providers` (list,
 //! add form, details with the redirect URI to register at the upstream, delete) and
-//! the JSON API `/admin/api/providers` (docs/ADMIN_API.md). Both go through
+//! the JSON API `/admin/api/providers` (docs/ADMIN_API.md), and a user's links to
+//! providers in the API (`/admin/api/users/{id}/identities`). Pages and API go through
 //! `admin::providers`, so validation and the audit log are the same either way.
 
 use actix_web::http::StatusCode;
@@ -223,6 +224,30 @@ pub async fn api_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     .await
 }
 
+/// A user id from the path; one that is not a number names no user.
+fn user_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("user"))
+}
+
+/// `GET /admin/api/users/{id}/identities`: the user's links to upstream providers.
+pub async fn api_user_identities(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        let items = admin::providers::links_of(&state, user_id(&id)?).await?;
+        Ok(serde_json::json!({ "items": items }))
+    })
+    .await
+}
+
+/// `DELETE /admin/api/users/{id}/identities/{provider}`: removes one link.
+pub async fn api_user_unlink(req: HttpRequest, state: Data, path: web::Path<(String, String)>) -> HttpResponse {
+    let s = state.get_ref();
+    let (raw, provider) = path.into_inner();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        admin::providers::unlink(s, &a, user_id(&raw)?, &provider).await
+    })
+    .await
+}
+
 /// Registers the pages and the API routes. The API routes go in before the
 /// `/admin/api` scope, whose catch-all would answer them otherwise.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -230,6 +255,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/api/providers", web::post().to(api_create))
         .route("/admin/api/providers/{id}", web::get().to(api_get))
         .route("/admin/api/providers/{id}", web::delete().to(api_delete))
+        .route("/admin/api/users/{id}/identities", web::get().to(api_user_identities))
+        .route(
+            "/admin/api/users/{id}/identities/{provider}",
+            web::delete().to(api_user_unlink),
+        )
         .route("/admin/providers", web::get().to(providers))
         .route("/admin/providers", web::post().to(provider_create))
         .route("/admin/providers/{id}", web::get().to(provider))

@@ -160,6 +160,8 @@ struct UserPage<'a> {
     problems: Problems,
     /// When the user asked for their account to be deleted, if a request waits.
     deletion_requested: Option<String>,
+    /// Links to upstream providers, with when each was made and last used.
+    links: Vec<(admin::providers::Link, String, String)>,
 }
 
 async fn user_page(
@@ -174,16 +176,17 @@ async fn user_page(
         let user = admin::users::get(state, id).await?;
         let sessions = admin::users::sessions(state, id).await?;
         let groups = admin::groups::list(state).await?;
-        Ok::<_, AdminError>((user, sessions, groups))
+        let links = admin::providers::links(state, id).await?;
+        Ok::<_, AdminError>((user, sessions, groups, links))
     };
-    let (user, sessions, groups) = match loaded.await {
+    let (user, sessions, groups, links) = match loaded.await {
         Ok(l) => l,
         Err(e) => return error_page(&e),
     };
     let now = state.clock.now();
     let page = UserPage {
         is_admin: true,
-        flash: flash(req),
+        flash: flash(req).or_else(|| unlinked_flash(req)),
         csrf: &v.csrf,
         locked: user.locked_until.filter(|t| *t > now).map(portal::when),
         deletion_requested: user.deletion_requested_at.map(portal::when),
@@ -196,8 +199,22 @@ async fn user_page(
         groups,
         sessions: sessions.iter().map(|s| SessionRow::of(s, "")).collect(),
         problems,
+        links: links
+            .into_iter()
+            .map(|l| {
+                let (made, used) = (portal::when(l.created_at), l.last_used_at.map(portal::when));
+                (l, made, used.unwrap_or_else(|| "never".into()))
+            })
+            .collect(),
     };
     pages::render(status, &page)
+}
+
+/// The flash after an unlink (`?done=unlinked`), a message of this page alone.
+fn unlinked_flash(req: &HttpRequest) -> Option<&'static str> {
+    url::form_urlencoded::parse(req.query_string().as_bytes())
+        .any(|(k, v)| k == "done" && v == "unlinked")
+        .then_some("The link to the upstream account was removed.")
 }
 
 fn path_id(raw: &str) -> Result<i64, AdminError> {
@@ -325,6 +342,9 @@ pub async fn user_action(
         "deletion-reject" => crate::lifecycle::deletion::reject(&state, &actor, id)
             .await
             .map(|()| "saved"),
+        "unlink" => admin::providers::unlink(&state, &actor, id, form.get("provider"))
+            .await
+            .map(|()| "unlinked"),
         "sessions" => {
             let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
             admin::users::end_sessions(&state, &actor, id, sid)

@@ -73,6 +73,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/users/1/sessions"),
     ("DELETE", "/users/1/sessions"),
     ("DELETE", "/users/1/sessions/x"),
+    ("GET", "/users/1/identities"),
+    ("DELETE", "/users/1/identities/up"),
     ("GET", "/clients"),
     ("POST", "/clients"),
     ("GET", "/clients/rp"),

@@ -19,6 +19,7 @@ const PAGES: &[(&str, &str)] = &[
     ("POST", "/admin/users/1/deletion-approve"),
     ("POST", "/admin/users/1/deletion-reject"),
     ("POST", "/admin/users/1/sessions/end"),
+    ("POST", "/admin/users/1/unlink"),
     ("GET", "/admin/clients"),
     ("POST", "/admin/clients"),
     ("GET", "/admin/clients/new"),

@@ -439,3 +439,32 @@ async fn linking_asks_for_the_password_again_after_five_minutes() {
     assert_eq!(press_link(&pair, &b, "ada").await, "/account?done=linked");
     assert_eq!(identities(&pair.down, local.id).await.len(), 1);
 }
+
+#[tokio::test]
+async fn an_administrator_removing_a_link_ends_the_sessions_it_opened() {
+    let pair = pair(|s| s.link_by_email = true).await;
+    user_with_email(&pair.up, "ada", "ada@corp.example", true).await;
+    let local = user_with_email(&pair.down, "adalocal", "ada@corp.example", true).await;
+    let b = browser();
+    let params = pair.sign_in(&b, "ada").await;
+    assert!(params.contains_key("code"));
+    // A session of the same account opened with its password, not through the link, stays.
+    pair.down.portal_login(&browser(), "adalocal", PASSWORD).await;
+    let before = live_sessions(&pair.down).await;
+    assert!(before >= 1);
+    ::tessera::admin::providers::unlink(&pair.down.state, &actor(), local.id, "up")
+        .await
+        .unwrap();
+    assert!(identities(&pair.down, local.id).await.is_empty());
+    assert_eq!(
+        live_sessions(&pair.down).await,
+        before - 1,
+        "only the federated session ended"
+    );
+    let resp = b
+        .get(pair.down.authorize_url(RP, &[("prompt", "none")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&resp)["error"], "login_required");
+}
