@@ -265,6 +265,32 @@ pub async fn create(state: &AppState, actor: &Actor, spec: &ProviderSpec) -> Res
     Ok(provider)
 }
 
+/// Replaces a provider's client secret (upstream secrets expire: Entra ID's within two
+/// years), keeping its links; sealed like the first.
+pub async fn replace_secret(state: &AppState, actor: &Actor, id: &str, secret: &str) -> Result<(), AdminError> {
+    let existing = get(state, id).await?;
+    let secret = secret.trim();
+    if secret.is_empty() || secret.len() > 4096 {
+        return Err(invalid("client_secret", "the client secret the upstream issued"));
+    }
+    let stored = sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(|e| {
+        tracing::error!(error = %e, "cannot seal a provider secret");
+        AdminError::Server(crate::error::Internal::Failed)
+    })?;
+    let (now, actor) = (state.clock.now(), actor.clone());
+    state
+        .db
+        .write(move |c| {
+            db::providers::replace_secret(c, &existing.id, &stored)?;
+            actor
+                .event("admin.provider_secret_replaced")
+                .target(format!("provider:{}", existing.id))
+                .write(c, now)
+        })
+        .await?;
+    Ok(())
+}
+
 /// Removes a provider and the links of accounts to it (the accounts stay).
 pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
     let existing = get(state, id).await?;

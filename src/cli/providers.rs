@@ -28,6 +28,13 @@ pub enum ProviderCommand {
         #[command(flatten)]
         tessera: TesseraIssuer,
     },
+    /// Replace a provider's client secret, read from standard input; links stay
+    SetSecret {
+        id: String,
+        /// Read the new secret from standard input (its first line)
+        #[arg(long, required = true)]
+        client_secret_stdin: bool,
+    },
     /// Delete a provider and the links of accounts to it (the accounts stay)
     Delete { id: String },
 }
@@ -204,6 +211,16 @@ pub fn provider(settings: &Settings, cmd: ProviderCommand) -> Result<(), String>
             }
             Ok(())
         }),
+        ProviderCommand::SetSecret { id, .. } => {
+            let secret = read_secret()?;
+            with_state(settings, async |state| {
+                admin::providers::replace_secret(state, &actor(), &id, &secret)
+                    .await
+                    .map_err(not_found(&id))?;
+                println!("provider {id}: client secret replaced");
+                Ok(())
+            })
+        }
         ProviderCommand::Delete { id } => with_state(settings, async |state| {
             admin::providers::delete(state, &actor(), &id)
                 .await

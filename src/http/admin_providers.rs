@@ -188,6 +188,10 @@ pub async fn provider_action(
             Ok(()) => done("/admin/providers", "deleted"),
             Err(e) => error_page(&e),
         },
+        "secret" => match admin::providers::replace_secret(&state, &actor, &id, form.get("client_secret")).await {
+            Ok(()) => done(&format!("/admin/providers/{id}"), "saved"),
+            Err(e) => error_page(&e),
+        },
         _ => error_page(&AdminError::NotFound("action")),
     }
 }
@@ -224,6 +228,22 @@ pub async fn api_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     .await
 }
 
+/// The body of `PUT /admin/api/providers/{id}/secret`.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewSecret {
+    client_secret: String,
+}
+
+pub async fn api_secret(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        let body: NewSecret = super::admin_api::body(&bytes)?;
+        admin::providers::replace_secret(s, &a, &id, &body.client_secret).await
+    })
+    .await
+}
+
 /// A user id from the path; one that is not a number names no user.
 fn user_id(raw: &str) -> Result<i64, AdminError> {
     raw.parse().map_err(|_| AdminError::NotFound("user"))
@@ -255,6 +275,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/admin/api/providers", web::post().to(api_create))
         .route("/admin/api/providers/{id}", web::get().to(api_get))
         .route("/admin/api/providers/{id}", web::delete().to(api_delete))
+        .route("/admin/api/providers/{id}/secret", web::put().to(api_secret))
         .route("/admin/api/users/{id}/identities", web::get().to(api_user_identities))
         .route(
             "/admin/api/users/{id}/identities/{provider}",

@@ -85,6 +85,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/providers"),
     ("GET", "/providers/up"),
     ("DELETE", "/providers/up"),
+    ("PUT", "/providers/up/secret"),
     ("GET", "/groups"),
     ("POST", "/groups"),
     ("GET", "/groups/1"),

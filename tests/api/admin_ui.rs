@@ -31,6 +31,7 @@ const PAGES: &[(&str, &str)] = &[
     ("POST", "/admin/providers"),
     ("GET", "/admin/providers/up"),
     ("POST", "/admin/providers/up/delete"),
+    ("POST", "/admin/providers/up/secret"),
     ("GET", "/admin/groups"),
     ("POST", "/admin/groups"),
     ("GET", "/admin/groups/1"),

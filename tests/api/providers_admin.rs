@@ -681,8 +681,12 @@ async fn the_api_lists_and_removes_a_users_links() {
     assert_eq!(items[0]["provider_name"], "Acme SSO");
     assert_eq!(items[0]["subject"], "acme-sub-1");
     assert_eq!(items[0]["email"], "ada@acme.example");
-    assert_eq!(items[0]["created_at"], app.clock.now());
-    assert_eq!(items[0]["last_used_at"], app.clock.now());
+    // Linked a moment ago (the clock may have passed a second since).
+    let now = app.clock.now();
+    for at in ["created_at", "last_used_at"] {
+        let t = items[0][at].as_i64().unwrap();
+        assert!((now - 5..=now).contains(&t), "{at}: {t} (now {now})");
+    }
     let (status, none) = api
         .call(Method::GET, &format!("/users/{}/identities", bob.id), None)
         .await;
@@ -817,4 +821,81 @@ async fn the_command_line_unlinks_a_user() {
     assert_eq!(none, "error: ada has no link to acme");
     let nobody = refused(&tessera(&app, &["user", "unlink", "nobody", "acme"], None, &[]));
     assert_eq!(nobody, "error: no user named nobody");
+}
+
+#[tokio::test]
+async fn a_replaced_secret_is_stored_sealed_and_keeps_the_links() {
+    use reqwest::Method;
+    let app = spawn_app().await;
+    let ada = app.add_user("ada").await;
+    linked(&app, ada.id, "acme-sub-1").await;
+    // The command line reads it from standard input and seals it with the master key.
+    let out = tessera(
+        &app,
+        &["provider", "set-secret", "acme", "--client-secret-stdin"],
+        Some("rotated-upstream-secret\n"),
+        &[("TESSERA_MASTER_KEY", KEY)],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout(&out).contains("rotated-upstream-secret"), "never printed");
+    let p = stored(&app, "acme").await.unwrap();
+    assert!(p.client_secret.starts_with("sealed:v1:"), "sealed at rest");
+    assert_eq!(links(&app, ada.id).await.len(), 1, "the links stay");
+    let out = tessera(
+        &app,
+        &["provider", "set-secret", "nope", "--client-secret-stdin"],
+        Some("x\n"),
+        &[],
+    );
+    assert!(refused(&out).contains("no provider with id nope"));
+    let out = tessera(
+        &app,
+        &["provider", "set-secret", "acme", "--client-secret-stdin"],
+        Some("\n"),
+        &[],
+    );
+    assert!(refused(&out).contains("no client secret"));
+
+    // The API: 204, 400 for an empty one, 404 for an unknown provider.
+    let api = Api {
+        token: admin_token(&app).await,
+        app: &app,
+    };
+    let body = json!({"client_secret": "via-the-api"});
+    let (status, _) = api
+        .call(Method::PUT, "/providers/acme/secret", Some(body.clone()))
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(stored(&app, "acme").await.unwrap().client_secret, "via-the-api");
+    let (status, err) = api
+        .call(
+            Method::PUT,
+            "/providers/acme/secret",
+            Some(json!({"client_secret": " "})),
+        )
+        .await;
+    assert_eq!((status, err["error"].as_str()), (400, Some("invalid_request")), "{err}");
+    let (status, _) = api.call(Method::PUT, "/providers/nope/secret", Some(body)).await;
+    assert_eq!(status, 404);
+    assert!(audit_detail(&app, "admin.provider_secret_replaced").await.is_some());
+    assert_eq!(links(&app, ada.id).await.len(), 1);
+
+    // The provider's page.
+    let (b, csrf) = admin_browser(&app).await;
+    let resp = b
+        .post(app.url("/admin/providers/acme/secret"))
+        .form(&[("csrf", csrf.as_str()), ("client_secret", "via-the-page")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&resp), "/admin/providers/acme?done=saved");
+    assert_eq!(stored(&app, "acme").await.unwrap().client_secret, "via-the-page");
+    let resp = b
+        .post(app.url("/admin/providers/acme/secret"))
+        .form(&[("client_secret", "no-csrf")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert_eq!(stored(&app, "acme").await.unwrap().client_secret, "via-the-page");
 }
