@@ -461,3 +461,11 @@ pub fn find_by_email(conn: &Tx<'_>, email: &str) -> Result<Option<User>, DbError
         _ => Ok(None),
     }
 }
+
+/// Takes the account's row lock until the transaction ends (a no-op update), so that
+/// checks on what else the account holds and the change they allow happen as one on
+/// PostgreSQL too (SQLite's single writer serialises them anyway).
+pub fn lock(conn: &Tx<'_>, user_id: i64) -> Result<(), DbError> {
+    conn.exec("UPDATE users SET updated_at = updated_at WHERE id = ?1", args![user_id])?;
+    Ok(())
+}

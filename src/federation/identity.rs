@@ -289,6 +289,8 @@ pub async fn unlink(state: &AppState, user_id: i64, provider_id: &str) -> Result
     Ok(state
         .db
         .write(move |c| {
+            // Two unlinks at once must not each leave the other as the way in.
+            db::users::lock(c, user_id)?;
             let Some(user) = db::users::find_by_id(c, user_id)? else {
                 return Ok(Unlink::NotLinked);
             };

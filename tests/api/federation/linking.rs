@@ -468,3 +468,28 @@ async fn an_administrator_removing_a_link_ends_the_sessions_it_opened() {
         .unwrap();
     assert_eq!(redirect_params(&resp)["error"], "login_required");
 }
+
+#[tokio::test]
+async fn the_owner_is_mailed_when_an_account_is_linked_to_theirs() {
+    let (down, sink) = spawn_mail(|_| {}).await;
+    let pair = pair_on(down, |s| s.link_by_email = true).await;
+    user_with_email(&pair.up, "ada", "ada@corp.example", true).await;
+    user_with_email(&pair.down, "adalocal", "ada@corp.example", true).await;
+    pair.sign_in(&browser(), "ada").await;
+    let mail = sink.nth("ada@corp.example", 1).await;
+    assert!(
+        mail.subject().ends_with("An account was linked to yours"),
+        "{}",
+        mail.subject()
+    );
+    assert!(mail.text().contains("Upstream SSO"), "{}", mail.text());
+    // Signing in again through the same link is no news.
+    pair.sign_in(&browser(), "ada").await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let notices = sink
+        .to("ada@corp.example")
+        .into_iter()
+        .filter(|m| m.subject().ends_with("An account was linked to yours"))
+        .count();
+    assert_eq!(notices, 1);
+}

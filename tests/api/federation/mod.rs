@@ -39,9 +39,13 @@ pub fn actor() -> Actor {
 /// An upstream Tessera on 127.0.0.2 with a client for `down`; `down` registers it as
 /// provider `up` after `adjust` changed the specification.
 pub async fn pair(adjust: impl FnOnce(&mut ProviderSpec)) -> Pair {
+    pair_on(spawn_app().await, adjust).await
+}
+
+/// `pair` with `down` as the downstream Tessera (one that sends mail, say).
+pub async fn pair_on(down: TestApp, adjust: impl FnOnce(&mut ProviderSpec)) -> Pair {
     let mut up = spawn_with(|s| s.listen = "127.0.0.2:0".parse().unwrap()).await;
     up.address = up.state.issuer.to_string();
-    let down = spawn_app().await;
     let callback = format!("{}/federation/up/callback", down.address);
     let bcl = format!("{}/federation/up/backchannel-logout", down.address);
     let secret = up
