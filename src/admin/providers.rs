@@ -261,7 +261,7 @@ pub async fn create(state: &AppState, actor: &Actor, spec: &ProviderSpec) -> Res
             Ok(Ok(()))
         })
         .await??;
-    state.upstreams.forget(&provider.id);
+    state.upstreams.forget();
     Ok(provider)
 }
 
@@ -306,7 +306,7 @@ pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), Adm
                 .write(c, now)
         })
         .await?;
-    state.upstreams.forget(id);
+    state.upstreams.forget();
     Ok(())
 }
 

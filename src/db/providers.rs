@@ -117,6 +117,13 @@ pub fn find(conn: &Tx<'_>, id: &str) -> Result<Option<Provider>, DbError> {
     }
 }
 
+/// Each provider's id and name, by id: the login page's buttons, without the rest.
+pub fn names(conn: &Tx<'_>) -> Result<Vec<(String, String)>, DbError> {
+    conn.rows("SELECT id, name FROM providers ORDER BY id", args![], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+}
+
 /// Every provider, by id, with its mapping.
 pub fn list(conn: &Tx<'_>) -> Result<Vec<Provider>, DbError> {
     let mut all = conn.rows(

@@ -109,8 +109,8 @@ pub struct Button {
 
 /// The providers to offer on the login page, by id.
 pub async fn buttons(state: &AppState) -> Result<Vec<Button>, Internal> {
-    let all = state.db.read(db::providers::list).await?;
-    Ok(all.into_iter().map(|p| Button { id: p.id, name: p.name }).collect())
+    let all = state.db.read(db::providers::names).await?;
+    Ok(all.into_iter().map(|(id, name)| Button { id, name }).collect())
 }
 
 /// A provider on the account page: linked (with the address it last reported and

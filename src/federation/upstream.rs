@@ -98,8 +98,9 @@ impl Upstreams {
         &self.http
     }
 
-    /// Drops what is cached for an issuer (a provider was added or removed).
-    pub fn forget(&self, _provider_id: &str) {
+    /// Drops every cached document (a provider was added or removed; the cache is
+    /// keyed by issuer, which several providers may share).
+    pub fn forget(&self) {
         if let Ok(mut c) = self.cache.lock() {
             c.clear();
         }
