@@ -61,6 +61,7 @@ pub struct RawSettings {
     pub audit_retention_days: Option<String>,
     pub trusted_proxies: Option<String>,
     pub forwarded_header: Option<String>,
+    pub forward_auth_cookie_domain: Option<String>,
     pub metrics_token: Option<String>,
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
@@ -112,6 +113,7 @@ struct FileSettings {
     audit_retention_days: Option<toml::Value>,
     trusted_proxies: Option<toml::Value>,
     forwarded_header: Option<toml::Value>,
+    forward_auth_cookie_domain: Option<toml::Value>,
     metrics_token: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
 }
@@ -195,6 +197,9 @@ pub struct Settings {
     pub trusted_proxies: Vec<Cidr>,
     /// The one header trusted proxies set with the client's address.
     pub forwarded_header: ForwardedHeader,
+    /// The domain the forward-auth cookie `tessera_fa` is set on (`example.org` covers
+    /// `app.example.org`); `None`: only Tessera's own host.
+    pub forward_auth_cookie_domain: Option<String>,
     /// When set, `/metrics` answers only `Authorization: Bearer <token>`.
     pub metrics_token: Option<Secret>,
     /// Encrypts signing private keys and TOTP secrets at rest when set.
@@ -264,6 +269,7 @@ impl Default for Settings {
             lockout: true,
             trusted_proxies: Vec::new(),
             forwarded_header: ForwardedHeader::default(),
+            forward_auth_cookie_domain: None,
             metrics_token: None,
             master_key: None,
             audit_retention_days: 90,
@@ -466,6 +472,26 @@ impl Settings {
         if let Some(v) = pick(&raw.forwarded_header, &file.forwarded_header) {
             s.forwarded_header = ForwardedHeader::parse(&v).map_err(|e| invalid("forwarded_header", e))?;
         }
+        if let Some(v) = pick(&raw.forward_auth_cookie_domain, &file.forward_auth_cookie_domain) {
+            s.forward_auth_cookie_domain =
+                Some(parse_cookie_domain(&v).map_err(|e| invalid("forward_auth_cookie_domain", e))?);
+        }
+        // A browser drops a cookie whose domain does not cover the host that set it
+        // (RFC 6265 §5.3 step 6), so Tessera's own host must lie within it.
+        if let (Some(domain), Some(host)) = (
+            &s.forward_auth_cookie_domain,
+            s.issuer
+                .as_ref()
+                .and_then(|u| u.host_str())
+                .map(str::to_ascii_lowercase),
+        ) {
+            if host != *domain && !host.ends_with(&format!(".{domain}")) {
+                return Err(invalid(
+                    "forward_auth_cookie_domain",
+                    format!("`{domain}` does not cover the issuer's host `{host}`"),
+                ));
+            }
+        }
         Ok(s)
     }
 }
@@ -555,6 +581,27 @@ pub fn parse_issuer(v: &str) -> Result<Url, ConfigError> {
     Ok(url)
 }
 
+/// A cookie domain (RFC 6265 §5.2.3): a DNS name of at least two labels, lower case,
+/// without a leading dot, port or IP address.
+pub fn parse_cookie_domain(v: &str) -> Result<String, String> {
+    let d = v.trim().trim_start_matches('.').to_ascii_lowercase();
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let labels: Vec<&str> = d.split('.').collect();
+    if d.len() > 253 || labels.len() < 2 || !labels.iter().all(|l| label_ok(l)) {
+        return Err(format!("`{v}` is not a domain name such as example.org"));
+    }
+    if labels.last().is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(format!("`{v}` is an IP address; a cookie domain is a DNS name"));
+    }
+    Ok(d)
+}
+
 /// The issuer string as it appears in tokens: the URL without a trailing slash.
 pub fn issuer_text(url: &Url) -> String {
     url.as_str().trim_end_matches('/').to_string()
@@ -599,6 +646,34 @@ mod tests {
             ..Default::default()
         };
         assert!(Settings::load(&raw).unwrap_err().to_string().contains("`sqlite_wal`"));
+    }
+
+    #[test]
+    fn the_forward_auth_cookie_domain_is_a_dns_name_covering_the_issuer() {
+        assert_eq!(parse_cookie_domain(".Example.ORG").unwrap(), "example.org");
+        for bad in [
+            "org",
+            "127.0.0.1",
+            "example.org:443",
+            "ex ample.org",
+            "-a.org",
+            "a..org",
+            "",
+        ] {
+            assert!(parse_cookie_domain(bad).is_err(), "{bad}");
+        }
+        let with = |issuer: &str| RawSettings {
+            issuer: Some(issuer.into()),
+            forward_auth_cookie_domain: Some("example.org".into()),
+            ..Default::default()
+        };
+        assert!(Settings::load(&with("https://auth.example.org")).is_ok());
+        assert!(Settings::load(&with("https://example.org")).is_ok());
+        let err = Settings::load(&with("https://auth.example.net"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not cover"), "{err}");
+        assert!(Settings::load(&with("https://badexample.org")).is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod federation;
+pub mod forward_auth;
 pub mod http;
 pub mod lifecycle;
 pub mod mail;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tessera::cli::{self, ClientCommand, KeysCommand, MailCommand, ProviderCommand, UserCommand};
+use tessera::cli::{self, AppCommand, ClientCommand, KeysCommand, MailCommand, ProviderCommand, UserCommand};
 use tessera::clock::Clock;
 use tessera::config::{LogFormat, RawSettings, Settings};
 use tessera::startup::Application;
@@ -85,6 +85,9 @@ enum Command {
     /// Manage upstream identity providers people sign in with (OpenID Connect, GitHub)
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Manage applications protected through forward-auth at a reverse proxy
+    #[command(subcommand)]
+    App(AppCommand),
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -150,6 +153,9 @@ struct ServeArgs {
     /// The header trusted proxies set with the client's address [default: x-forwarded-for]
     #[arg(long, env = "TESSERA_FORWARDED_HEADER", value_name = "x-forwarded-for|forwarded")]
     forwarded_header: Option<String>,
+    /// Domain the forward-auth cookie is set on, covering the protected apps' hosts (example.org)
+    #[arg(long, env = "TESSERA_FORWARD_AUTH_COOKIE_DOMAIN", value_name = "DOMAIN")]
+    forward_auth_cookie_domain: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on /metrics [default: open, restrict at the proxy]
     #[arg(long, env = "TESSERA_METRICS_TOKEN", value_name = "TOKEN")]
     metrics_token: Option<String>,
@@ -173,6 +179,7 @@ fn main() -> ExitCode {
         Some(Command::Provider(cmd)) => {
             return finish(settings(&cli.common, None).and_then(|s| cli::provider(&s, cmd)))
         }
+        Some(Command::App(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::app(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
         Some(Command::Mail(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::mail(&s, cmd))),
         Some(Command::Backup { path }) => {
@@ -217,6 +224,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         audit_retention_days: s.audit_retention_days.clone(),
         trusted_proxies: s.trusted_proxies.clone(),
         forwarded_header: s.forwarded_header.clone(),
+        forward_auth_cookie_domain: s.forward_auth_cookie_domain.clone(),
         metrics_token: s.metrics_token.clone(),
         no_migrate: s.no_migrate,
         ..Default::default()

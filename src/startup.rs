@@ -86,6 +86,7 @@ impl Application {
             log_key,
             node: Arc::from(crate::crypto::random::random_id()),
             upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
+            forward_auth: Arc::default(),
         };
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
@@ -149,6 +150,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         log_key,
         node: Arc::from(crate::crypto::random::random_id()),
         upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
+        forward_auth: Arc::default(),
     })
 }
 

@@ -32,6 +32,8 @@ pub struct AppState {
     pub node: Arc<str>,
     /// Upstream identity providers' HTTP client and discovery cache.
     pub upstreams: Arc<crate::federation::Upstreams>,
+    /// The forward-auth grants this node has already audited.
+    pub forward_auth: Arc<crate::forward_auth::Seen>,
 }
 
 impl AppState {

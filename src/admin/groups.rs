@@ -110,6 +110,14 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
                     requiring.join(", ")
                 ))));
             }
+            // The same for an app behind forward-auth.
+            let apps = db::apps::requiring_group(c, &before.name)?;
+            if !apps.is_empty() {
+                return Ok(Err(AdminError::Conflict(format!(
+                    "apps {} admit only this group; change them first",
+                    apps.join(", ")
+                ))));
+            }
             let members = db::groups::members(c, id)?;
             db::groups::delete(c, id)?;
             actor

@@ -2,6 +2,7 @@
 //! each validated, applied in one transaction and written to the audit log with its
 //! actor and, for edits, the record before and after.
 
+pub mod apps;
 pub mod clients;
 pub mod groups;
 pub mod invitations;

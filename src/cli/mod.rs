@@ -1,6 +1,7 @@
 //! Administration commands run against the database file, also while a server uses it:
 //! SQLite's locking and the busy timeout serialise them with the server's writer.
 
+mod apps;
 mod clients;
 mod keys;
 mod mail;
@@ -11,6 +12,7 @@ mod users;
 use std::io::Read;
 use std::path::Path;
 
+pub use apps::{app, AppCommand};
 pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
 pub use mail::{mail, MailCommand};

@@ -5,12 +5,14 @@
 //! (`pg/`: a pooled connection per transaction), which several nodes share.
 //! Only those two modules and `sql.rs` know an engine.
 
+pub mod apps;
 pub mod audit;
 pub mod clients;
 pub mod consents;
 pub mod device;
 pub mod devices;
 pub mod email_tokens;
+pub mod forward_auth;
 pub mod grants;
 pub mod groups;
 pub mod identities;

@@ -15,6 +15,7 @@ const CODE_REPLAY_WINDOW: i64 = 600;
 const TARGETS: &[(&str, &str, &str)] = &[
     ("auth_codes", "code_hash", "expires_at < ?1 - ?2"),
     ("login_requests", "id_hash", "expires_at < ?1"),
+    ("forward_auth_tokens", "token_hash", "expires_at < ?1"),
     ("sessions", "id_hash", "expires_at < ?1 OR ended_at IS NOT NULL"),
     ("revoked_tokens", "jti", "expires_at < ?1"),
     ("refresh_tokens", "token_hash", "expires_at < ?1"),

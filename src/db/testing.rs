@@ -7,11 +7,30 @@ use super::{pg, sqlite, DbError, Tx};
 /// Rows in one of the tables tests look at.
 pub fn count_rows(conn: &Tx<'_>, table: &str) -> Result<i64, DbError> {
     let table = match table {
-        "revoked_tokens" | "logout_deliveries" | "grants" | "refresh_tokens" | "sessions" | "audit_log"
-        | "mail_outbox" | "email_tokens" | "devices" => table,
+        "revoked_tokens"
+        | "logout_deliveries"
+        | "grants"
+        | "refresh_tokens"
+        | "sessions"
+        | "audit_log"
+        | "mail_outbox"
+        | "email_tokens"
+        | "devices"
+        | "forward_auth_tokens" => table,
         _ => return Err(DbError::Corrupt(format!("no counting of {table}"))),
     };
     conn.one(&format!("SELECT count(*) FROM {table}"), args![], |r| r.get(0))
+}
+
+/// Whether `hash` is the digest of a session id (of any session, live or not).
+pub fn is_session_id(conn: &Tx<'_>, hash: &crate::crypto::TokenHash) -> Result<bool, DbError> {
+    Ok(conn
+        .row(
+            "SELECT 1 FROM sessions WHERE id_hash = ?1",
+            args![hash.as_bytes()],
+            |r| r.get::<i64>(0),
+        )?
+        .is_some())
 }
 
 /// (attempts, next_at) of each queued back-channel delivery.

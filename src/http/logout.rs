@@ -124,7 +124,8 @@ async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str
 }
 
 /// After logout (or when nobody was signed in): back to the client if it registered
-/// where, otherwise a page; the session cookie is cleared either way.
+/// where, otherwise a page; the session cookie is cleared either way, and the
+/// forward-auth cookie too (it no longer opens anything: its session has ended).
 fn finished(state: &AppState, request: &LogoutRequest) -> HttpResponse {
     let mut resp = match &request.post_logout_redirect_uri {
         Some(uri) => {
@@ -143,5 +144,6 @@ fn finished(state: &AppState, request: &LogoutRequest) -> HttpResponse {
         .max_age(Duration::ZERO)
         .finish();
     let _ = resp.add_cookie(&clear);
+    let _ = resp.add_cookie(&super::forward_auth::removal(state));
     resp
 }

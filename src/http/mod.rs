@@ -6,6 +6,7 @@ pub mod account_confirm;
 pub mod account_totp;
 pub mod admin;
 pub mod admin_api;
+mod admin_apps;
 pub mod admin_clients;
 pub mod admin_groups;
 mod admin_providers;
@@ -18,6 +19,7 @@ pub mod device;
 pub mod discovery;
 pub mod errors;
 pub mod federation;
+pub mod forward_auth;
 pub mod guard;
 pub mod invite;
 pub mod login;
@@ -38,11 +40,13 @@ use actix_web::web;
 
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    admin_apps::routes(cfg);
     admin_providers::routes(cfg);
     admin_api::routes(cfg);
     admin_clients::routes(cfg);
     cors::routes(cfg);
     federation::routes(cfg);
+    forward_auth::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(discovery::discovery))
         .route("/jwks", web::get().to(discovery::jwks))
         .route("/healthz", web::get().to(probes::healthz))

@@ -7,9 +7,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tessera");
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
-fn ready() -> bool {
+/// Whether Chromium and playwright-core are there (tests/api/forward_auth/proxies.rs
+/// asks too, for its journey in Chromium).
+pub(crate) fn ready() -> bool {
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/browser/node_modules/playwright-core"

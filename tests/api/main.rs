@@ -20,6 +20,7 @@ mod email_mfa;
 mod failover;
 mod federation;
 mod flow;
+mod forward_auth;
 mod fuzz;
 mod grants;
 mod hardening;

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_leases.sql"),
     include_str!("migrations/0003_mail.sql"),
     include_str!("migrations/0004_federation.sql"),
+    include_str!("migrations/0005_apps.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

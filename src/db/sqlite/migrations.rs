@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_leases.sql"),
     include_str!("migrations/0010_mail.sql"),
     include_str!("migrations/0011_federation.sql"),
+    include_str!("migrations/0012_apps.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

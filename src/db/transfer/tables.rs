@@ -78,6 +78,46 @@ pub(in crate::db) const TABLES: &[Table] = &[
         columns: &[("client_id", T), ("group_id", I)],
     },
     Table {
+        name: "client_claims",
+        columns: &[
+            ("client_id", T),
+            ("claim", T),
+            ("source", T),
+            ("scope", T),
+            ("in_id_token", I),
+            ("in_access_token", I),
+            ("in_userinfo", I),
+            ("default_value", T),
+            ("position", I),
+        ],
+    },
+    Table {
+        name: "client_claim_values",
+        columns: &[
+            ("client_id", T),
+            ("claim", T),
+            ("position", I),
+            ("group_id", I),
+            ("value", T),
+        ],
+    },
+    Table {
+        name: "apps",
+        columns: &[
+            ("id", T),
+            ("url", T),
+            ("host", T),
+            ("require_mfa", I),
+            ("header_prefix", T),
+            ("created_at", I),
+            ("updated_at", I),
+        ],
+    },
+    Table {
+        name: "app_allowed_groups",
+        columns: &[("app_id", T), ("group_id", I)],
+    },
+    Table {
         name: "providers",
         columns: &[
             ("id", T),
@@ -144,6 +184,15 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("fed_subject", T),
             ("fed_sid", T),
         ],
+    },
+    // Forward-auth cookies live as long as their sessions, which move too.
+    Table {
+        name: "forward_auth_tokens",
+        columns: &[("token_hash", B), ("sid", T), ("created_at", I), ("expires_at", I)],
+    },
+    Table {
+        name: "forward_auth_access",
+        columns: &[("token_hash", B), ("app_id", T), ("at", I)],
     },
     // Parked sign-ins and passkey challenges live minutes, but copying them costs
     // nothing and lets a sign-in begun just before the move finish after it.
