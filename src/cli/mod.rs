@@ -2,6 +2,7 @@
 //! SQLite's locking and the busy timeout serialise them with the server's writer.
 
 mod apps;
+mod claims;
 mod clients;
 mod keys;
 mod mail;

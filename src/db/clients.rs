@@ -49,6 +49,8 @@ pub struct Client {
     pub web_origins: Vec<String>,
     /// Seconds a grant may be refreshed from its first sign-in; `None` takes the server's.
     pub grant_lifetime: Option<i64>,
+    /// Claims its tokens and userinfo carry by rule (docs/PROTOCOL.md "Claim mapping").
+    pub claim_rules: Vec<super::claim_rules::ClaimRule>,
 }
 
 impl std::fmt::Debug for Client {
@@ -91,6 +93,7 @@ impl Client {
             client_scopes: Vec::new(),
             web_origins: Vec::new(),
             grant_lifetime: None,
+            claim_rules: Vec::new(),
         }
     }
 
@@ -143,6 +146,8 @@ fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
         client_scopes: json_list(r.get(18)?, "client_scopes")?,
         web_origins: json_list(r.get(19)?, "web_origins")?,
         grant_lifetime: r.get(20)?,
+        // Filled from client_claims by `with_groups`.
+        claim_rules: Vec::new(),
     })
 }
 
@@ -181,7 +186,9 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
             c.grant_lifetime,
         ],
     )?;
-    set_allowed_groups(conn, &c.client_id, &c.allowed_groups)
+    set_allowed_groups(conn, &c.client_id, &c.allowed_groups)?;
+    // A registration may come with its claim mapping (an app preset's).
+    super::claim_rules::replace(conn, &c.client_id, &c.claim_rules)
 }
 
 /// Replaces every editable setting of an existing client (not its id, secret or
@@ -252,7 +259,7 @@ fn names_a_group(conn: &Tx<'_>, name: &str) -> Result<bool, DbError> {
     )
 }
 
-/// The registration as read, with its allowed groups by name.
+/// The registration as read, with its allowed groups by name and its claim rules.
 fn with_groups(conn: &Tx<'_>, mut c: Client) -> Result<Client, DbError> {
     c.allowed_groups = conn.rows(
         "SELECT g.name FROM client_allowed_groups a JOIN groups g ON g.id = a.group_id
@@ -260,6 +267,7 @@ fn with_groups(conn: &Tx<'_>, mut c: Client) -> Result<Client, DbError> {
         args![c.client_id],
         |r| r.get(0),
     )?;
+    c.claim_rules = super::claim_rules::of_client(conn, &c.client_id)?;
     Ok(c)
 }
 

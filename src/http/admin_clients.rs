@@ -80,6 +80,9 @@ struct ClientPage<'a> {
     grant_types: Vec<(&'static str, &'static str, bool)>,
     algs: &'static [&'static str],
     problems: Problems,
+    /// The claim mapping section (templates/admin_client_claims.html).
+    claim_rules: Vec<admin::claims::RuleSpec>,
+    claim_sources: &'static [&'static str],
 }
 
 struct ClientView<'a> {
@@ -94,6 +97,14 @@ async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: Cli
     let groups = match admin::groups::list(state).await {
         Ok(g) => g,
         Err(e) => return error_page(&e),
+    };
+    let claim_rules = if view.editing {
+        match admin::claims::list(state, &view.spec.client_id).await {
+            Ok(rules) => rules.iter().map(admin::claims::RuleSpec::of).collect(),
+            Err(e) => return error_page(&e),
+        }
+    } else {
+        Vec::new()
     };
     let ttl = |t: Option<i64>| t.map(|n| n.to_string()).unwrap_or_default();
     pages::render(
@@ -115,6 +126,8 @@ async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: Cli
             groups,
             algs: admin::clients::ALGS,
             problems: view.problems,
+            claim_rules,
+            claim_sources: crate::db::claim_rules::SOURCES,
         },
     )
 }

@@ -186,6 +186,18 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
         .into_iter()
         .map(|c| pages::describe_claim(&c))
         .collect();
+    // What the client's claim mapping releases for this scope is part of what the
+    // user approves.
+    let scope = crate::domain::Scope::parse(&request.scope).unwrap_or_default();
+    let mapped = match state
+        .clients
+        .get(&state.db, &request.client_id, state.clock.now())
+        .await
+    {
+        Ok(Some(c)) => crate::oidc::claims::describe_mapping(&c.claim_rules, &scope),
+        Ok(None) => Vec::new(),
+        Err(e) => return errors::server_page(e),
+    };
     pages::render(
         StatusCode::OK,
         &pages::ConsentPage {
@@ -193,6 +205,7 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
             username: &username,
             scopes,
             claims,
+            mapped,
             request_id: parked.request_id.expose(),
             csrf: parked.csrf.expose(),
         },

@@ -7,6 +7,7 @@ pub mod account_totp;
 pub mod admin;
 pub mod admin_api;
 mod admin_apps;
+mod admin_claims;
 pub mod admin_clients;
 pub mod admin_groups;
 mod admin_providers;
@@ -40,6 +41,9 @@ use actix_web::web;
 
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    // Claim mapping, token preview and test sign-in: ahead of the admin API scope's
+    // catch-all and of `/admin/clients/{id}/{action}`.
+    admin_claims::routes(cfg);
     admin_apps::routes(cfg);
     admin_providers::routes(cfg);
     admin_api::routes(cfg);

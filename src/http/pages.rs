@@ -47,6 +47,8 @@ pub struct ConsentPage<'a> {
     pub scopes: Vec<&'static str>,
     /// Claims asked for one by one, beyond what the scopes show.
     pub claims: Vec<String>,
+    /// What the client's claim mapping releases (`roles: your groups mapped to …`).
+    pub mapped: Vec<String>,
     pub request_id: &'a str,
     pub csrf: &'a str,
 }

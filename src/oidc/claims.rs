@@ -1,8 +1,12 @@
-//! Standard claims released per scope (OpenID Connect Core §5.1, §5.4) and individual
-//! claims asked for with the `claims` request parameter (§5.5).
+//! Standard claims released per scope (OpenID Connect Core §5.1, §5.4), individual
+//! claims asked for with the `claims` request parameter (§5.5), and the claims a
+//! client's mapping adds (docs/PROTOCOL.md "Claim mapping"): `release` decides all of
+//! them, with the reason of each, for tokens, userinfo and the admin preview alike.
 
 use serde_json::{Map, Value};
 
+use crate::db::claim_rules::ClaimRule;
+use crate::db::clients::Client;
 use crate::db::users::User;
 use crate::domain::Scope;
 
@@ -74,18 +78,21 @@ pub fn releasable(name: &str) -> bool {
         .any(|names| names.contains(&name))
 }
 
+/// Each standard scope and the claims it stands for (Core §5.4).
+const SCOPE_CLAIMS: [(&str, &[&str]); 5] = [
+    ("profile", PROFILE),
+    ("email", EMAIL),
+    ("address", ADDRESS),
+    ("phone", PHONE),
+    ("groups", GROUPS),
+];
+
 fn scope_claims(scope: &Scope) -> Vec<&'static str> {
-    [
-        ("profile", PROFILE),
-        ("email", EMAIL),
-        ("address", ADDRESS),
-        ("phone", PHONE),
-        ("groups", GROUPS),
-    ]
-    .into_iter()
-    .filter(|(s, _)| scope.contains(s))
-    .flat_map(|(_, names)| names.iter().copied())
-    .collect()
+    SCOPE_CLAIMS
+        .into_iter()
+        .filter(|(s, _)| scope.contains(s))
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect()
 }
 
 /// Every claim known about the user, by standard name.
@@ -109,20 +116,183 @@ fn known(user: &User) -> Map<String, Value> {
     all
 }
 
-/// The claims `scope` releases plus the individually requested `extra` ones, `sub` always.
-pub fn user_claims(user: &User, scope: &Scope, extra: &[String]) -> Map<String, Value> {
-    let all = known(user);
-    let mut out = Map::new();
-    out.insert("sub".into(), Value::from(user.sub.clone()));
-    let scoped = scope_claims(scope);
-    let named = extra.iter().map(String::as_str).filter(|n| releasable(n));
-    let wanted = scoped.iter().copied().chain(named);
-    for name in wanted {
-        if let Some(v) = all.get(name) {
-            out.insert(name.to_string(), v.clone());
+/// Names a mapping can never produce: they carry the protocol's own meaning (RFC 7519
+/// §4.1, OpenID Connect Core §2 and §3.1.3.6, RFC 9068 §2.2, RFC 7800), so a rule that
+/// set them could forge an audience, a subject or a lifetime.
+pub const PROTECTED: &[&str] = &[
+    "iss",
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "nbf",
+    "jti",
+    "nonce",
+    "auth_time",
+    "acr",
+    "amr",
+    "azp",
+    "at_hash",
+    "c_hash",
+    "sid",
+    "client_id",
+    "scope",
+    "gid",
+    "cnf",
+    "typ",
+];
+
+/// Whether a client may ask for `scope`: one this provider understands, or a custom
+/// scope named by one of the client's claim rules.
+pub fn client_supports(client: &Client, scope: &str) -> bool {
+    SUPPORTED_SCOPES.contains(&scope) || client.claim_rules.iter().any(|r| r.scope.as_deref() == Some(scope))
+}
+
+/// The value a rule gives this user; `None` leaves the claim out.
+fn mapped_value(user: &User, all: &Map<String, Value>, rule: &ClaimRule) -> Option<Value> {
+    match rule.source.as_str() {
+        "sub" => Some(Value::from(user.sub.clone())),
+        "group_values" => rule
+            .values
+            .iter()
+            .find(|(group, _)| user.groups.contains(group))
+            .map(|(_, v)| v.clone())
+            .or_else(|| rule.default.clone())
+            .map(Value::from),
+        other => all.get(other).cloned(),
+    }
+}
+
+/// Why a mapped claim is there, for the preview: `claim mapping "roles" (groups)`.
+fn mapping_reason(rule: &ClaimRule) -> String {
+    match &rule.scope {
+        None => format!("claim mapping \"{}\" ({})", rule.claim, rule.source),
+        Some(s) => format!("claim mapping \"{}\" ({}, scope {s})", rule.claim, rule.source),
+    }
+}
+
+/// What one target (ID token, access token or userinfo) carries besides the
+/// protocol's own claims, and why each claim is there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Released {
+    pub claims: Map<String, Value>,
+    pub reasons: Map<String, Value>,
+}
+
+impl Released {
+    fn put(&mut self, name: &str, value: Value, why: String) {
+        self.claims.insert(name.to_string(), value);
+        self.reasons.insert(name.to_string(), Value::from(why));
+    }
+}
+
+/// A requested claim or scope that is not released, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Refusal {
+    pub what: String,
+    pub why: String,
+}
+
+/// Every target's user claims for one user, client mapping, granted scope and
+/// `claims` request: the one place that decides what a token or userinfo says.
+#[derive(Debug, Clone, Default)]
+pub struct Release {
+    pub id_token: Released,
+    pub access_token: Released,
+    pub userinfo: Released,
+    pub refused: Vec<Refusal>,
+}
+
+/// One target's standard claims: `sub` always, the scope's claims, the releasable
+/// claims asked for by name, then the mapping's (which may rename or add, never
+/// touch a protected name).
+fn standard(user: &User, all: &Map<String, Value>, scope: &Scope, extra: &[String]) -> Released {
+    let mut out = Released::default();
+    out.put("sub", Value::from(user.sub.clone()), "always".into());
+    for (s, names) in SCOPE_CLAIMS {
+        if scope.contains(s) {
+            for name in names.iter() {
+                if let Some(v) = all.get(*name) {
+                    out.put(name, v.clone(), format!("scope {s}"));
+                }
+            }
+        }
+    }
+    for name in extra.iter().filter(|n| releasable(n)) {
+        if let (false, Some(v)) = (out.claims.contains_key(name.as_str()), all.get(name.as_str())) {
+            out.put(name, v.clone(), "claims request".into());
         }
     }
     out
+}
+
+pub fn release(user: &User, rules: &[ClaimRule], scope: &Scope, request: &ClaimsRequest) -> Release {
+    let all = known(user);
+    let mut out = Release {
+        id_token: standard(user, &all, scope, &request.id_token),
+        access_token: Released::default(),
+        userinfo: standard(user, &all, scope, &request.userinfo),
+        refused: Vec::new(),
+    };
+    let mut asked: Vec<&String> = request.id_token.iter().chain(&request.userinfo).collect();
+    asked.sort();
+    asked.dedup();
+    for name in asked.into_iter().filter(|n| !releasable(n)) {
+        out.refused.push(Refusal {
+            what: format!("claim {name}"),
+            why: "not a standard claim: only the client's claim mapping can release it".into(),
+        });
+    }
+    for rule in rules {
+        if PROTECTED.contains(&rule.claim.as_str()) || rule.scope.as_deref().is_some_and(|s| !scope.contains(s)) {
+            continue;
+        }
+        let Some(value) = mapped_value(user, &all, rule) else {
+            continue;
+        };
+        let why = mapping_reason(rule);
+        for (on, target) in [
+            (rule.id_token, &mut out.id_token),
+            (rule.access_token, &mut out.access_token),
+            (rule.userinfo, &mut out.userinfo),
+        ] {
+            if on {
+                target.put(&rule.claim, value.clone(), why.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Words for a person for what one rule releases, for the consent page:
+/// `roles: your groups mapped to Admin/Editor/Viewer`.
+pub fn describe_rule(rule: &ClaimRule) -> String {
+    let what = match rule.source.as_str() {
+        "groups" => "the groups you belong to".to_string(),
+        "preferred_username" => "your username".to_string(),
+        "email" => "your email address".to_string(),
+        "email_verified" => "whether your email address is verified".to_string(),
+        "name" => "your name".to_string(),
+        "sub" => "your account identifier".to_string(),
+        "group_values" => {
+            let mut values: Vec<&str> = rule.values.iter().map(|(_, v)| v.as_str()).collect();
+            values.extend(rule.default.as_deref());
+            values.dedup();
+            format!("your groups mapped to {}", values.join("/"))
+        }
+        other => format!("your {other}"),
+    };
+    format!("{}: {what}", rule.claim)
+}
+
+/// The rules a request for `scope` releases, described for the consent page.
+pub fn describe_mapping(rules: &[ClaimRule], scope: &Scope) -> Vec<String> {
+    rules
+        .iter()
+        .filter(|r| !PROTECTED.contains(&r.claim.as_str()))
+        .filter(|r| r.scope.as_deref().is_none_or(|s| scope.contains(s)))
+        .map(describe_rule)
+        .collect()
 }
 
 /// The `claims` request parameter, reduced to the names asked for per target.
@@ -182,6 +352,15 @@ pub fn stored(text: Option<&str>) -> ClaimsRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The claims `scope` releases plus the individually requested `extra` ones, `sub` always.
+    pub fn user_claims(user: &User, scope: &Scope, extra: &[String]) -> Map<String, Value> {
+        let request = ClaimsRequest {
+            userinfo: Vec::new(),
+            id_token: extra.to_vec(),
+        };
+        release(user, &[], scope, &request).id_token.claims
+    }
 
     fn user() -> User {
         let mut claims = Map::new();

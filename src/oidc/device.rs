@@ -5,7 +5,7 @@ use crate::error::Internal;
 use rand::Rng;
 use serde_json::{json, Value};
 
-use super::claims::SUPPORTED_SCOPES;
+use super::claims::client_supports;
 use super::grant::{access_ttl, active_user, client_alg, open_grant, refresh_ttl, Form, RefreshRule, DEVICE_CODE};
 use super::issue::{mint, Mint, TokenResponse};
 use super::{ErrorCode, OAuthError};
@@ -54,7 +54,7 @@ pub async fn start(cx: &Ctx<'_>, client: &Client, form: &Form) -> Result<Value, 
     }
     let requested = Scope::parse(form.get("scope").map(String::as_str).unwrap_or("openid"))
         .map_err(|e| OAuthError::new(ErrorCode::InvalidScope, e.0))?;
-    let scope = requested.filter(|s| SUPPORTED_SCOPES.contains(&s)).to_string();
+    let scope = requested.filter(|s| client_supports(client, s)).to_string();
     let device_code = Secret::generate();
     let now = cx.now;
     for _ in 0..5 {
@@ -189,7 +189,7 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
                     Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
                 }
                 (Some(true), Some(uid)) => {
-                    let Some(user) = active_user(c, uid, &d.scope, None)? else {
+                    let Some(user) = active_user(c, uid)? else {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
                     };
                     // The conditional UPDATE decides: of two polls that both read an
@@ -234,6 +234,7 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
+                    rules: &client.claim_rules,
                 },
             )
         }

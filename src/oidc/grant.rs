@@ -14,24 +14,14 @@ use crate::oidc::Ctx;
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
 
-/// Group membership is read only when a token will carry it.
-fn wants_groups(scope: &str, claims_request: Option<&str>) -> bool {
-    scope.split(' ').any(|s| s == "groups") || claims_request.is_some_and(|c| c.contains("\"groups\""))
-}
-
-/// The user a grant is for, if still enabled, with what its tokens will carry.
-pub fn active_user(
-    c: &db::Tx<'_>,
-    user_id: i64,
-    scope: &str,
-    claims_request: Option<&str>,
-) -> Result<Option<User>, db::DbError> {
+/// The user a grant is for, if still enabled, with what its tokens will carry. Group
+/// membership is always read: a client's claim mapping may carry groups (or values
+/// mapped from them) whatever the scope.
+pub fn active_user(c: &db::Tx<'_>, user_id: i64) -> Result<Option<User>, db::DbError> {
     let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
         return Ok(None);
     };
-    if wants_groups(scope, claims_request) {
-        db::users::load_groups(c, &mut user)?;
-    }
+    db::users::load_groups(c, &mut user)?;
     Ok(Some(user))
 }
 

@@ -203,7 +203,8 @@ pub async fn revoke(
     }
 }
 
-/// OpenID Connect Core §5.3: the claims the access token's scope releases.
+/// OpenID Connect Core §5.3: the claims the access token's scope releases, and those
+/// the client's claim mapping sends to userinfo (`claims::release`, as for the tokens).
 pub async fn userinfo(cx: &Ctx<'_>, token: &str) -> Result<(String, Value), OAuthError> {
     let invalid = || OAuthError::new(ErrorCode::InvalidToken, "the access token is invalid or expired");
     let at = check_access_token(cx, token).await?.ok_or_else(invalid)?;
@@ -229,9 +230,8 @@ pub async fn userinfo(cx: &Ctx<'_>, token: &str) -> Result<(String, Value), OAut
     let Some((user, Some(grant))) = found.filter(|(u, _)| !u.disabled) else {
         return Err(invalid());
     };
-    let extra = super::issue::requested(&grant).userinfo;
-    Ok((
-        client_id,
-        Value::Object(super::claims::user_claims(&user, &scope, &extra)),
-    ))
+    // A deleted client's grants are gone with it, so the grant found means a client.
+    let client = cx.clients.get(cx.db, &client_id, cx.now).await?.ok_or_else(invalid)?;
+    let released = super::claims::release(&user, &client.claim_rules, &scope, &super::issue::requested(&grant));
+    Ok((client_id, Value::Object(released.userinfo.claims)))
 }

@@ -4,11 +4,12 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::claims::{user_claims, ClaimsRequest};
+use super::claims::{release, ClaimsRequest};
 use super::OAuthError;
 use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
 use crate::crypto::{jwt, Secret};
+use crate::db::claim_rules::ClaimRule;
 use crate::db::{grants::Grant, users::User};
 use crate::domain::Scope;
 use crate::oidc::Ctx;
@@ -37,6 +38,60 @@ pub struct Mint<'a> {
     pub alg: Alg,
     /// Seconds the access token lives (the client's own, or the server's).
     pub access_ttl: i64,
+    /// The client's claim mapping.
+    pub rules: &'a [ClaimRule],
+}
+
+/// What the protocol claims of a user's tokens are made of, so that the admin
+/// preview shows the same ones `mint` signs.
+pub struct Protocol<'a> {
+    pub client_id: &'a str,
+    pub sub: &'a str,
+    pub scope: &'a Scope,
+    pub auth_time: Option<i64>,
+    pub access_ttl: i64,
+}
+
+/// The RFC 9068 §2.2 claims of a user's access token, without `jti` and `gid`, which
+/// exist only once a token is issued.
+pub fn access_protocol(cx: &Ctx<'_>, p: &Protocol<'_>) -> Map<String, Value> {
+    let now = cx.now;
+    let mut at = Map::new();
+    at.insert("iss".into(), Value::from(cx.issuer));
+    at.insert("sub".into(), Value::from(p.sub));
+    at.insert("aud".into(), Value::from(p.client_id));
+    at.insert("exp".into(), Value::from(now + p.access_ttl));
+    at.insert("iat".into(), Value::from(now));
+    at.insert("client_id".into(), Value::from(p.client_id));
+    at.insert("scope".into(), Value::from(p.scope.to_string()));
+    if let Some(t) = p.auth_time {
+        at.insert("auth_time".into(), Value::from(t));
+    }
+    at
+}
+
+/// The ID token's protocol claims (Core §2) that do not depend on the sign-in itself
+/// (`amr`, `acr`, `nonce`, `sid`, `at_hash` are added by `mint`).
+pub fn id_protocol(cx: &Ctx<'_>, p: &Protocol<'_>) -> Map<String, Value> {
+    let now = cx.now;
+    let mut id = Map::new();
+    id.insert("iss".into(), Value::from(cx.issuer));
+    id.insert("aud".into(), Value::from(p.client_id));
+    id.insert("azp".into(), Value::from(p.client_id));
+    id.insert("exp".into(), Value::from(now + cx.settings.lifetimes.id_token));
+    id.insert("iat".into(), Value::from(now));
+    if let Some(t) = p.auth_time {
+        id.insert("auth_time".into(), Value::from(t));
+    }
+    id
+}
+
+/// Claims of `extra` added to `base` where `base` has none of that name: the
+/// protocol's claims always win.
+fn add_missing(base: &mut Map<String, Value>, extra: Map<String, Value>) {
+    for (k, v) in extra {
+        base.entry(k).or_insert(v);
+    }
 }
 
 /// RFC 6749 §4.4.3: only an access token, with the client as its subject.
@@ -89,35 +144,28 @@ pub fn acr_for(amr: &str) -> &'static str {
 pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     let keys = cx.keys.current();
     let now = cx.now;
-    let lifetimes = &cx.settings.lifetimes;
     let client_id = &m.grant.client_id;
+    let protocol = Protocol {
+        client_id,
+        sub: &m.user.sub,
+        scope: m.scope,
+        auth_time: m.grant.auth_time,
+        access_ttl: m.access_ttl,
+    };
+    let released = release(m.user, m.rules, m.scope, &requested(m.grant));
 
-    let mut at = Map::new();
-    at.insert("iss".into(), Value::from(cx.issuer));
-    at.insert("sub".into(), Value::from(m.user.sub.clone()));
-    at.insert("aud".into(), Value::from(client_id.clone()));
-    at.insert("exp".into(), Value::from(now + m.access_ttl));
-    at.insert("iat".into(), Value::from(now));
+    let mut at = access_protocol(cx, &protocol);
     at.insert("jti".into(), Value::from(random_id()));
-    at.insert("client_id".into(), Value::from(client_id.clone()));
-    at.insert("scope".into(), Value::from(m.scope.to_string()));
-    if let Some(t) = m.grant.auth_time {
-        at.insert("auth_time".into(), Value::from(t));
-    }
     // The grant the token belongs to, so revoking the family revokes this token too.
     at.insert("gid".into(), Value::from(m.grant.id.clone()));
+    // RFC 9068 §2.2: an access token may carry further claims; only mapped ones do.
+    add_missing(&mut at, released.access_token.claims);
     let access_token = jwt::sign(&keys, m.alg, "at+jwt", at, now)?;
 
     let id_token = if m.scope.contains("openid") {
-        let extra = requested(m.grant).id_token;
-        let mut id = user_claims(m.user, m.scope, &extra);
-        id.insert("iss".into(), Value::from(cx.issuer));
-        id.insert("aud".into(), Value::from(client_id.clone()));
-        id.insert("azp".into(), Value::from(client_id.clone()));
-        id.insert("exp".into(), Value::from(now + lifetimes.id_token));
-        id.insert("iat".into(), Value::from(now));
-        if let Some(t) = m.grant.auth_time {
-            id.insert("auth_time".into(), Value::from(t));
+        let mut id = released.id_token.claims;
+        for (k, v) in id_protocol(cx, &protocol) {
+            id.insert(k, v);
         }
         if let Some(amr) = &m.grant.amr {
             // RFC 8176 method names; `acr` names the class they add up to.

@@ -16,6 +16,8 @@ pub mod issue;
 pub mod keys;
 pub mod logout;
 pub mod pkce;
+pub mod preview;
+pub mod self_test;
 pub mod token;
 
 pub use context::Ctx;

@@ -157,7 +157,7 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                 (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
                 (None, None) => {}
             }
-            let Some(user) = active_user(c, code.user_id, &code.scope, code.claims_request.as_deref())? else {
+            let Some(user) = active_user(c, code.user_id)? else {
                 return refuse("the user is no longer active");
             };
             let grant = Grant {
@@ -205,6 +205,7 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                     refresh_token: with_refresh.then_some(&refresh),
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
+                    rules: &client.claim_rules,
                 },
             )
         }
@@ -301,7 +302,7 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
                 None => granted.clone(),
             };
             let user_id = r.grant.user_id.unwrap_or_default();
-            let Some(user) = active_user(c, user_id, &r.scope, r.grant.claims_request.as_deref())? else {
+            let Some(user) = active_user(c, user_id)? else {
                 return refuse("the user is no longer active");
             };
             if rules.restricted && !db::clients::group_allowed(c, client_id, user_id)? {
@@ -339,6 +340,7 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
                     refresh_token: Some(&next),
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
+                    rules: &client.claim_rules,
                 },
             )
         }

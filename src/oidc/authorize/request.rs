@@ -7,7 +7,7 @@ use super::response::AuthResponse;
 use crate::crypto::jwt;
 use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
-use crate::oidc::claims::{ClaimsRequest, SUPPORTED_SCOPES};
+use crate::oidc::claims::{client_supports, ClaimsRequest};
 use crate::oidc::Ctx;
 use crate::oidc::{pkce, ErrorCode, OAuthError};
 
@@ -157,7 +157,7 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthR
     if !scope.contains("openid") {
         return Err(fail(ErrorCode::InvalidScope, "the openid scope is required".into()));
     }
-    let scope = scope.filter(|s| SUPPORTED_SCOPES.contains(&s));
+    let scope = scope.filter(|s| client_supports(&client, s));
     let code_challenge = pkce_challenge(
         get("code_challenge")?,
         get("code_challenge_method")?,
