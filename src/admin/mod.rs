@@ -9,6 +9,7 @@ pub mod groups;
 pub mod invitations;
 pub mod mail;
 pub mod overview;
+pub mod presets;
 pub mod providers;
 pub mod users;
 

@@ -34,75 +34,97 @@ pub enum ClientCommand {
     },
     /// Delete a client and every grant and token issued to it
     Delete { client_id: String },
+    /// A client's claim mapping: list, set or delete a rule
+    #[command(subcommand)]
+    Claim(super::claims::ClaimCommand),
+    /// List the app presets `client add --preset` takes (docs/APPS.md)
+    Presets {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
 pub struct ClientAdd {
-    client_id: String,
-    /// A redirect URI, matched exactly; repeat for several
+    pub(super) client_id: String,
+    /// Register an application from a preset (`tessera client presets`): its redirect
+    /// URIs, grant types, authentication and claim mapping, printing its configuration
+    #[arg(long, value_name = "NAME", requires = "app_url")]
+    pub(super) preset: Option<String>,
+    /// With --preset: the URL the application is reached at (https; a path is kept)
+    #[arg(long, value_name = "URL", requires = "preset")]
+    pub(super) app_url: Option<String>,
+    /// With --preset: the name the application gives Tessera in its callback path
+    /// (Gitea, Jellyfin, Paperless, Proxmox: default `tessera`; Wiki.js: the strategy id)
+    #[arg(long, value_name = "KEY", requires = "preset")]
+    pub(super) app_key: Option<String>,
+    /// With --preset: Tessera's issuer URL in the printed configuration [default: the configured issuer, else http://127.0.0.1:9000]
+    #[arg(long = "tessera-issuer", env = "TESSERA_ISSUER", value_name = "URL")]
+    pub(super) tessera_issuer: Option<String>,
+    /// A redirect URI, matched exactly; repeat for several (with --preset: besides the preset's)
     #[arg(long = "redirect-uri", value_name = "URI")]
-    redirect_uris: Vec<String>,
+    pub(super) redirect_uris: Vec<String>,
     /// Where RP-initiated logout may send the user; repeat for several
     #[arg(long = "post-logout-redirect-uri", value_name = "URI")]
-    post_logout_redirect_uris: Vec<String>,
+    pub(super) post_logout_redirect_uris: Vec<String>,
     /// A public client (SPA, native app): no secret, PKCE required
     #[arg(long)]
-    public: bool,
+    pub(super) public: bool,
     /// Display name shown on the login and consent pages
     #[arg(long)]
-    name: Option<String>,
+    pub(super) name: Option<String>,
     /// How the client authenticates at the token endpoint
     #[arg(long, value_name = "METHOD", value_parser = clap::builder::PossibleValuesParser::new(AUTH_METHODS))]
-    auth_method: Option<String>,
+    pub(super) auth_method: Option<String>,
     /// The client's public keys (JWKS JSON, or @FILE) for private_key_jwt
     #[arg(long, value_name = "JSON|@FILE")]
-    jwks: Option<String>,
+    pub(super) jwks: Option<String>,
     /// Signing algorithm for this client's ID and access tokens
     #[arg(long, default_value = "RS256", value_parser = ["RS256", "ES256", "EdDSA"])]
-    id_token_alg: String,
+    pub(super) id_token_alg: String,
     /// Ask the user to consent before the first sign-in (third-party clients)
     #[arg(long)]
-    consent: bool,
+    pub(super) consent: bool,
     /// A grant type the client may use; repeat for several [default: authorization_code, refresh_token]
     #[arg(long = "grant-type", value_name = "TYPE", value_parser = clap::builder::PossibleValuesParser::new(GRANT_TYPES))]
-    grant_types: Vec<String>,
+    pub(super) grant_types: Vec<String>,
     /// Refresh tokens with every sign-in (always) or only for offline_access
     #[arg(long, default_value = "always", value_parser = ["always", "offline-access"])]
-    refresh: String,
+    pub(super) refresh: String,
     /// Back-Channel Logout 1.0 endpoint of the client
     #[arg(long, value_name = "URI")]
-    backchannel_logout_uri: Option<String>,
+    pub(super) backchannel_logout_uri: Option<String>,
     /// Include `sid` in logout tokens (backchannel_logout_session_required)
     #[arg(long)]
-    backchannel_logout_session_required: bool,
+    pub(super) backchannel_logout_session_required: bool,
     /// Only members of this group may sign in; repeat for several [default: everyone]
     #[arg(long = "allowed-group", value_name = "GROUP")]
-    allowed_groups: Vec<String>,
+    pub(super) allowed_groups: Vec<String>,
     /// Access-token lifetime in seconds for this client [default: the server's]
     #[arg(long, value_name = "SECONDS")]
-    access_token_ttl: Option<i64>,
+    pub(super) access_token_ttl: Option<i64>,
     /// Refresh-token lifetime in seconds for this client [default: the server's]
     #[arg(long, value_name = "SECONDS")]
-    refresh_token_ttl: Option<i64>,
+    pub(super) refresh_token_ttl: Option<i64>,
     /// May obtain the tessera:admin scope with client credentials (the admin API)
     #[arg(long)]
-    admin: bool,
+    pub(super) admin: bool,
     /// A scope the client may obtain for itself with client credentials; repeat for several [default: none]
     #[arg(long = "scope", value_name = "SCOPE")]
-    client_scopes: Vec<String>,
+    pub(super) client_scopes: Vec<String>,
     /// A browser origin (https://app.example.org) allowed to call the token endpoints
     /// besides those of the redirect URIs (CORS); repeat for several
     #[arg(long = "web-origin", value_name = "ORIGIN")]
-    web_origins: Vec<String>,
+    pub(super) web_origins: Vec<String>,
     /// Seconds a grant may be refreshed from its sign-in [default: the server's, 90 days]
     #[arg(long, value_name = "SECONDS")]
-    grant_lifetime: Option<i64>,
+    pub(super) grant_lifetime: Option<i64>,
     /// Print the result as JSON
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
 }
 
-fn print_secret(client_id: &str, secret: Option<&Secret>, json: bool) {
+pub(super) fn print_secret(client_id: &str, secret: Option<&Secret>, json: bool) {
     if json {
         println!(
             "{}",
@@ -129,7 +151,7 @@ fn read_jwks(arg: &str) -> Result<serde_json::Value, String> {
 }
 
 /// The command's options as the specification every registration path shares.
-fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
+pub(super) fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
     Ok(ClientSpec {
         client_id: add.client_id.clone(),
         name: add.name.clone(),
@@ -156,6 +178,12 @@ fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
 
 pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
     match cmd {
+        ClientCommand::Claim(cmd) => super::claims::claim(settings, cmd),
+        ClientCommand::Add(add) if add.preset.is_some() => super::presets::add(settings, &add),
+        ClientCommand::Presets { json } => {
+            super::presets::list(json);
+            Ok(())
+        }
         ClientCommand::Add(add) => {
             let spec = spec(&add)?;
             for g in &spec.allowed_groups {

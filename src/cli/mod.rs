@@ -6,6 +6,7 @@ mod claims;
 mod clients;
 mod keys;
 mod mail;
+mod presets;
 mod providers;
 mod transfer;
 mod users;

@@ -10,6 +10,7 @@ mod admin_apps;
 mod admin_claims;
 pub mod admin_clients;
 pub mod admin_groups;
+mod admin_presets;
 mod admin_providers;
 pub mod admin_users;
 pub mod assets;
@@ -41,6 +42,9 @@ use actix_web::web;
 
 /// Every route, used by the server and the tests alike.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    // App presets ("Add an application"): ahead of `/admin/clients/{id}` and the
+    // admin API scope's catch-all.
+    admin_presets::routes(cfg);
     // Claim mapping, token preview and test sign-in: ahead of the admin API scope's
     // catch-all and of `/admin/clients/{id}/{action}`.
     admin_claims::routes(cfg);

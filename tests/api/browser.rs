@@ -86,7 +86,7 @@ fn setup_admin_client_user_totp_journey_in_chromium() {
     );
     assert!(stdout.contains("journey complete"));
     let pngs = std::fs::read_dir(&shots).unwrap().count();
-    assert!(pngs >= 20, "a screenshot per page ({pngs})");
+    assert!(pngs >= 35, "a screenshot per page ({pngs})");
 }
 
 /// A single-page app on another origin: the pinned oidc-client-ts in Chromium, driven

@@ -35,6 +35,7 @@ mod nodes;
 mod notices;
 mod outbox;
 mod passkeys;
+mod presets;
 mod preview;
 mod process;
 mod providers_admin;

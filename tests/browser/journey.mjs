@@ -1,7 +1,9 @@
 // Drives Debian's Chromium through Tessera the way an operator and a user would:
-// setup link → first admin → admin signs in → registers a client and a user → signs
-// out → the user signs in through the client's authorization flow → enrols TOTP →
-// signs out → signs in with password and a TOTP code. Every page is screenshotted
+// setup link → first admin → admin signs in → registers a client and a user → adds
+// Grafana from its preset and checks the configuration to paste → previews the tokens
+// the user would get from it and runs its test sign-in → signs out → the user signs
+// in through the client's authorization flow → enrols TOTP → signs out → signs in
+// with password and a TOTP code. Every page is screenshotted
 // (desktop, and the key pages at 360 px) into $SHOTS.
 //
 // Environment: BASE (Tessera's issuer URL), SETUP_URL (the printed link), SHOTS
@@ -24,9 +26,28 @@ mkdirSync(SHOTS, { recursive: true });
 
 const ADMIN = { username: "operator", email: "operator@example.com", password: "a long admin passphrase 7" };
 const USER = { username: "alice", email: "alice@example.com", password: "alice's own password" };
+const GRAFANA = { clientId: "grafana", url: "https://grafana.example.org",
+  redirect: "https://grafana.example.org/login/generic_oauth" };
 
 function check(cond, message) {
   if (!cond) throw new Error(`check failed: ${message}`);
+}
+
+// The `key = value` lines of one `[section]` of an INI file, or null without it.
+function iniSection(text, name) {
+  let out = null;
+  let inside = false;
+  for (const line of text.split("\n").map((l) => l.trim())) {
+    const header = line.match(/^\[(.+)\]$/);
+    if (header) {
+      inside = header[1] === name;
+      if (inside) out = {};
+    } else if (inside && line && !line.startsWith(";") && !line.startsWith("#")) {
+      const eq = line.indexOf("=");
+      if (eq > 0) out[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+    }
+  }
+  return out;
 }
 
 
@@ -154,6 +175,93 @@ try {
   await submit(page, "button:has-text('Create user')");
   check((await page.textContent("h1")).includes(USER.username), "user page");
   await snap(page, "admin-user-created");
+
+  // 4a. Adds Grafana from its preset: the configuration to paste is shown once.
+  await page.goto(`${BASE}/admin/clients`);
+  await snap(page, "admin-clients");
+  await submit(page, "a#new-app");
+  check(page.url() === `${BASE}/admin/clients/new-app`, `the link leads to Add an application (${page.url()})`);
+  await page.check("#preset-grafana");
+  await page.fill("#app_url", GRAFANA.url);
+  await page.fill("#client_id", GRAFANA.clientId);
+  await snap(page, "admin-app-new");
+  await submit(page, "#new-app button[type=submit]");
+  await page.waitForSelector("#app-added");
+  const grafanaSecret = (await page.textContent("#client-secret")).trim();
+  check(grafanaSecret.length > 20, "the Grafana client's secret is shown");
+  const redirects = await page.$$eval("#redirect-uris code", (els) => els.map((e) => e.textContent.trim()));
+  check(redirects.includes(GRAFANA.redirect), `registered redirect URI (${redirects})`);
+  const ini = iniSection((await page.textContent("#snippet")).trim(), "auth.generic_oauth");
+  check(ini, "the snippet has an [auth.generic_oauth] section");
+  // The endpoints Grafana is told are ours, as the issuer's discovery document says.
+  const discovery = await fetch(`${BASE.replace("//localhost:", "//127.0.0.1:")}/.well-known/openid-configuration`)
+    .then((r) => r.json());
+  for (const [key, path, field] of [["auth_url", "/authorize", "authorization_endpoint"],
+    ["token_url", "/token", "token_endpoint"], ["api_url", "/userinfo", "userinfo_endpoint"]]) {
+    check(ini[key] === `${BASE}${path}` && ini[key] === discovery[field], `${key} = ${ini[key]}`);
+  }
+  check(ini.client_id === GRAFANA.clientId, `client_id = ${ini.client_id}`);
+  check(ini.client_secret === grafanaSecret, "the snippet carries the secret shown");
+  check(ini.role_attribute_path === "grafana_role", `role_attribute_path = ${ini.role_attribute_path}`);
+  check(ini.scopes && ini.scopes.split(/[ ,]+/).includes("openid"), `scopes = ${ini.scopes}`);
+  await snap(page, "admin-app-added");
+  // Shown once: neither the form again nor the client's pages repeat the secret.
+  for (const path of ["/admin/clients/new-app", `/admin/clients/${GRAFANA.clientId}`, "/admin/clients"]) {
+    await page.goto(`${BASE}${path}`);
+    check(!(await page.content()).includes(grafanaSecret), `${path} does not show the secret again`);
+    check((await page.locator("#client-secret").count()) === 0, `${path} has no secret box`);
+  }
+  check(await page.isVisible(`a[href="/admin/clients/${GRAFANA.clientId}"]`), "Grafana is in the clients list");
+
+  // 4b. The token preview: what alice would get from Grafana now, and why.
+  await submit(page, `a[href="/admin/clients/${GRAFANA.clientId}"]`);
+  await page.waitForSelector("#claim-rules");
+  check((await page.textContent("#claim-rules")).includes("grafana_role"), "the preset's claim mapping is listed");
+  await snap(page, "admin-client-grafana");
+  await submit(page, "#preview-link");
+  await page.fill("#user", USER.username);
+  await page.fill("#scope", ini.scopes.replaceAll(",", " "));
+  await submit(page, "#preview-form button[type=submit]");
+  check(new URL(page.url()).pathname === `/admin/clients/${GRAFANA.clientId}/preview`
+    && new URL(page.url()).searchParams.get("user") === USER.username, `preview URL (${page.url()})`);
+  await page.waitForSelector("table#id-token");
+  const claimsOf = (id) => page.$$eval(`table#${id} tbody tr`, (rows) => Object.fromEntries(rows.map((r) => {
+    const [name, value, why] = [...r.querySelectorAll("td")].map((td) => td.textContent.trim());
+    return [name, { value, why }];
+  })));
+  const preview = { "id-token": await claimsOf("id-token"), "access-token": await claimsOf("access-token"),
+    userinfo: await claimsOf("userinfo") };
+  for (const [target, claims] of Object.entries(preview)) {
+    check(Object.keys(claims).length > 0, `${target} has claims`);
+    for (const [name, c] of Object.entries(claims)) check(c.why.length > 0, `${target} ${name} says why`);
+    check(claims.sub, `${target} has sub`);
+  }
+  for (const target of ["id-token", "userinfo"]) {
+    const role = preview[target].grafana_role;
+    check(role && role.value === '"Viewer"', `${target} grafana_role is Viewer (${role && role.value})`);
+    check(role.why.includes('claim mapping "grafana_role"'), `${target} grafana_role why: ${role.why}`);
+  }
+  check(!preview["access-token"].grafana_role, "the mapping leaves grafana_role out of the access token");
+  check(preview["id-token"].preferred_username?.value === `"${USER.username}"`, "the preview is alice's");
+  check(preview["id-token"].aud?.value.includes(GRAFANA.clientId), "the ID token is for Grafana");
+  await snap(page, "admin-client-preview");
+
+  // 4c. Test sign-in: a real authorization for the administrator, checked as an RP would.
+  await page.goto(`${BASE}/admin/clients/${GRAFANA.clientId}`);
+  check(await page.isVisible("#test-sign-in button[type=submit]"), "the client page offers a test sign-in");
+  await submit(page, "#test-sign-in button[type=submit]");
+  await page.waitForSelector("#test-result, #test-refused");
+  check(!(await page.isVisible("#test-refused")), "the test sign-in is not refused");
+  check((await page.textContent("#test-result")).includes("Every check passed"), "every check passed");
+  const results = await page.$$eval("#checks tbody tr", (rows) => rows.map((r) =>
+    [...r.querySelectorAll("td")].map((td) => td.textContent.trim())));
+  for (const name of ["ID token signature", "iss", "aud", "nonce", "at_hash"]) {
+    const row = results.find((r) => r[0] === name);
+    check(row && row[1] === "pass", `check ${name} passes (${row})`);
+  }
+  check((await page.textContent("#revoked")).includes("was revoked"), "the test grant was revoked");
+  await snap(page, "admin-client-test");
+
   await page.goto(`${BASE}/admin/audit`);
   await snap(page, "admin-audit");
 
@@ -234,7 +342,7 @@ try {
   await signIn(small, ADMIN);
   await noSideways(small, "account page");
   await snap(small, "phone-account");
-  for (const path of ["/admin", "/admin/users", "/admin/clients/new", "/admin/audit"]) {
+  for (const path of ["/admin", "/admin/users", "/admin/clients/new", "/admin/clients/new-app", "/admin/audit"]) {
     await small.goto(`${BASE}${path}`);
     await noSideways(small, path);
     await snap(small, `phone-${path.slice(1).replaceAll("/", "-")}`);
