@@ -484,13 +484,27 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
         return Err(AdminError::NotFound("session"));
     }
     crate::oidc::logout::end_listed(&cx, &chosen).await?;
+    let mut count = chosen.len();
+    // The list stops at a page of sessions: ending all goes on until none is left
+    // (bounded, should sessions keep being opened meanwhile).
+    for _ in 0..100 {
+        if sid.is_some() {
+            break;
+        }
+        let more = sessions(state, id).await?;
+        if more.is_empty() {
+            break;
+        }
+        crate::oidc::logout::end_listed(&cx, &more).await?;
+        count += more.len();
+    }
     actor
         .event("admin.sessions_ended")
         .target(&user.username)
-        .detail(json!({"count": chosen.len(), "sid": sid}))
+        .detail(json!({"count": count, "sid": sid}))
         .log(state)
         .await;
-    Ok(chosen.len())
+    Ok(count)
 }
 
 /// Removes the user's authenticator app, recovery codes and passkeys (a lost phone).

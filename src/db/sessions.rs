@@ -192,6 +192,16 @@ impl SessionInfo {
     }
 }
 
+/// The `sid` of every live session of a user, however many (ending them all must
+/// not stop at the page the account page lists).
+pub fn live_sids(conn: &Tx<'_>, user_id: i64, now: i64) -> Result<Vec<String>, DbError> {
+    conn.rows(
+        "SELECT sid FROM sessions WHERE user_id = ?1 AND ended_at IS NULL AND expires_at > ?2",
+        args![user_id, now],
+        |r| r.get(0),
+    )
+}
+
 /// A user's live sessions, newest first.
 pub fn list_for_user(conn: &Tx<'_>, user_id: i64, now: i64) -> Result<Vec<SessionInfo>, DbError> {
     conn.rows(

@@ -143,9 +143,9 @@ pub fn end_in(c: &db::Tx<'_>, sid: &str, uid: i64, now: i64) -> Result<(), db::D
 
 /// Ends every live session of a user inside the caller's transaction, as `end_in`.
 pub fn end_all_in(c: &db::Tx<'_>, uid: i64, now: i64) -> Result<usize, db::DbError> {
-    let live = db::sessions::list_for_user(c, uid, now)?;
-    for s in &live {
-        end_in(c, &s.sid, uid, now)?;
+    let live = db::sessions::live_sids(c, uid, now)?;
+    for sid in &live {
+        end_in(c, sid, uid, now)?;
     }
     Ok(live.len())
 }

@@ -489,3 +489,45 @@ async fn apps_stay_within_the_cookie_domain_and_keep_their_groups() {
         .unwrap_err();
     assert!(format!("{err:?}").contains("apps ops admit only this group"), "{err:?}");
 }
+
+#[tokio::test]
+async fn an_administrator_ending_every_session_ends_them_all_however_many() {
+    let (app, addr) = spawn_fa(|_| {}).await;
+    let gina = app.add_user("gina").await;
+    protect(&app, "wiki", "http://wiki.example.test", |_| {}).await;
+    let b = browser_at(addr, &[]);
+    let resp = ask(&app, &b, "http://wiki.example.test/").await;
+    sign_in_through(&app, &b, &location(&resp), "gina").await;
+    assert_eq!(ask(&app, &b, "http://wiki.example.test/").await.status(), 200);
+    // More newer sessions than a page of the session list holds.
+    let now = app.clock.now();
+    app.state
+        .db
+        .write(move |c| {
+            for i in 0..205 {
+                let hash = tessera::crypto::TokenHash::of(&format!("extra-{i}"));
+                db::sessions::create(
+                    c,
+                    &db::sessions::NewSession {
+                        id_hash: &hash,
+                        sid: &format!("extra-sid-{i}"),
+                        user_id: gina.id,
+                        auth_time: now,
+                        now: now + 1,
+                        expires_at: now + 3600,
+                        amr: "pwd",
+                        user_agent: None,
+                        ip: None,
+                    },
+                )?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let ended = tessera::admin::users::end_sessions(&app.state, &actor(), gina.id, None)
+        .await
+        .unwrap();
+    assert_eq!(ended, 206);
+    assert_eq!(ask(&app, &b, "http://wiki.example.test/").await.status(), 302);
+}
