@@ -156,6 +156,7 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
     let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
+    let mapped_groups = super::grant::maps_groups(&client.claim_rules);
     let polled = cx
         .db
         .write(move |c| {
@@ -189,7 +190,7 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
                     Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
                 }
                 (Some(true), Some(uid)) => {
-                    let Some(user) = active_user(c, uid)? else {
+                    let Some(user) = active_user(c, uid, &d.scope, None, mapped_groups)? else {
                         return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
                     };
                     // The conditional UPDATE decides: of two polls that both read an

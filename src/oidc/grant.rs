@@ -7,21 +7,38 @@ use std::collections::HashMap;
 use super::OAuthError;
 use crate::crypto::keys::Alg;
 use crate::crypto::TokenHash;
-use crate::db::{self, clients::Client, grants::Grant, users::User};
+use crate::db::{self, claim_rules::ClaimRule, clients::Client, grants::Grant, users::User};
 use crate::domain::Scope;
 use crate::oidc::Ctx;
 
 /// A form whose parameters were each given at most once.
 pub type Form = HashMap<String, String>;
 
-/// The user a grant is for, if still enabled, with what its tokens will carry. Group
-/// membership is always read: a client's claim mapping may carry groups (or values
-/// mapped from them) whatever the scope.
-pub fn active_user(c: &db::Tx<'_>, user_id: i64) -> Result<Option<User>, db::DbError> {
+/// Whether one of a client's claim mapping rules is built from the user's groups.
+pub fn maps_groups(rules: &[ClaimRule]) -> bool {
+    rules.iter().any(|r| r.source == "groups" || r.source == "group_values")
+}
+
+/// Group membership is read only when a token will carry it: through the scope, the
+/// `claims` request, or the client's claim mapping (`maps_groups`).
+fn wants_groups(scope: &str, claims_request: Option<&str>, mapped: bool) -> bool {
+    mapped || scope.split(' ').any(|s| s == "groups") || claims_request.is_some_and(|c| c.contains("\"groups\""))
+}
+
+/// The user a grant is for, if still enabled, with what its tokens will carry.
+pub fn active_user(
+    c: &db::Tx<'_>,
+    user_id: i64,
+    scope: &str,
+    claims_request: Option<&str>,
+    mapped_groups: bool,
+) -> Result<Option<User>, db::DbError> {
     let Some(mut user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
         return Ok(None);
     };
-    db::users::load_groups(c, &mut user)?;
+    if wants_groups(scope, claims_request, mapped_groups) {
+        db::users::load_groups(c, &mut user)?;
+    }
     Ok(Some(user))
 }
 

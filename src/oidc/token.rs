@@ -1,7 +1,9 @@
 //! The token endpoint's grants (RFC 6749 §4.1.3 and §6): exchanging a code and
 //! rotating a refresh token. Each is one write transaction; signing happens after it.
 
-use super::grant::{access_ttl, active_user, client_alg, open_grant, param, refresh_ttl, required, Form, RefreshRule};
+use super::grant::{
+    access_ttl, active_user, client_alg, maps_groups, open_grant, param, refresh_ttl, required, Form, RefreshRule,
+};
 use super::issue::{mint, Mint, TokenResponse};
 use super::{pkce, ErrorCode, OAuthError};
 use crate::audit;
@@ -126,6 +128,7 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
     let rule = RefreshRule::of(client);
+    let mapped_groups = maps_groups(&client.claim_rules);
     let outcome = cx
         .db
         .write(move |c| {
@@ -157,7 +160,14 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                 (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
                 (None, None) => {}
             }
-            let Some(user) = active_user(c, code.user_id)? else {
+            let Some(user) = active_user(
+                c,
+                code.user_id,
+                &code.scope,
+                code.claims_request.as_deref(),
+                mapped_groups,
+            )?
+            else {
                 return refuse("the user is no longer active");
             };
             let grant = Grant {
@@ -239,6 +249,7 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
     let now = cx.now;
     let next = Secret::generate();
     let next_hash = next.hash();
+    let mapped_groups = maps_groups(&client.claim_rules);
     let outcome = cx
         .db
         .write(move |c| {
@@ -302,7 +313,8 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
                 None => granted.clone(),
             };
             let user_id = r.grant.user_id.unwrap_or_default();
-            let Some(user) = active_user(c, user_id)? else {
+            let Some(user) = active_user(c, user_id, &r.scope, r.grant.claims_request.as_deref(), mapped_groups)?
+            else {
                 return refuse("the user is no longer active");
             };
             if rules.restricted && !db::clients::group_allowed(c, client_id, user_id)? {
