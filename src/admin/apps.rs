@@ -206,25 +206,10 @@ pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), Adm
 pub async fn listed(state: &AppState, q: &super::ListQuery) -> Result<super::Listed<Value>, AdminError> {
     q.sort_among(&["id"], "id")?;
     let needle = q.q.as_deref().map(str::to_lowercase);
-    let mut all: Vec<App> = list(state)
+    let all: Vec<App> = list(state)
         .await?
         .into_iter()
         .filter(|a| needle.as_deref().is_none_or(|n| a.id.contains(n) || a.host.contains(n)))
         .collect();
-    if q.descending {
-        all.reverse();
-    }
-    let total = all.len() as i64;
-    let items = all
-        .iter()
-        .skip(usize::try_from(q.offset).unwrap_or(usize::MAX))
-        .take(usize::try_from(q.limit).unwrap_or(0))
-        .map(view)
-        .collect();
-    Ok(super::Listed {
-        items,
-        total,
-        limit: q.limit,
-        offset: q.offset,
-    })
+    Ok(super::Listed::page(all, q, view))
 }

@@ -158,6 +158,27 @@ pub struct Listed<T> {
     pub offset: i64,
 }
 
+impl<T> Listed<T> {
+    /// The page `q` asks for of a list already filtered and sorted ascending (reversed
+    /// for a descending sort), each entry shown with `view`.
+    pub fn page<S>(mut all: Vec<S>, q: &ListQuery, view: impl Fn(&S) -> T) -> Self {
+        if q.descending {
+            all.reverse();
+        }
+        Listed {
+            total: all.len() as i64,
+            items: all
+                .iter()
+                .skip(usize::try_from(q.offset).unwrap_or(usize::MAX))
+                .take(usize::try_from(q.limit).unwrap_or(0))
+                .map(view)
+                .collect(),
+            limit: q.limit,
+            offset: q.offset,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

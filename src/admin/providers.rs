@@ -339,7 +339,7 @@ pub async fn list_linked(state: &AppState) -> Result<Vec<(Provider, i64)>, Admin
 pub async fn listed(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
     q.sort_among(&["id"], "id")?;
     let needle = q.q.as_deref().map(str::to_lowercase);
-    let mut all: Vec<(Provider, i64)> = list_linked(state)
+    let all: Vec<(Provider, i64)> = list_linked(state)
         .await?
         .into_iter()
         .filter(|(p, _)| {
@@ -348,26 +348,11 @@ pub async fn listed(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, Ad
                 .is_none_or(|n| p.id.contains(n) || p.name.to_lowercase().contains(n))
         })
         .collect();
-    if q.descending {
-        all.reverse();
-    }
-    let total = all.len() as i64;
-    let items = all
-        .iter()
-        .skip(usize::try_from(q.offset).unwrap_or(usize::MAX))
-        .take(usize::try_from(q.limit).unwrap_or(0))
-        .map(|(p, n)| {
-            let mut v = view(state, p);
-            v["linked_accounts"] = json!(n);
-            v
-        })
-        .collect();
-    Ok(Listed {
-        items,
-        total,
-        limit: q.limit,
-        offset: q.offset,
-    })
+    Ok(Listed::page(all, q, |(p, n)| {
+        let mut v = view(state, p);
+        v["linked_accounts"] = json!(n);
+        v
+    }))
 }
 
 /// A user's link to an upstream provider, with the provider's name (the sign-in
