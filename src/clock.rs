@@ -29,6 +29,16 @@ impl Clock {
         secs + self.offset.load(Ordering::Relaxed)
     }
 
+    /// Current time in milliseconds, for replication's point-in-time positions.
+    #[allow(clippy::disallowed_methods)] // the one sanctioned reading of the wall clock
+    pub fn now_millis(&self) -> i64 {
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        millis + self.offset.load(Ordering::Relaxed) * 1000
+    }
+
     /// Moves this clock (and every clone of it) forward by `secs`.
     pub fn advance(&self, secs: i64) {
         self.offset.fetch_add(secs, Ordering::Relaxed);

@@ -66,6 +66,20 @@ pub struct RawSettings {
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
     pub master_key_file: Option<String>,
+    pub sqlite_autocheckpoint: Option<String>,
+    /// `serve --replicate-to`, `--replicate-retention`.
+    pub replicate_to: Option<String>,
+    pub replicate_retention: Option<String>,
+    /// `serve --backup-dir`, `--backup-every`, `--backup-keep`.
+    pub backup_dir: Option<String>,
+    pub backup_every: Option<String>,
+    pub backup_keep: Option<String>,
+    /// S3-compatible object storage for `s3://` replica targets.
+    pub s3_endpoint: Option<String>,
+    pub s3_region: Option<String>,
+    pub s3_path_style: Option<String>,
+    /// `serve --apply FILE`.
+    pub apply: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for RawSettings {
@@ -116,6 +130,15 @@ struct FileSettings {
     forward_auth_cookie_domain: Option<toml::Value>,
     metrics_token: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
+    sqlite_autocheckpoint: Option<toml::Value>,
+    replicate_to: Option<toml::Value>,
+    replicate_retention: Option<toml::Value>,
+    backup_dir: Option<toml::Value>,
+    backup_every: Option<toml::Value>,
+    backup_keep: Option<toml::Value>,
+    s3_endpoint: Option<toml::Value>,
+    s3_region: Option<toml::Value>,
+    s3_path_style: Option<toml::Value>,
 }
 
 /// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
@@ -139,6 +162,20 @@ pub struct SqliteSettings {
     /// Bound of the writer's queue; a full queue answers 503 rather than waiting.
     pub writer_queue: usize,
     pub read_pool: u32,
+    /// SQLite's automatic checkpoints (every 1000 WAL pages). Off for a Litestream
+    /// sidecar, which checkpoints itself; Tessera's own replication turns them off on
+    /// the server's writer and checkpoints after shipping.
+    pub autocheckpoint: bool,
+}
+
+/// `serve --backup-dir DIR --backup-every 1h --backup-keep 48`.
+#[derive(Debug, Clone)]
+pub struct BackupSchedule {
+    pub dir: PathBuf,
+    /// Seconds between two copies (at least 1).
+    pub every: u64,
+    /// Copies kept; older ones are deleted.
+    pub keep: usize,
 }
 
 /// Lifetimes in seconds.
@@ -223,6 +260,16 @@ pub struct Settings {
     /// added; a rotated key is published this long (and a margin) before it signs.
     /// Not a flag: tests shorten it.
     pub key_reload_every: u64,
+    /// `serve --replicate-to`: where the SQLite file is continuously shipped.
+    pub replicate_to: Option<crate::replica::Target>,
+    /// Seconds a replica keeps history for point-in-time restores (`--replicate-retention`).
+    pub replicate_retention: u64,
+    /// The endpoint, region and addressing of `s3://` targets.
+    pub s3: crate::replica::S3Settings,
+    /// Scheduled copies of the SQLite file.
+    pub backups: Option<BackupSchedule>,
+    /// `serve --apply FILE`: a declarative configuration applied at start.
+    pub apply_file: Option<PathBuf>,
 }
 
 /// `--signup`.
@@ -260,6 +307,7 @@ impl Default for Settings {
                 synchronous: Synchronous::Normal,
                 writer_queue: 8192,
                 read_pool: 8,
+                autocheckpoint: true,
             },
             log_format: LogFormat::Text,
             hash_threads: cores(),
@@ -280,6 +328,11 @@ impl Default for Settings {
             mail_per_hour: 5,
             account_deletion: AccountDeletion::SelfService,
             key_reload_every: 10,
+            replicate_to: None,
+            replicate_retention: 7 * 24 * 3600,
+            s3: crate::replica::S3Settings::default(),
+            backups: None,
+            apply_file: None,
         }
     }
 }
@@ -492,7 +545,100 @@ impl Settings {
                 ));
             }
         }
+        s.load_storage_care(raw, &file)?;
         Ok(s)
+    }
+
+    /// Replication, scheduled backups, checkpoints and S3: the SQLite file's care.
+    fn load_storage_care(&mut self, raw: &RawSettings, file: &FileSettings) -> Result<(), ConfigError> {
+        let pick =
+            |flag: &Option<String>, file: &Option<toml::Value>| flag.clone().or_else(|| file.as_ref().map(value_text));
+        if let Some(v) = pick(&raw.sqlite_autocheckpoint, &file.sqlite_autocheckpoint) {
+            self.sqlite.autocheckpoint = parse_bool("sqlite_autocheckpoint", &v)?;
+        }
+        self.s3 = crate::replica::S3Settings::load(
+            pick(&raw.s3_endpoint, &file.s3_endpoint),
+            pick(&raw.s3_region, &file.s3_region),
+            pick(&raw.s3_path_style, &file.s3_path_style),
+        )
+        .map_err(|e| invalid("s3_endpoint", e))?;
+        if let Some(v) = pick(&raw.replicate_to, &file.replicate_to).filter(|v| !v.trim().is_empty()) {
+            self.replicate_to = Some(crate::replica::Target::parse(&v).map_err(|e| invalid("replicate_to", e))?);
+        }
+        if let Some(v) = pick(&raw.replicate_retention, &file.replicate_retention) {
+            self.replicate_retention = parse_interval("replicate_retention", &v, 60)?;
+        }
+        if let Some(dir) = pick(&raw.backup_dir, &file.backup_dir).filter(|v| !v.trim().is_empty()) {
+            let every = match pick(&raw.backup_every, &file.backup_every) {
+                Some(v) => parse_interval("backup_every", &v, 1)?,
+                None => 3600,
+            };
+            let keep = match pick(&raw.backup_keep, &file.backup_keep) {
+                Some(v) => parse_in_range("backup_keep", &v, 1, 100_000)? as usize,
+                None => 48,
+            };
+            self.backups = Some(BackupSchedule {
+                dir: PathBuf::from(dir),
+                every,
+                keep,
+            });
+        } else if pick(&raw.backup_every, &file.backup_every).is_some()
+            || pick(&raw.backup_keep, &file.backup_keep).is_some()
+        {
+            return Err(invalid("backup_every", "set backup_dir (--backup-dir) too"));
+        }
+        self.apply_file = raw.apply.clone();
+        let postgres = "is for the SQLite file; on PostgreSQL use the engine's WAL archiving \
+             (pgBackRest, pg_basebackup) and `tessera export` (docs/OPERATIONS.md)";
+        if self.database_url.is_some() {
+            if self.replicate_to.is_some() {
+                return Err(invalid("replicate_to", postgres));
+            }
+            if self.backups.is_some() {
+                return Err(invalid("backup_dir", postgres));
+            }
+        }
+        if self.replicate_to.is_some() && !self.sqlite.wal {
+            return Err(invalid(
+                "replicate_to",
+                "ships the write-ahead log: it needs sqlite_wal=true",
+            ));
+        }
+        if self.replicate_to.is_some() && !self.sqlite.autocheckpoint {
+            return Err(invalid(
+                "replicate_to",
+                "checkpoints are left to another tool (sqlite_autocheckpoint=false): use that tool or Tessera's replication, not both",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `30s`, `10m`, `1h`, `7d` (or plain seconds), at least `min` seconds.
+pub fn parse_interval(name: &'static str, v: &str, min: u64) -> Result<u64, ConfigError> {
+    let t = v.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => 0,
+    };
+    let n = digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| scale > 0)
+        .and_then(|n| n.checked_mul(scale));
+    match n {
+        Some(n) if n >= min && n <= 100 * 365 * 86_400 => Ok(n),
+        _ => Err(invalid(
+            name,
+            format!("`{v}` is not an interval of at least {min}s, written like 30s, 10m, 1h or 7d"),
+        )),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod apply;
 pub mod audit;
 pub mod auth;
 pub mod cli;
@@ -18,5 +19,6 @@ pub mod lifecycle;
 pub mod mail;
 pub mod metrics;
 pub mod oidc;
+pub mod replica;
 pub mod startup;
 pub mod state;

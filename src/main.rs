@@ -70,6 +70,24 @@ struct Common {
     /// Whether people delete their own accounts (self) or an administrator approves (approval) [default: self]
     #[arg(long, global = true, env = "TESSERA_ACCOUNT_DELETION", value_name = "self|approval")]
     account_deletion: Option<String>,
+    /// SQLite's automatic checkpoints; false leaves them to a sidecar such as Litestream
+    /// (then set it for every tessera command, e.g. in the environment) [default: true]
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_SQLITE_AUTOCHECKPOINT",
+        value_name = "true|false"
+    )]
+    sqlite_autocheckpoint: Option<String>,
+    /// Endpoint of S3-compatible storage for s3:// targets [default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS]
+    #[arg(long, global = true, env = "TESSERA_S3_ENDPOINT", value_name = "URL")]
+    s3_endpoint: Option<String>,
+    /// Region of s3:// targets [default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1]
+    #[arg(long, global = true, env = "TESSERA_S3_REGION", value_name = "REGION")]
+    s3_region: Option<String>,
+    /// Path-style S3 addressing [default: true with --s3-endpoint, false for AWS]
+    #[arg(long, global = true, env = "TESSERA_S3_PATH_STYLE", value_name = "true|false")]
+    s3_path_style: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -94,8 +112,37 @@ enum Command {
     /// Check the mail set-up
     #[command(subcommand)]
     Mail(MailCommand),
-    /// Write a consistent copy of the database to PATH while the server runs
-    Backup { path: PathBuf },
+    /// Write a consistent copy of the database to PATH while the server runs, or
+    /// `backup verify FILE|TARGET`: a restore drill
+    Backup(BackupArgs),
+    /// Rebuild a SQLite database from a replica (`serve --replicate-to`), at its latest
+    /// state or at a point in time
+    Restore {
+        /// The replica: a directory, file:///path or s3://bucket/prefix
+        #[arg(long, value_name = "TARGET")]
+        from: String,
+        /// The new database file (never overwritten)
+        #[arg(long, value_name = "PATH")]
+        to: PathBuf,
+        /// Restore the state as of this time (RFC 3339, e.g. 2026-12-01T14:30:00Z)
+        #[arg(long, value_name = "RFC3339")]
+        at: Option<String>,
+    },
+    /// Inspect a replica
+    #[command(subcommand)]
+    Replica(ReplicaCommand),
+    /// Make clients, groups, apps, providers and users match a TOML file
+    Apply {
+        file: PathBuf,
+        /// Print what would change and change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Also remove what the file does not declare (never the last administrator)
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Write the current clients, groups, apps and providers as a file for `apply`
+    DumpConfig,
     /// Check the database's integrity and foreign keys (read-only)
     Check,
     /// Write the whole database as one JSON document to a new FILE (`-`: standard
@@ -112,6 +159,37 @@ enum Command {
         /// Issuer URL the link starts with, as people reach the provider [default: http://127.0.0.1:9000]
         #[arg(long, env = "TESSERA_ISSUER", value_name = "URL")]
         issuer: Option<String>,
+    },
+}
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct BackupArgs {
+    #[command(subcommand)]
+    command: Option<BackupCommand>,
+    /// The new file the copy is written to
+    path: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum BackupCommand {
+    /// Restore a backup file or a replica to a temporary file and check it
+    Verify {
+        /// A backup file, or a replica (directory, file:///path, s3://bucket/prefix)
+        #[arg(value_name = "FILE|TARGET")]
+        what: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReplicaCommand {
+    /// Last shipped position, lag, size and restore window of a replica
+    Status {
+        #[arg(value_name = "TARGET")]
+        target: String,
+        /// One JSON document instead of text
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -162,6 +240,24 @@ struct ServeArgs {
     /// Do not apply schema migrations on start (run `tessera migrate` first)
     #[arg(long)]
     no_migrate: bool,
+    /// Ship every commit to a replica: a directory, file:///path or s3://bucket/prefix
+    #[arg(long, env = "TESSERA_REPLICATE_TO", value_name = "TARGET")]
+    replicate_to: Option<String>,
+    /// How long the replica keeps history for point-in-time restores [default: 7d]
+    #[arg(long, env = "TESSERA_REPLICATE_RETENTION", value_name = "INTERVAL")]
+    replicate_retention: Option<String>,
+    /// Write a consistent copy of the database into DIR on a schedule
+    #[arg(long, env = "TESSERA_BACKUP_DIR", value_name = "DIR")]
+    backup_dir: Option<String>,
+    /// Time between scheduled copies (30s, 10m, 1h) [default: 1h]
+    #[arg(long, env = "TESSERA_BACKUP_EVERY", value_name = "INTERVAL")]
+    backup_every: Option<String>,
+    /// Scheduled copies kept; older ones are deleted [default: 48]
+    #[arg(long, env = "TESSERA_BACKUP_KEEP", value_name = "N")]
+    backup_keep: Option<String>,
+    /// Apply this declarative configuration (see `tessera apply`) at start
+    #[arg(long, env = "TESSERA_APPLY", value_name = "FILE")]
+    apply: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -182,9 +278,26 @@ fn main() -> ExitCode {
         Some(Command::App(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::app(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
         Some(Command::Mail(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::mail(&s, cmd))),
-        Some(Command::Backup { path }) => {
-            return finish(settings(&cli.common, None).and_then(|s| cli::backup(&s, &path)))
+        Some(Command::Backup(args)) => {
+            let run = |s: Settings| match (args.command, args.path) {
+                (Some(BackupCommand::Verify { what }), _) => cli::backup_verify(&s, &what),
+                (None, Some(path)) => cli::backup(&s, &path),
+                (None, None) => {
+                    Err("name the new file: tessera backup PATH (or tessera backup verify FILE|TARGET)".into())
+                }
+            };
+            return finish(settings(&cli.common, None).and_then(run));
         }
+        Some(Command::Restore { from, to, at }) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::restore(&s, &from, &to, at.as_deref())))
+        }
+        Some(Command::Replica(ReplicaCommand::Status { target, json })) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::replica_status(&s, &target, json)))
+        }
+        Some(Command::Apply { file, dry_run, prune }) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::apply(&s, &file, dry_run, prune)))
+        }
+        Some(Command::DumpConfig) => return finish(settings(&cli.common, None).and_then(|s| cli::dump_config(&s))),
         Some(Command::Check) => return finish(settings(&cli.common, None).and_then(|s| cli::check(&s))),
         Some(Command::Export { file }) => {
             return finish(settings(&cli.common, None).and_then(|s| cli::export(&s, &file)))
@@ -227,6 +340,12 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         forward_auth_cookie_domain: s.forward_auth_cookie_domain.clone(),
         metrics_token: s.metrics_token.clone(),
         no_migrate: s.no_migrate,
+        replicate_to: s.replicate_to.clone(),
+        replicate_retention: s.replicate_retention.clone(),
+        backup_dir: s.backup_dir.clone(),
+        backup_every: s.backup_every.clone(),
+        backup_keep: s.backup_keep.clone(),
+        apply: s.apply.clone(),
         ..Default::default()
     });
     let raw = RawSettings {
@@ -245,6 +364,10 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         org_name: common.org_name.clone(),
         mail_per_hour: common.mail_per_hour.clone(),
         account_deletion: common.account_deletion.clone(),
+        sqlite_autocheckpoint: common.sqlite_autocheckpoint.clone(),
+        s3_endpoint: common.s3_endpoint.clone(),
+        s3_region: common.s3_region.clone(),
+        s3_path_style: common.s3_path_style.clone(),
         ..serve.unwrap_or_default()
     };
     Settings::load(&raw).map_err(|e| e.to_string())

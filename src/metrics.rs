@@ -55,6 +55,7 @@ pub struct Metrics {
 }
 
 /// Values sampled when `/metrics` is read.
+#[derive(Clone, Copy)]
 pub struct Gauges {
     pub hash_queue_depth: usize,
     pub hash_wait_seconds_total: f64,
@@ -64,6 +65,21 @@ pub struct Gauges {
     /// The PostgreSQL pool (none on SQLite).
     pub pool: Option<crate::db::PoolStats>,
     pub db_bytes: u64,
+    /// `--replicate-to`.
+    pub replication: Option<ReplicationGauges>,
+    /// `--backup-dir`: copies written and failed, the last good one's Unix time.
+    pub backups: Option<(u64, u64, i64)>,
+}
+
+/// The replication thread's state as `/metrics` shows it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplicationGauges {
+    pub lag_seconds: f64,
+    pub failures: u64,
+    pub last_shipped_seconds: f64,
+    pub shipped_bytes: u64,
+    pub steps: u64,
+    pub snapshots: u64,
 }
 
 impl Metrics {
@@ -246,6 +262,71 @@ impl Metrics {
             "gauge",
             g.db_bytes.to_string(),
         );
+        if let Some(r) = &g.replication {
+            for (name, help, kind, value) in [
+                (
+                    "tessera_replication_lag_seconds",
+                    "Age of the oldest committed write not yet in the replica (0: caught up).",
+                    "gauge",
+                    r.lag_seconds.to_string(),
+                ),
+                (
+                    "tessera_replication_failures_total",
+                    "Failed attempts to ship to or read for the replica.",
+                    "counter",
+                    r.failures.to_string(),
+                ),
+                (
+                    "tessera_replication_last_shipped_timestamp_seconds",
+                    "Unix time of the last object stored in the replica.",
+                    "gauge",
+                    r.last_shipped_seconds.to_string(),
+                ),
+                (
+                    "tessera_replication_shipped_bytes_total",
+                    "Bytes stored in the replica.",
+                    "counter",
+                    r.shipped_bytes.to_string(),
+                ),
+                (
+                    "tessera_replication_steps_total",
+                    "Log shipments in this generation.",
+                    "counter",
+                    r.steps.to_string(),
+                ),
+                (
+                    "tessera_replication_snapshots_total",
+                    "Snapshots stored in this generation.",
+                    "counter",
+                    r.snapshots.to_string(),
+                ),
+            ] {
+                gauge(&mut out, name, help, kind, value);
+            }
+        }
+        if let Some((written, failed, last)) = g.backups {
+            gauge(
+                &mut out,
+                "tessera_backups_total",
+                "Scheduled backups written.",
+                "counter",
+                written.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_backup_failures_total",
+                "Scheduled backups that failed.",
+                "counter",
+                failed.to_string(),
+            );
+            gauge(
+                &mut out,
+                "tessera_backup_last_success_timestamp_seconds",
+                "Unix time of the last scheduled backup written.",
+                "gauge",
+                last.to_string(),
+            );
+        }
         out
     }
 }
@@ -272,8 +353,27 @@ mod tests {
             }),
             pool: None,
             db_bytes: 4096,
+            replication: None,
+            backups: None,
         };
         let text = m.render(&g);
+        assert!(
+            !text.contains("tessera_replication_"),
+            "no replication gauges when it is off"
+        );
+        let replicating = m.render(&Gauges {
+            replication: Some(ReplicationGauges {
+                lag_seconds: 1.5,
+                failures: 3,
+                ..Default::default()
+            }),
+            backups: Some((4, 1, 1700000000)),
+            ..g
+        });
+        assert!(replicating.contains("tessera_replication_lag_seconds 1.5"));
+        assert!(replicating.contains("tessera_replication_failures_total 3"));
+        assert!(replicating.contains("tessera_backups_total 4"));
+        assert!(replicating.contains("tessera_backup_last_success_timestamp_seconds 1700000000"));
         assert!(text.contains("tessera_writer_operations_total 4"));
         assert!(text.contains("tessera_writer_commit_seconds_total 0.01"));
         assert!(!text.contains("tessera_pg_"), "no pool on SQLite");

@@ -34,6 +34,10 @@ pub enum StartupError {
     Keys(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("--apply: {0}")]
+    Apply(String),
+    #[error("replication: {0}")]
+    Replication(String),
 }
 
 pub struct Application {
@@ -56,7 +60,31 @@ impl Application {
             Some(url) => url.clone(),
             None => config::default_issuer(addr)?,
         };
+        let mut settings = settings;
+        if settings.replicate_to.is_some() {
+            // Checkpoints become the shipper's, which runs them only on shipped frames.
+            settings.sqlite.autocheckpoint = false;
+        }
         let db = open_database(&settings, Open::Create).await?;
+        let replication = match &settings.replicate_to {
+            Some(target) => {
+                let store = target.open(&settings.s3).map_err(StartupError::Replication)?;
+                let key = settings
+                    .master_key
+                    .as_ref()
+                    .map(crate::replica::format::ObjectKey::from_master);
+                let shipper = crate::replica::shipper::Shipper::start(
+                    &db,
+                    store,
+                    key,
+                    settings.replicate_retention,
+                    clock.clone(),
+                )
+                .map_err(StartupError::Replication)?;
+                Some(Arc::new(shipper))
+            }
+            None => None,
+        };
         let keep = oidc::keys::keep_retired(&settings.lifetimes);
         let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
             .await
@@ -87,7 +115,25 @@ impl Application {
             node: Arc::from(crate::crypto::random::random_id()),
             upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
             forward_auth: Arc::default(),
+            replication,
+            backups: Arc::default(),
         };
+        if let Some(path) = state.settings.apply_file.clone() {
+            // Before the listener serves: the first request already sees the file's
+            // clients and groups. A bad file stops the start, as a bad setting does.
+            let report = crate::apply::apply_file(&state, &path, crate::apply::Mode::default())
+                .await
+                .map_err(StartupError::Apply)?;
+            // Standard output, like the setup link: a generated client secret or a
+            // set-password link must not reach the log.
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "applied {}:", path.display());
+            let _ = out.write_all(report.as_bytes());
+        }
+        if let Some(schedule) = state.settings.backups.clone() {
+            crate::replica::backups::spawn(state.clone(), schedule, state.backups.clone());
+        }
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
         oidc::keys::spawn_reloader(state.clone());
@@ -114,6 +160,10 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
         self.state.db.shutdown();
+        if let Some(shipper) = &self.state.replication {
+            // After the writer's last commit: that is shipped too.
+            shipper.stop();
+        }
         result
     }
 }
@@ -151,6 +201,8 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         node: Arc::from(crate::crypto::random::random_id()),
         upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
         forward_auth: Arc::default(),
+        replication: None,
+        backups: Arc::default(),
     })
 }
 

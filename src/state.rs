@@ -34,6 +34,10 @@ pub struct AppState {
     pub upstreams: Arc<crate::federation::Upstreams>,
     /// The forward-auth grants this node has already audited.
     pub forward_auth: Arc<crate::forward_auth::Seen>,
+    /// The replication thread, when `--replicate-to` is set.
+    pub replication: Option<Arc<crate::replica::shipper::Shipper>>,
+    /// Scheduled backups' counters (`--backup-dir`).
+    pub backups: Arc<crate::replica::backups::Stats>,
 }
 
 impl AppState {

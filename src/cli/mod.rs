@@ -1,6 +1,7 @@
 //! Administration commands run against the database file, also while a server uses it:
 //! SQLite's locking and the busy timeout serialise them with the server's writer.
 
+mod apply;
 mod apps;
 mod claims;
 mod clients;
@@ -8,17 +9,20 @@ mod keys;
 mod mail;
 mod presets;
 mod providers;
+mod replica;
 mod transfer;
 mod users;
 
 use std::io::Read;
 use std::path::Path;
 
+pub use apply::{apply, dump_config};
 pub use apps::{app, AppCommand};
 pub use clients::{client, ClientCommand};
 pub use keys::{keys, KeysCommand};
 pub use mail::{mail, MailCommand};
 pub use providers::{provider, ProviderCommand};
+pub use replica::{backup_verify, replica_status, restore};
 pub use transfer::{export, import};
 pub use users::{user, UserCommand};
 

@@ -40,7 +40,7 @@ use std::path::Path;
 use crate::config::SqliteSettings;
 pub use pg::PoolStats;
 pub use sql::Tx;
-pub use sqlite::WriterStats;
+pub use sqlite::{Checkpoint, CommitHook, Frame, Tail, WalPosition, WalTap, WriterStats};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -238,6 +238,17 @@ impl Db {
     /// and a group commit.
     pub async fn write_probe(&self) -> Result<(), DbError> {
         self.write(|_| Ok(())).await
+    }
+
+    /// A tap on SQLite's write-ahead log for replication, with `wake` called after
+    /// each group commit; PostgreSQL has its own archiving.
+    pub fn wal_tap(&self, wake: CommitHook) -> Result<WalTap, DbError> {
+        match &self.engine {
+            Engine::Sqlite(e) => e.wal_tap(wake),
+            Engine::Postgres(_) => Err(DbError::Open(
+                "replication ships a SQLite file; on PostgreSQL use WAL archiving".into(),
+            )),
+        }
     }
 
     /// The SQLite writer's counters; `None` on PostgreSQL, which has no writer.

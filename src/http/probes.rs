@@ -70,6 +70,25 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         writer: state.db.writer_stats(),
         pool: state.db.pool_stats(),
         db_bytes,
+        replication: state.replication.as_ref().map(|r| {
+            let s = &r.stats;
+            crate::metrics::ReplicationGauges {
+                lag_seconds: s.lag_seconds(state.clock.now_millis()),
+                failures: s.failures.load(Ordering::Relaxed),
+                last_shipped_seconds: s.last_shipped_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+                shipped_bytes: s.shipped_bytes.load(Ordering::Relaxed),
+                steps: s.steps.load(Ordering::Relaxed),
+                snapshots: s.snapshots.load(Ordering::Relaxed),
+            }
+        }),
+        backups: state.settings.backups.as_ref().map(|_| {
+            let b = &state.backups;
+            (
+                b.written.load(Ordering::Relaxed),
+                b.failed.load(Ordering::Relaxed),
+                b.last_ok.load(Ordering::Relaxed),
+            )
+        }),
     };
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

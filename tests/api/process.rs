@@ -11,7 +11,7 @@ use crate::helpers::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 
-fn cli(db: &Path, args: &[&str], stdin: Option<&str>) -> String {
+pub(crate) fn cli(db: &Path, args: &[&str], stdin: Option<&str>) -> String {
     let db = db.to_str().unwrap();
     let args: Vec<&str> = ["--db", db].into_iter().chain(args.iter().copied()).collect();
     tessera_ok(&args, &[], stdin)
@@ -27,7 +27,7 @@ impl Server {
     /// Starts on `port` (0: any free port, reported back in the printed issuer); a
     /// restart passes the first start's `port()`, since the issuer every token names
     /// must survive it.
-    fn start(db: &Path, log: &Path, port: u16) -> Self {
+    pub(crate) fn start(db: &Path, log: &Path, port: u16) -> Self {
         Self::start_with(db, log, port, &[])
     }
 
@@ -131,7 +131,7 @@ async fn post(address: &str, path: &str, secret: &str, form: &[(&str, &str)]) ->
         .unwrap()
 }
 
-async fn exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> reqwest::Response {
+pub(crate) async fn exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> reqwest::Response {
     let form = [
         ("grant_type", "authorization_code"),
         ("code", code),
@@ -141,7 +141,7 @@ async fn exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> reqwe
     post(address, "/token", secret, &form).await
 }
 
-async fn active(address: &str, secret: &str, token: &str) -> bool {
+pub(crate) async fn active(address: &str, secret: &str, token: &str) -> bool {
     let body: serde_json::Value = post(address, "/introspect", secret, &[("token", token)])
         .await
         .json()
@@ -150,7 +150,7 @@ async fn active(address: &str, secret: &str, token: &str) -> bool {
     body["active"] == true
 }
 
-fn setup(dir: &Path) -> (PathBuf, String) {
+pub(crate) fn setup(dir: &Path) -> (PathBuf, String) {
     let db = dir.join("tessera.db");
     cli(&db, &["init"], None);
     cli(
@@ -171,7 +171,7 @@ fn setup(dir: &Path) -> (PathBuf, String) {
 }
 
 /// A sign-in that gives up quietly when the server is gone (it is about to be killed).
-async fn try_code(address: &str, pkce: &Pkce) -> Option<String> {
+pub(crate) async fn try_code(address: &str, pkce: &Pkce) -> Option<String> {
     let b = browser();
     let query = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("client_id", "app")
@@ -194,7 +194,7 @@ async fn try_code(address: &str, pkce: &Pkce) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-async fn try_exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> Option<Vec<String>> {
+pub(crate) async fn try_exchange(address: &str, secret: &str, code: &str, pkce: &Pkce) -> Option<Vec<String>> {
     let resp = exchange(address, secret, code, pkce).await;
     let body: serde_json::Value = resp.json().await.ok()?;
     Some(vec![

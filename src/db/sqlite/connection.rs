@@ -96,6 +96,11 @@ fn configure_writer(conn: &Connection, settings: &SqliteSettings) -> Result<(), 
         )));
     }
     configure_common(conn, settings)?;
+    if settings.wal && !settings.autocheckpoint {
+        // Checkpoints are someone else's: Litestream's, or the replication shipper's,
+        // which checkpoints only frames it has shipped.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    }
     Ok(())
 }
 

@@ -6,6 +6,8 @@
 mod connection;
 mod maintenance;
 mod migrations;
+mod tap;
+mod wal;
 mod writer;
 
 use std::path::Path;
@@ -16,7 +18,9 @@ use r2d2_sqlite::SqliteConnectionManager;
 
 use super::{DbError, Tx};
 use crate::config::SqliteSettings;
-pub use writer::WriterStats;
+pub use tap::{Checkpoint, WalTap};
+pub use wal::{Frame, Tail, WalPosition};
+pub use writer::{CommitHook, WriterStats};
 
 pub(super) use connection::require_existing;
 
@@ -171,6 +175,14 @@ impl Sqlite {
         let mut wal = self.path.as_os_str().to_owned();
         wal.push("-wal");
         size(&self.path) + size(Path::new(&wal))
+    }
+
+    /// A tap on the write-ahead log for replication, and the writer told to wake
+    /// `wake` after each commit.
+    pub(super) fn wal_tap(&self, wake: writer::CommitHook) -> Result<WalTap, DbError> {
+        let tap = WalTap::open(&self.path, &self.settings)?;
+        self.writer.on_commit(wake);
+        Ok(tap)
     }
 
     pub(super) fn writer_stats(&self) -> WriterStats {

@@ -4,7 +4,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -77,22 +77,32 @@ struct Counters {
     commit_micros: AtomicU64,
 }
 
+/// Called after each successful group commit (replication's wake-up).
+pub type CommitHook = Box<dyn Fn() + Send + Sync>;
+
 #[derive(Clone)]
 pub struct Writer {
     queue: SyncSender<Msg>,
     counters: Arc<Counters>,
+    hook: Arc<OnceLock<CommitHook>>,
 }
 
 impl Writer {
     pub fn start(conn: Connection, capacity: usize) -> Result<Self, DbError> {
         let (queue, rx) = sync_channel(capacity.max(1));
         let counters = Arc::new(Counters::default());
-        let thread_counters = counters.clone();
+        let hook: Arc<OnceLock<CommitHook>> = Arc::default();
+        let (thread_counters, thread_hook) = (counters.clone(), hook.clone());
         std::thread::Builder::new()
             .name("tessera-db-writer".into())
-            .spawn(move || run(conn, rx, &thread_counters))
+            .spawn(move || run(conn, rx, &thread_counters, &thread_hook))
             .map_err(|e| DbError::Open(format!("cannot start writer thread: {e}")))?;
-        Ok(Self { queue, counters })
+        Ok(Self { queue, counters, hook })
+    }
+
+    /// Sets the function told of each commit; only the first call has an effect.
+    pub fn on_commit(&self, hook: CommitHook) {
+        let _ = self.hook.set(hook);
     }
 
     pub fn submit<T, F>(&self, op: F) -> Result<oneshot::Receiver<Result<T, DbError>>, DbError>
@@ -125,7 +135,7 @@ impl Writer {
     }
 }
 
-fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters) {
+fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters, hook: &OnceLock<CommitHook>) {
     while let Ok(first) = rx.recv() {
         let mut batch = Vec::new();
         let mut stop = None;
@@ -140,8 +150,10 @@ fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters) {
                 Err(_) => break,
             }
         }
-        if !batch.is_empty() {
-            commit_batch(&conn, batch, counters);
+        if !batch.is_empty() && commit_batch(&conn, batch, counters) {
+            if let Some(hook) = hook.get() {
+                hook();
+            }
         }
         if let Some(ack) = stop {
             let _ = ack.send(());
@@ -150,7 +162,8 @@ fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters) {
     }
 }
 
-fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Counters) {
+/// Runs and commits one batch; `true` when the commit succeeded.
+fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Counters) -> bool {
     let started = Instant::now();
     let size = batch.len() as u64;
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
@@ -158,7 +171,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
         for job in batch {
             job.abandon(e.to_string());
         }
-        return;
+        return false;
     }
     let mut completions = Vec::with_capacity(batch.len());
     for job in batch {
@@ -187,7 +200,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
     counters
         .commit_micros
         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    let committed = commit.is_ok();
     for completion in completions {
         completion(commit.clone());
     }
+    committed
 }
