@@ -5,6 +5,7 @@
 mod account;
 mod admin_api;
 mod admin_ui;
+mod apply;
 mod authorize;
 mod browser;
 mod claim_mapping;
