@@ -92,7 +92,8 @@ impl std::fmt::Debug for UserInput {
 }
 
 /// Claims an administrator may not set through `claims`: they come from the record.
-const RESERVED_CLAIMS: &[&str] = &[
+/// (`tessera apply` checks a file against the same list before it writes anything.)
+pub const RESERVED_CLAIMS: &[&str] = &[
     "sub",
     "iss",
     "aud",

@@ -68,18 +68,4 @@ pub const PROVIDER: &[&str] = &[
 
 /// Claims an administrator may not set on a user: they come from the record (the
 /// list `admin::users` refuses, checked here before anything is written).
-pub const RESERVED_USER_CLAIMS: &[&str] = &[
-    "sub",
-    "iss",
-    "aud",
-    "exp",
-    "iat",
-    "nonce",
-    "name",
-    "email",
-    "email_verified",
-    "groups",
-    "auth_time",
-    "acr",
-    "amr",
-];
+pub use crate::admin::users::RESERVED_CLAIMS as RESERVED_USER_CLAIMS;
