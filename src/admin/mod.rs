@@ -47,6 +47,26 @@ pub enum AdminError {
     Server(Internal),
 }
 
+impl AdminError {
+    /// The refusal as one line for a command's output; `NotFound` names its record
+    /// as the error does, unless the caller names it better.
+    pub fn line(self, what: Option<&str>) -> String {
+        match self {
+            AdminError::NotFound(kind) => match what {
+                Some(what) => format!("no {what}"),
+                None => format!("no such {kind}"),
+            },
+            AdminError::Invalid(problems) => problems
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect::<Vec<_>>()
+                .join("; "),
+            AdminError::Conflict(message) => message,
+            AdminError::Server(e) => e.to_string(),
+        }
+    }
+}
+
 impl From<DbError> for AdminError {
     fn from(e: DbError) -> Self {
         AdminError::Server(e.into())

@@ -24,16 +24,7 @@ pub fn actor() -> Actor {
 
 /// A refusal or failure of a use case as one line.
 pub fn text(e: AdminError) -> String {
-    match e {
-        AdminError::NotFound(what) => format!("no such {what}"),
-        AdminError::Invalid(problems) => problems
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("; "),
-        AdminError::Conflict(message) => message,
-        AdminError::Server(e) => e.to_string(),
-    }
+    e.line(None)
 }
 
 /// Runs the steps in order; the printed lines, or the step that failed and why (the

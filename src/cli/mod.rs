@@ -47,16 +47,7 @@ pub(crate) fn actor() -> Actor {
 
 /// An administration failure as one line; `what` names the record for "not found".
 pub(crate) fn admin_err(e: AdminError, what: &str) -> String {
-    match e {
-        AdminError::NotFound(_) => format!("no {what}"),
-        AdminError::Invalid(problems) => problems
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("; "),
-        AdminError::Conflict(message) => message,
-        AdminError::Server(e) => e.to_string(),
-    }
+    e.line(Some(what))
 }
 
 /// A small runtime for one command (the server's is actix's, in `startup`).
