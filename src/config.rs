@@ -80,6 +80,13 @@ pub struct RawSettings {
     pub s3_path_style: Option<String>,
     /// `serve --apply FILE`.
     pub apply: Option<PathBuf>,
+    /// `serve --require-par`, `--registration`, `--client-id-documents`,
+    /// `--fetch-private-addresses`, `--dpop-nonce`.
+    pub require_par: Option<String>,
+    pub registration: Option<String>,
+    pub client_id_documents: Option<String>,
+    pub fetch_private_addresses: Option<String>,
+    pub dpop_nonce: Option<String>,
 }
 
 impl std::fmt::Debug for RawSettings {
@@ -139,6 +146,11 @@ struct FileSettings {
     s3_endpoint: Option<toml::Value>,
     s3_region: Option<toml::Value>,
     s3_path_style: Option<toml::Value>,
+    require_par: Option<toml::Value>,
+    registration: Option<toml::Value>,
+    client_id_documents: Option<toml::Value>,
+    fetch_private_addresses: Option<toml::Value>,
+    dpop_nonce: Option<toml::Value>,
 }
 
 /// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
@@ -270,6 +282,37 @@ pub struct Settings {
     pub backups: Option<BackupSchedule>,
     /// `serve --apply FILE`: a declarative configuration applied at start.
     pub apply_file: Option<PathBuf>,
+    /// PAR, registration, metadata documents and DPoP (docs/PROTOCOL.md).
+    pub protocol: ProtocolSettings,
+}
+
+/// The server-wide switches of the second protocol wave.
+#[derive(Debug, Clone, Default)]
+pub struct ProtocolSettings {
+    /// `--require-par`: every authorization request through PAR (RFC 9126 §5).
+    pub require_par: bool,
+    /// `--registration`: who may use the RFC 7591 registration endpoint.
+    pub registration: Registration,
+    /// `--client-id-documents`: accept https `client_id`s that name a metadata document.
+    pub client_id_documents: bool,
+    /// `--fetch-private-addresses`: let outbound fetches (metadata documents,
+    /// `jwks_uri`) reach loopback and private addresses. For tests only.
+    pub fetch_private_addresses: bool,
+    /// `--dpop-nonce`: DPoP proofs must carry a server nonce (RFC 9449 §8).
+    pub dpop_nonce: bool,
+}
+
+/// `--registration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Registration {
+    /// No registration endpoint.
+    Off,
+    /// Registration with an initial access token (`tessera client registration-token`).
+    #[default]
+    Token,
+    /// As `Token`, and without one for public clients with loopback or native
+    /// redirect URIs.
+    Open,
 }
 
 /// `--signup`.
@@ -333,6 +376,7 @@ impl Default for Settings {
             s3: crate::replica::S3Settings::default(),
             backups: None,
             apply_file: None,
+            protocol: ProtocolSettings::default(),
         }
     }
 }
@@ -489,6 +533,26 @@ impl Settings {
         }
         if let Some(v) = pick(&raw.workers, &file.workers) {
             s.workers = parse_in_range("workers", &v, 1, 256)? as usize;
+        }
+        if let Some(v) = pick(&raw.require_par, &file.require_par) {
+            s.protocol.require_par = parse_bool("require_par", &v)?;
+        }
+        if let Some(v) = pick(&raw.registration, &file.registration) {
+            s.protocol.registration = match v.trim() {
+                "off" => Registration::Off,
+                "token" => Registration::Token,
+                "open" => Registration::Open,
+                other => return Err(invalid("registration", format!("`{other}` is not off, token or open"))),
+            };
+        }
+        if let Some(v) = pick(&raw.client_id_documents, &file.client_id_documents) {
+            s.protocol.client_id_documents = parse_bool("client_id_documents", &v)?;
+        }
+        if let Some(v) = pick(&raw.fetch_private_addresses, &file.fetch_private_addresses) {
+            s.protocol.fetch_private_addresses = parse_bool("fetch_private_addresses", &v)?;
+        }
+        if let Some(v) = pick(&raw.dpop_nonce, &file.dpop_nonce) {
+            s.protocol.dpop_nonce = parse_bool("dpop_nonce", &v)?;
         }
         if let Some(v) = pick(&raw.rate_limit, &file.rate_limit) {
             s.rate_limit = parse_bool("rate_limit", &v)?;

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tessera::cli::{self, AppCommand, ClientCommand, KeysCommand, MailCommand, ProviderCommand, UserCommand};
+use tessera::cli::{
+    self, AppCommand, ClientCommand, KeysCommand, MailCommand, ProviderCommand, ResourceCommand, UserCommand,
+};
 use tessera::clock::Clock;
 use tessera::config::{LogFormat, RawSettings, Settings};
 use tessera::startup::Application;
@@ -109,6 +111,9 @@ enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage resource servers access tokens may be restricted to (RFC 8707)
+    #[command(subcommand)]
+    Resource(ResourceCommand),
     /// Check the mail set-up
     #[command(subcommand)]
     Mail(MailCommand),
@@ -258,6 +263,23 @@ struct ServeArgs {
     /// Apply this declarative configuration (see `tessera apply`) at start
     #[arg(long, env = "TESSERA_APPLY", value_name = "FILE")]
     apply: Option<PathBuf>,
+    /// Accept authorization requests only through PAR (RFC 9126) [default: false]
+    #[arg(long, env = "TESSERA_REQUIRE_PAR", value_name = "true|false")]
+    require_par: Option<String>,
+    /// Dynamic client registration (RFC 7591): off, token (initial access token) or
+    /// open (also public loopback/native clients without one) [default: token]
+    #[arg(long, env = "TESSERA_REGISTRATION", value_name = "off|token|open")]
+    registration: Option<String>,
+    /// Accept https client_ids naming a client ID metadata document [default: false]
+    #[arg(long, env = "TESSERA_CLIENT_ID_DOCUMENTS", value_name = "true|false")]
+    client_id_documents: Option<String>,
+    /// Let metadata-document and jwks_uri fetches reach loopback and private
+    /// addresses; for tests only [default: false]
+    #[arg(long, env = "TESSERA_FETCH_PRIVATE_ADDRESSES", value_name = "true|false")]
+    fetch_private_addresses: Option<String>,
+    /// Require a server nonce in DPoP proofs (RFC 9449 §8) [default: false]
+    #[arg(long, env = "TESSERA_DPOP_NONCE", value_name = "true|false")]
+    dpop_nonce: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -277,6 +299,9 @@ fn main() -> ExitCode {
         }
         Some(Command::App(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::app(&s, cmd))),
         Some(Command::Keys(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::keys(&s, cmd))),
+        Some(Command::Resource(cmd)) => {
+            return finish(settings(&cli.common, None).and_then(|s| cli::resource(&s, cmd)))
+        }
         Some(Command::Mail(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::mail(&s, cmd))),
         Some(Command::Backup(args)) => {
             let run = |s: Settings| match (args.command, args.path) {
@@ -346,6 +371,11 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         backup_every: s.backup_every.clone(),
         backup_keep: s.backup_keep.clone(),
         apply: s.apply.clone(),
+        require_par: s.require_par.clone(),
+        registration: s.registration.clone(),
+        client_id_documents: s.client_id_documents.clone(),
+        fetch_private_addresses: s.fetch_private_addresses.clone(),
+        dpop_nonce: s.dpop_nonce.clone(),
         ..Default::default()
     });
     let raw = RawSettings {

@@ -99,6 +99,8 @@ impl Application {
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
         let log_key = log_key(&db).await?;
+        let clients = crate::oidc::client_cache::ClientCache::new(&settings);
+        let dpop_nonces = dpop_nonce_key(&db).await?;
         let state = AppState {
             issuer: Arc::from(config::issuer_text(&issuer)),
             settings: Arc::new(settings),
@@ -108,10 +110,11 @@ impl Application {
             clock,
             logout_wakeup: Arc::new(tokio::sync::Notify::new()),
             mail_wakeup: Arc::new(tokio::sync::Notify::new()),
-            clients: Default::default(),
+            clients,
             limits,
             metrics: Default::default(),
             log_key,
+            dpop_nonces,
             node: Arc::from(crate::crypto::random::random_id()),
             upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
             forward_auth: Arc::default(),
@@ -198,6 +201,8 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         clients: Default::default(),
         metrics: Default::default(),
         log_key,
+        // Commands check no DPoP proofs, so their nonce key is never used.
+        dpop_nonces: crate::crypto::dpop::NonceKey::generate(),
         node: Arc::from(crate::crypto::random::random_id()),
         upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
         forward_auth: Arc::default(),
@@ -279,6 +284,17 @@ async fn log_key(db: &Db) -> Result<crate::crypto::random::LogKey, StartupError>
         .await?;
     crate::crypto::random::LogKey::from_bytes(&stored)
         .ok_or_else(|| StartupError::Db(DbError::Corrupt("the stored log key is not 32 bytes".into())))
+}
+
+/// The key of DPoP nonces (RFC 9449 §8), made on first start and shared by every
+/// node, so a nonce one node hands out is accepted by all.
+async fn dpop_nonce_key(db: &Db) -> Result<crate::crypto::dpop::NonceKey, StartupError> {
+    let fresh = crate::crypto::dpop::NonceKey::generate();
+    let stored = db
+        .write(move |c| db::secrets::get_or_create(c, "dpop_nonce_key", fresh.as_bytes()))
+        .await?;
+    crate::crypto::dpop::NonceKey::from_bytes(&stored)
+        .ok_or_else(|| StartupError::Db(DbError::Corrupt("the stored DPoP nonce key is not 32 bytes".into())))
 }
 
 /// How long the node that purges holds the job before another may take it.

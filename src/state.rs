@@ -27,6 +27,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Keys the pseudonyms of unknown sign-in names in logs.
     pub log_key: crate::crypto::random::LogKey,
+    /// Keys the server's DPoP nonces (RFC 9449 §8): one secret in the database.
+    pub dpop_nonces: crate::crypto::dpop::NonceKey,
     /// This process among the nodes sharing a database: the holder of the leases of
     /// background jobs that run on one node at a time.
     pub node: Arc<str>,
@@ -62,6 +64,9 @@ impl AppState {
             clients: &self.clients,
             logout_wakeup: &self.logout_wakeup,
             now: self.clock.now(),
+            hasher: &self.hasher,
+            log_key: &self.log_key,
+            dpop_nonces: &self.dpop_nonces,
         }
     }
 }

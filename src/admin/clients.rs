@@ -22,6 +22,7 @@ pub const GRANT_TYPES: &[&str] = &[
     GrantType::RefreshToken.as_str(),
     GrantType::ClientCredentials.as_str(),
     GrantType::DeviceCode.as_str(),
+    GrantType::Password.as_str(),
 ];
 pub const ALGS: &[&str] = &["RS256", "ES256", "EdDSA"];
 
@@ -58,6 +59,18 @@ pub struct ClientSpec {
     pub web_origins: Vec<String>,
     /// Seconds a grant may be refreshed from its sign-in [default: the server's].
     pub grant_lifetime: Option<i64>,
+    /// RFC 9126 §5: authorization requests only through the PAR endpoint.
+    pub require_pushed_authorization_requests: bool,
+    /// RFC 9101 §10.5: authorization requests only as signed request objects.
+    pub require_signed_request_object: bool,
+    /// RFC 9449 §5.2: every token request carries a DPoP proof.
+    pub dpop_bound_access_tokens: bool,
+    /// The client's JWK Set by reference (RFC 7591 §2), instead of `jwks`.
+    pub jwks_uri: Option<String>,
+    /// Front-Channel Logout 1.0 §2: loaded in an iframe when a session ends.
+    pub frontchannel_logout_uri: Option<String>,
+    /// Adds `iss` and `sid` to the front-channel logout URI.
+    pub frontchannel_logout_session_required: bool,
 }
 
 /// The specification that would recreate `c` (for editing).
@@ -83,6 +96,12 @@ pub fn spec_of(c: &Client) -> ClientSpec {
         client_scopes: c.client_scopes.clone(),
         web_origins: c.web_origins.clone(),
         grant_lifetime: c.grant_lifetime,
+        require_pushed_authorization_requests: c.require_par,
+        require_signed_request_object: c.require_signed_request_object,
+        dpop_bound_access_tokens: c.dpop_bound,
+        jwks_uri: c.jwks_uri.clone(),
+        frontchannel_logout_uri: c.frontchannel_logout_uri.clone(),
+        frontchannel_logout_session_required: c.frontchannel_logout_session_required,
     }
 }
 
@@ -116,6 +135,13 @@ pub fn view(c: &Client) -> Value {
         "client_scopes": c.client_scopes,
         "web_origins": c.web_origins,
         "grant_lifetime": c.grant_lifetime,
+        "require_pushed_authorization_requests": c.require_par,
+        "require_signed_request_object": c.require_signed_request_object,
+        "dpop_bound_access_tokens": c.dpop_bound,
+        "jwks_uri": c.jwks_uri,
+        "frontchannel_logout_uri": c.frontchannel_logout_uri,
+        "frontchannel_logout_session_required": c.frontchannel_logout_session_required,
+        "origin": c.origin,
         "created_at": c.created_at,
     })
 }
@@ -177,6 +203,46 @@ fn parse_client_scopes(scopes: &[String], problems: &mut Problems) -> Vec<String
     out
 }
 
+/// A URL the server or a browser fetches for the client: absolute https, or http on a
+/// loopback host only (a developer's machine; the outbound fetcher refuses loopback
+/// targets outside its test mode anyway). A query is kept (Front-Channel Logout 1.0 §2
+/// allows one); a fragment is refused, as for redirect URIs.
+fn web_url(field: &str, u: &str, problems: &mut Problems) -> Option<String> {
+    let parsed = match url::Url::parse(u) {
+        Ok(url) => url,
+        Err(_) => {
+            problems.insert(field.into(), format!("{u}: not an absolute URL"));
+            return None;
+        }
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        None => false,
+    };
+    let problem = if parsed.host().is_none() || !matches!(parsed.scheme(), "http" | "https") {
+        Some("an http(s) URL with a host")
+    } else if parsed.scheme() == "http" && !loopback {
+        Some("https, or http only on a loopback host")
+    } else if parsed.fragment().is_some() || u.contains('#') {
+        Some("no fragment")
+    } else if !parsed.username().is_empty() || parsed.password().is_some() {
+        Some("no user name or password in the URL")
+    } else if u.len() > 2000 {
+        Some("at most 2000 characters")
+    } else {
+        None
+    };
+    match problem {
+        Some(why) => {
+            problems.insert(field.into(), format!("{u}: {why}"));
+            None
+        }
+        None => Some(u.to_string()),
+    }
+}
+
 fn ttl(field: &str, v: Option<i64>, min: i64, max: i64, problems: &mut Problems) -> Option<i64> {
     if let Some(n) = v.filter(|n| !(min..=max).contains(n)) {
         problems.insert(field.into(), format!("{n} is outside {min}–{max} seconds"));
@@ -208,7 +274,7 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
         }
         (Some(m), _) => m.clone(),
         (None, true) => "none".into(),
-        (None, false) if spec.jwks.is_some() => "private_key_jwt".into(),
+        (None, false) if spec.jwks.is_some() || spec.jwks_uri.is_some() => "private_key_jwt".into(),
         (None, false) => "client_secret_basic".into(),
     };
     let grant_types = if spec.grant_types.is_empty() {
@@ -238,6 +304,14 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
             "a public client cannot use client_credentials".into(),
         );
     }
+    // RFC 6749 §4.3 has no step where a person could approve the client: a client that
+    // must ask for consent cannot take passwords directly.
+    if spec.consent_required && grant_types.iter().any(|g| g == "password") {
+        p.insert(
+            "grant_types".into(),
+            "the password grant cannot ask for consent; untick consent or the password grant".into(),
+        );
+    }
     if spec.admin && (method == "none" || !grant_types.iter().any(|g| g == "client_credentials")) {
         p.insert(
             "admin".into(),
@@ -252,8 +326,24 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
         }
         None => None,
     };
-    if method == "private_key_jwt" && spec.jwks.is_none() {
-        p.insert("jwks".into(), "private_key_jwt needs the client's public keys".into());
+    let jwks_uri = spec
+        .jwks_uri
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .and_then(|u| web_url("jwks_uri", u, &mut p));
+    // RFC 7591 §2: `jwks` and `jwks_uri` MUST NOT both be present.
+    if spec.jwks.is_some() && jwks_uri.is_some() {
+        p.insert(
+            "jwks_uri".into(),
+            "give either jwks or jwks_uri, not both (RFC 7591 §2)".into(),
+        );
+    }
+    if method == "private_key_jwt" && spec.jwks.is_none() && jwks_uri.is_none() && !p.contains_key("jwks_uri") {
+        p.insert(
+            "jwks".into(),
+            "private_key_jwt needs the client's public keys (jwks or jwks_uri)".into(),
+        );
     }
     let alg = spec
         .id_token_signed_response_alg
@@ -275,6 +365,19 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     };
     let post_logout = parse_uris("post_logout_redirect_uris", &spec.post_logout_redirect_uris, &mut p);
     let backchannel = parse_uris("backchannel_logout_uri", spec.backchannel_logout_uri.as_slice(), &mut p).pop();
+    let frontchannel = spec
+        .frontchannel_logout_uri
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .and_then(|u| web_url("frontchannel_logout_uri", u, &mut p));
+    if spec.frontchannel_logout_session_required && frontchannel.is_none() && !p.contains_key("frontchannel_logout_uri")
+    {
+        p.insert(
+            "frontchannel_logout_session_required".into(),
+            "needs a frontchannel_logout_uri".into(),
+        );
+    }
     let name = spec.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     if name.is_some_and(|n| n.chars().count() > 100) {
         p.insert("name".into(), "at most 100 characters".into());
@@ -335,6 +438,12 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     client.client_scopes = client_scopes;
     client.web_origins = web_origins;
     client.grant_lifetime = grant_lifetime;
+    client.require_par = spec.require_pushed_authorization_requests;
+    client.require_signed_request_object = spec.require_signed_request_object;
+    client.dpop_bound = spec.dpop_bound_access_tokens;
+    client.jwks_uri = jwks_uri;
+    client.frontchannel_logout_uri = frontchannel;
+    client.frontchannel_logout_session_required = spec.frontchannel_logout_session_required;
     Ok((client, secret))
 }
 

@@ -11,6 +11,8 @@ pub mod mail;
 pub mod overview;
 pub mod presets;
 pub mod providers;
+pub mod registration;
+pub mod resources;
 pub mod users;
 
 use crate::error::Internal;

@@ -383,6 +383,27 @@ fn client_spec(f: &Fields<'_>, id: &str) -> Result<(ClientSpec, Option<PresetReq
     set!(admin, f.bool("admin")?.map(|b| b.v));
     set!(client_scopes, strings(f.strs("client_scopes")?));
     set!(web_origins, strings(f.strs("web_origins")?));
+    set!(
+        require_pushed_authorization_requests,
+        f.bool("require_pushed_authorization_requests")?.map(|b| b.v)
+    );
+    set!(
+        require_signed_request_object,
+        f.bool("require_signed_request_object")?.map(|b| b.v)
+    );
+    set!(
+        dpop_bound_access_tokens,
+        f.bool("dpop_bound_access_tokens")?.map(|b| b.v)
+    );
+    set!(jwks_uri, f.str("jwks_uri")?.map(|s| Some(s.v)));
+    set!(
+        frontchannel_logout_uri,
+        f.str("frontchannel_logout_uri")?.map(|s| Some(s.v))
+    );
+    set!(
+        frontchannel_logout_session_required,
+        f.bool("frontchannel_logout_session_required")?.map(|b| b.v)
+    );
     Ok((spec, request))
 }
 

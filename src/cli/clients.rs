@@ -42,6 +42,19 @@ pub enum ClientCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Create an initial access token for dynamic client registration (RFC 7591) and
+    /// print it alone on a line
+    RegistrationToken {
+        /// How long the token is valid (30m, 1h, 7d)
+        #[arg(long, default_value = "1h", value_name = "INTERVAL")]
+        ttl: String,
+        /// Registrations it allows [default: any number until it expires]
+        #[arg(long, value_name = "N")]
+        uses: Option<i64>,
+        /// Print {"token":…,"expires_at":…}
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -119,6 +132,24 @@ pub struct ClientAdd {
     /// Seconds a grant may be refreshed from its sign-in [default: the server's, 90 days]
     #[arg(long, value_name = "SECONDS")]
     pub(super) grant_lifetime: Option<i64>,
+    /// Authorization requests only through the PAR endpoint (RFC 9126 §5)
+    #[arg(long)]
+    pub(super) require_par: bool,
+    /// Authorization requests only as signed request objects (RFC 9101 §10.5)
+    #[arg(long)]
+    pub(super) require_signed_request_object: bool,
+    /// Every token request carries a DPoP proof (RFC 9449 §5.2 dpop_bound_access_tokens)
+    #[arg(long)]
+    pub(super) dpop_bound: bool,
+    /// Where the client publishes its public keys for private_key_jwt (https), instead of --jwks
+    #[arg(long, value_name = "URL", conflicts_with = "jwks")]
+    pub(super) jwks_uri: Option<String>,
+    /// Front-Channel Logout 1.0 URL, loaded in an iframe when a session ends (https)
+    #[arg(long, value_name = "URL")]
+    pub(super) frontchannel_logout_uri: Option<String>,
+    /// Add `iss` and `sid` to the front-channel logout URL
+    #[arg(long, requires = "frontchannel_logout_uri")]
+    pub(super) frontchannel_logout_session_required: bool,
     /// Print the result as JSON
     #[arg(long)]
     pub(super) json: bool,
@@ -173,6 +204,12 @@ pub(super) fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
         client_scopes: add.client_scopes.clone(),
         web_origins: add.web_origins.clone(),
         grant_lifetime: add.grant_lifetime,
+        require_pushed_authorization_requests: add.require_par,
+        require_signed_request_object: add.require_signed_request_object,
+        dpop_bound_access_tokens: add.dpop_bound,
+        jwks_uri: add.jwks_uri.clone(),
+        frontchannel_logout_uri: add.frontchannel_logout_uri.clone(),
+        frontchannel_logout_session_required: add.frontchannel_logout_session_required,
     })
 }
 
@@ -180,6 +217,9 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
     match cmd {
         ClientCommand::Claim(cmd) => super::claims::claim(settings, cmd),
         ClientCommand::Add(add) if add.preset.is_some() => super::presets::add(settings, &add),
+        ClientCommand::RegistrationToken { ttl, uses, json } => {
+            super::registration::registration_token(settings, &ttl, uses, json)
+        }
         ClientCommand::Presets { json } => {
             super::presets::list(json);
             Ok(())

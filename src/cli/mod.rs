@@ -9,7 +9,9 @@ mod keys;
 mod mail;
 mod presets;
 mod providers;
+mod registration;
 mod replica;
+mod resources;
 mod transfer;
 mod users;
 
@@ -23,6 +25,7 @@ pub use keys::{keys, KeysCommand};
 pub use mail::{mail, MailCommand};
 pub use providers::{provider, ProviderCommand};
 pub use replica::{backup_verify, replica_status, restore};
+pub use resources::{resource, ResourceCommand};
 pub use transfer::{export, import};
 pub use users::{user, UserCommand};
 

@@ -58,22 +58,23 @@ pub(crate) fn verifier_for(alg: &str, jwk: &Jwk) -> Option<Box<dyn JwsVerifier>>
 pub fn verify_with_jwks(jwks: &str, token: &str) -> Result<Map<String, Value>, JwtError> {
     let (alg, kid) = header_of(token)?;
     let set = JwkSet::from_bytes(jwks.as_bytes()).map_err(|_| JwtError::Invalid)?;
-    let candidates: Vec<&Jwk> = match &kid {
+    verify_with_set(&set, token, &alg, kid.as_deref()).ok_or(JwtError::Invalid)
+}
+
+/// The claims of `token` signed with `alg` by a key of `set`: the one `kid` names, or
+/// any that fits when there is none. A key registered for another algorithm, or for
+/// encryption, does not sign (RFC 7517 §4.2, §4.4).
+pub(crate) fn verify_with_set(set: &JwkSet, token: &str, alg: &str, kid: Option<&str>) -> Option<Map<String, Value>> {
+    let candidates: Vec<&Jwk> = match kid {
         Some(kid) => set.get(kid),
         None => set.keys(),
     };
-    for jwk in candidates {
-        if jwk.algorithm().is_some_and(|a| a != alg) {
-            continue;
-        }
-        let Some(verifier) = verifier_for(&alg, jwk) else {
-            continue;
-        };
-        if let Ok((payload, _)) = jwt::decode_with_verifier(token, verifier.as_ref()) {
-            return Ok(payload.claims_set().clone());
-        }
-    }
-    Err(JwtError::Invalid)
+    candidates
+        .into_iter()
+        .filter(|jwk| jwk.algorithm().is_none_or(|a| a == alg) && jwk.key_use().is_none_or(|u| u == "sig"))
+        .filter_map(|jwk| verifier_for(alg, jwk))
+        .find_map(|verifier| jwt::decode_with_verifier(token, verifier.as_ref()).ok())
+        .map(|(payload, _)| payload.claims_set().clone())
 }
 
 /// `client_secret_jwt`: an HMAC keyed with the client secret (RFC 7523 §2.2).

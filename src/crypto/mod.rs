@@ -2,9 +2,11 @@
 //! The only module that uses josekit.
 
 pub mod assertion;
+pub mod dpop;
 pub mod jwt;
 pub mod keys;
 pub mod random;
+pub mod request_jwt;
 pub mod sealed;
 pub mod webauthn;
 #[cfg(any(test, feature = "testing"))]

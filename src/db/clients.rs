@@ -51,7 +51,32 @@ pub struct Client {
     pub grant_lifetime: Option<i64>,
     /// Claims its tokens and userinfo carry by rule (docs/PROTOCOL.md "Claim mapping").
     pub claim_rules: Vec<super::claim_rules::ClaimRule>,
+    /// RFC 9126 §6: authorization requests only through the PAR endpoint.
+    pub require_par: bool,
+    /// RFC 9101 §10.5: authorization requests only as signed request objects.
+    pub require_signed_request_object: bool,
+    /// RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request carries a proof.
+    pub dpop_bound: bool,
+    /// The client's JWK Set by reference (RFC 7591 §2), instead of `jwks`.
+    pub jwks_uri: Option<String>,
+    pub frontchannel_logout_uri: Option<String>,
+    pub frontchannel_logout_session_required: bool,
+    /// How the client came to be: one of `ORIGIN_*`.
+    pub origin: String,
+    /// SHA-256 of the RFC 7592 registration access token (registered clients only).
+    pub registration_token_hash: Option<TokenHash>,
+    /// What a registration or metadata document said for people to see, as JSON.
+    pub registration_metadata: Option<String>,
+    /// When a metadata-document client must be fetched again.
+    pub metadata_expires_at: Option<i64>,
 }
+
+/// Registered by an administrator: the CLI, the admin pages or API, `tessera apply`.
+pub const ORIGIN_ADMIN: &str = "admin";
+/// Registered through the RFC 7591 registration endpoint.
+pub const ORIGIN_REGISTRATION: &str = "registration";
+/// A client ID metadata document: the client_id is the URL its metadata is fetched from.
+pub const ORIGIN_METADATA_DOCUMENT: &str = "metadata_document";
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -94,6 +119,16 @@ impl Client {
             web_origins: Vec::new(),
             grant_lifetime: None,
             claim_rules: Vec::new(),
+            require_par: false,
+            require_signed_request_object: false,
+            dpop_bound: false,
+            jwks_uri: None,
+            frontchannel_logout_uri: None,
+            frontchannel_logout_session_required: false,
+            origin: ORIGIN_ADMIN.to_string(),
+            registration_token_hash: None,
+            registration_metadata: None,
+            metadata_expires_at: None,
         }
     }
 
@@ -109,7 +144,9 @@ impl Client {
 const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
     token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
     secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, access_token_ttl,
-    refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime";
+    refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime, require_pushed_authorization_requests,
+    require_signed_request_object, dpop_bound_access_tokens, jwks_uri, frontchannel_logout_uri,
+    frontchannel_logout_session_required, origin, registration_token_hash, registration_metadata, metadata_expires_at";
 
 fn json_list(text: String, column: &str) -> Result<Vec<String>, DbError> {
     serde_json::from_str(&text).map_err(|e| DbError::Corrupt(format!("clients.{column} is not a JSON list: {e}")))
@@ -148,6 +185,16 @@ fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
         grant_lifetime: r.get(20)?,
         // Filled from client_claims by `with_groups`.
         claim_rules: Vec::new(),
+        require_par: r.get(21)?,
+        require_signed_request_object: r.get(22)?,
+        dpop_bound: r.get(23)?,
+        jwks_uri: r.get(24)?,
+        frontchannel_logout_uri: r.get(25)?,
+        frontchannel_logout_session_required: r.get(26)?,
+        origin: r.get(27)?,
+        registration_token_hash: r.get::<Option<Vec<u8>>>(28)?.as_deref().and_then(TokenHash::from_slice),
+        registration_metadata: r.get(29)?,
+        metadata_expires_at: r.get(30)?,
     })
 }
 
@@ -160,7 +207,8 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
     conn.exec(
         &format!(
             "INSERT INTO clients ({COLUMNS}, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?6)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+                 ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?6)"
         ),
         args![
             c.client_id,
@@ -184,6 +232,16 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
             to_json(&c.client_scopes),
             to_json(&c.web_origins),
             c.grant_lifetime,
+            c.require_par,
+            c.require_signed_request_object,
+            c.dpop_bound,
+            c.jwks_uri,
+            c.frontchannel_logout_uri,
+            c.frontchannel_logout_session_required,
+            c.origin,
+            c.registration_token_hash.as_ref().map(|h| h.as_bytes().to_vec()),
+            c.registration_metadata,
+            c.metadata_expires_at,
         ],
     )?;
     set_allowed_groups(conn, &c.client_id, &c.allowed_groups)?;
@@ -200,7 +258,9 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
             backchannel_logout_session_required = ?12, access_token_ttl = ?13,
             refresh_token_ttl = ?14, admin = ?15, updated_at = ?16, client_scopes = ?17, web_origins = ?18,
-            grant_lifetime = ?19
+            grant_lifetime = ?19, require_pushed_authorization_requests = ?20, require_signed_request_object = ?21,
+            dpop_bound_access_tokens = ?22, jwks_uri = ?23, frontchannel_logout_uri = ?24,
+            frontchannel_logout_session_required = ?25, registration_metadata = ?26, metadata_expires_at = ?27
          WHERE client_id = ?1",
         args![
             c.client_id,
@@ -221,7 +281,15 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             now,
             to_json(&c.client_scopes),
             to_json(&c.web_origins),
-            c.grant_lifetime
+            c.grant_lifetime,
+            c.require_par,
+            c.require_signed_request_object,
+            c.dpop_bound,
+            c.jwks_uri,
+            c.frontchannel_logout_uri,
+            c.frontchannel_logout_session_required,
+            c.registration_metadata,
+            c.metadata_expires_at
         ],
     )?;
     if n != 1 {

@@ -21,13 +21,18 @@ pub struct NewCode<'a> {
     pub amr: &'a str,
     pub now: i64,
     pub expires_at: i64,
+    /// RFC 8707 resources the request named (space-separated), if any.
+    pub resource: Option<&'a str>,
+    /// RFC 9449 §10: the JWK thumbprint the code is bound to (`dpop_jkt`).
+    pub dpop_jkt: Option<&'a str>,
 }
 
 pub fn insert_code(conn: &Tx<'_>, c: &NewCode<'_>) -> Result<(), DbError> {
     conn.exec(
         "INSERT INTO auth_codes (code_hash, grant_id, client_id, user_id, redirect_uri, scope, nonce,
-                                 code_challenge, sid, auth_time, created_at, expires_at, claims_request, amr)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                 code_challenge, sid, auth_time, created_at, expires_at, claims_request, amr,
+                                 resource, dpop_jkt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         args![
             c.code_hash.as_bytes(),
             c.grant_id,
@@ -42,7 +47,9 @@ pub fn insert_code(conn: &Tx<'_>, c: &NewCode<'_>) -> Result<(), DbError> {
             c.now,
             c.expires_at,
             c.claims_request,
-            c.amr
+            c.amr,
+            c.resource,
+            c.dpop_jkt
         ],
     )?;
     Ok(())
@@ -62,6 +69,8 @@ pub struct Code {
     pub expires_at: i64,
     pub claims_request: Option<String>,
     pub amr: String,
+    pub resource: Option<String>,
+    pub dpop_jkt: Option<String>,
 }
 
 /// The outcome of presenting a single-use value.
@@ -80,7 +89,7 @@ pub fn consume_code(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Consume
     let fresh = conn.row(
         "UPDATE auth_codes SET used_at = ?2 WHERE code_hash = ?1 AND used_at IS NULL
          RETURNING grant_id, client_id, user_id, redirect_uri, scope, nonce, code_challenge, sid, auth_time,
-                   expires_at, claims_request, amr",
+                   expires_at, claims_request, amr, resource, dpop_jkt",
         args![hash.as_bytes(), now],
         |r| {
             Ok(Code {
@@ -96,6 +105,8 @@ pub fn consume_code(conn: &Tx<'_>, hash: &TokenHash, now: i64) -> Result<Consume
                 expires_at: r.get(9)?,
                 claims_request: r.get(10)?,
                 amr: r.get(11)?,
+                resource: r.get(12)?,
+                dpop_jkt: r.get(13)?,
             })
         },
     )?;
@@ -129,12 +140,17 @@ pub struct Grant {
     /// When the grant was opened (the sign-in or code exchange); its absolute lifetime
     /// counts from here.
     pub created_at: i64,
+    /// RFC 8707 resources its tokens are for (space-separated); `None`: the client.
+    pub resource: Option<String>,
+    /// RFC 9449 §5: the JWK thumbprint its refresh tokens are bound to.
+    pub dpop_jkt: Option<String>,
 }
 
 pub fn insert_grant(conn: &Tx<'_>, g: &Grant, now: i64) -> Result<(), DbError> {
     conn.exec(
-        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request, amr)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO grants (id, client_id, user_id, scope, sid, auth_time, nonce, created_at, expires_at, claims_request, amr,
+                             resource, dpop_jkt)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         args![
         g.id,
         g.client_id,
@@ -146,14 +162,17 @@ pub fn insert_grant(conn: &Tx<'_>, g: &Grant, now: i64) -> Result<(), DbError> {
         now,
         g.expires_at,
         g.claims_request,
-        g.amr
+        g.amr,
+        g.resource,
+        g.dpop_jkt
         ],
     )?;
     Ok(())
 }
 
 const GRANT_COLUMNS: &str =
-    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr, created_at";
+    "id, client_id, user_id, scope, sid, auth_time, nonce, expires_at, revoked_at, claims_request, amr, created_at,
+     resource, dpop_jkt";
 
 fn grant_from_row(r: &Row<'_>) -> Result<Grant, DbError> {
     Ok(Grant {
@@ -169,6 +188,8 @@ fn grant_from_row(r: &Row<'_>) -> Result<Grant, DbError> {
         claims_request: r.get(9)?,
         amr: r.get(10)?,
         created_at: r.get(11)?,
+        resource: r.get(12)?,
+        dpop_jkt: r.get(13)?,
     })
 }
 

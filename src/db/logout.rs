@@ -30,6 +30,19 @@ pub fn audience_of_session(conn: &Tx<'_>, sid: &str) -> Result<Vec<Audience>, Db
     )
 }
 
+/// Front-Channel Logout 1.0 §2: the `frontchannel_logout_uri` (and whether it wants
+/// `iss` and `sid`) of each client that holds a grant from session `sid`, by client id.
+pub fn frontchannel_of_session(conn: &Tx<'_>, sid: &str) -> Result<Vec<(String, bool)>, DbError> {
+    conn.rows(
+        "SELECT DISTINCT c.client_id, c.frontchannel_logout_uri, c.frontchannel_logout_session_required
+         FROM grants g JOIN clients c ON c.client_id = g.client_id
+         WHERE g.sid = ?1 AND c.frontchannel_logout_uri IS NOT NULL
+         ORDER BY c.client_id",
+        args![sid],
+        |r| Ok((r.get::<String>(1)?, r.get::<bool>(2)?)),
+    )
+}
+
 /// Ends the grants of a session that were not granted for offline use.
 pub fn revoke_session_grants(conn: &Tx<'_>, sid: &str, now: i64) -> Result<usize, DbError> {
     conn.exec(

@@ -26,6 +26,9 @@ const TARGETS: &[(&str, &str, &str)] = &[
     ("setup_tokens", "token_hash", "expires_at < ?1"),
     ("webauthn_challenges", "challenge_hash", "expires_at < ?1"),
     ("email_tokens", "id", "expires_at < ?1"),
+    ("pushed_requests", "handle_hash", "expires_at < ?1"),
+    ("seen_jtis", "kind, jti", "expires_at < ?1"),
+    ("registration_tokens", "token_hash", "expires_at < ?1"),
     // Sent and given-up mail is shown in the queue view for 30 days.
     (
         "mail_outbox",

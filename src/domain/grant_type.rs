@@ -8,14 +8,17 @@ pub enum GrantType {
     RefreshToken,
     ClientCredentials,
     DeviceCode,
+    /// RFC 6749 §4.3, only for clients that opt in (RFC 9700 §2.4 says MUST NOT).
+    Password,
 }
 
 impl GrantType {
-    pub const ALL: [GrantType; 4] = [
+    pub const ALL: [GrantType; 5] = [
         GrantType::AuthorizationCode,
         GrantType::RefreshToken,
         GrantType::ClientCredentials,
         GrantType::DeviceCode,
+        GrantType::Password,
     ];
 
     pub fn parse(s: &str) -> Result<Self, ParseError> {
@@ -32,6 +35,7 @@ impl GrantType {
             GrantType::RefreshToken => "refresh_token",
             GrantType::ClientCredentials => "client_credentials",
             GrantType::DeviceCode => "urn:ietf:params:oauth:grant-type:device_code",
+            GrantType::Password => "password",
         }
     }
 }
@@ -45,7 +49,8 @@ mod tests {
         for g in GrantType::ALL {
             assert_eq!(GrantType::parse(g.as_str()), Ok(g));
         }
-        assert!(GrantType::parse("password").is_err());
+        assert_eq!(GrantType::parse("password"), Ok(GrantType::Password));
+        assert!(GrantType::parse("implicit").is_err());
         assert!(GrantType::parse("").is_err());
     }
 }

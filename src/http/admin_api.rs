@@ -42,6 +42,11 @@ async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpRespon
             else {
                 return Err(invalid());
             };
+            // RFC 9449 §7.2: a DPoP-bound token is no bearer token, and this API
+            // takes bearer tokens only.
+            if crate::oidc::dpop::bound_key(&at.claims).is_some() {
+                return Err(invalid());
+            }
             let client_id = at.str_claim("client_id").to_string();
             let scoped = at.str_claim("scope").split(' ').any(|s| s == ADMIN_SCOPE);
             // Only a client's own token (client credentials) acts as an admin client.
@@ -490,6 +495,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/invitations", web::get().to(invitations_list))
             .route("/invitations", web::post().to(invitations_create))
             .route("/invitations/{id}", web::delete().to(invitation_delete))
+            .route(
+                "/registration-tokens",
+                web::get().to(super::admin_registration::api_list),
+            )
+            .route(
+                "/registration-tokens",
+                web::post().to(super::admin_registration::api_create),
+            )
+            .route(
+                "/registration-tokens/{id}",
+                web::delete().to(super::admin_registration::api_revoke),
+            )
             .route("/users/{id}/deletion/approve", web::post().to(user_deletion_approve))
             .route("/users/{id}/deletion", web::delete().to(user_deletion_reject))
             .default_service(web::to(unknown)),

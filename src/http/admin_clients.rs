@@ -62,6 +62,7 @@ const GRANT_LABELS: &[(&str, &str)] = &[
         "urn:ietf:params:oauth:grant-type:device_code",
         "Device code (TVs, CLIs)",
     ),
+    ("password", "Resource owner password (legacy, not recommended)"),
 ];
 
 #[derive(Template)]
@@ -78,6 +79,8 @@ struct ClientPage<'a> {
     grant_lifetime: String,
     groups: Vec<Group>,
     grant_types: Vec<(&'static str, &'static str, bool)>,
+    /// The password grant is on: the page warns (RFC 9700 §2.4).
+    password_grant: bool,
     algs: &'static [&'static str],
     problems: Problems,
     /// The claim mapping section (templates/admin_client_claims.html).
@@ -119,6 +122,7 @@ async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: Cli
                 .iter()
                 .map(|(v, l)| (*v, *l, view.spec.grant_types.iter().any(|g| g == v)))
                 .collect(),
+            password_grant: view.spec.grant_types.iter().any(|g| g == "password"),
             refresh_ttl: ttl(view.spec.refresh_token_ttl),
             grant_lifetime: ttl(view.spec.grant_lifetime),
             spec: view.spec,
@@ -159,6 +163,11 @@ fn lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A text field left empty is a setting not given.
+fn optional(form: &Form, field: &str) -> Option<String> {
+    Some(form.get(field).trim().to_string()).filter(|u| !u.is_empty())
+}
+
 /// The form as a specification; number fields that are not numbers are problems.
 fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
     let mut problems = Problems::new();
@@ -185,11 +194,17 @@ fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
         refresh_token_ttl: refresh,
         id_token_signed_response_alg: Some(form.get("id_token_signed_response_alg").to_string()),
         refresh_tokens: Some(form.get("refresh_tokens").to_string()),
-        backchannel_logout_uri: Some(form.get("backchannel_logout_uri").trim().to_string()).filter(|u| !u.is_empty()),
+        backchannel_logout_uri: optional(form, "backchannel_logout_uri"),
         admin: form.checked("admin"),
         client_scopes: form.get("client_scopes").split_whitespace().map(String::from).collect(),
         web_origins: lines(form.get("web_origins")),
         grant_lifetime,
+        require_pushed_authorization_requests: form.checked("require_pushed_authorization_requests"),
+        require_signed_request_object: form.checked("require_signed_request_object"),
+        dpop_bound_access_tokens: form.checked("dpop_bound_access_tokens"),
+        jwks_uri: optional(form, "jwks_uri"),
+        frontchannel_logout_uri: optional(form, "frontchannel_logout_uri"),
+        frontchannel_logout_session_required: form.checked("frontchannel_logout_session_required"),
         ..base
     };
     (spec, problems)

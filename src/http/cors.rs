@@ -32,8 +32,9 @@ fn audience(path: &str) -> Option<(Audience, &'static str)> {
 
 /// The headers a browser app sends to these endpoints besides the simple ones.
 const ALLOW_HEADERS: &str = "Authorization, Content-Type, DPoP";
-/// Headers the app may read from an answer (the bearer error lives in the first).
-const EXPOSE_HEADERS: &str = "WWW-Authenticate, Retry-After";
+/// Headers the app may read from an answer (the bearer error lives in the first; a
+/// browser app needs the DPoP nonce of the last, RFC 9449 §8.1).
+const EXPOSE_HEADERS: &str = "WWW-Authenticate, Retry-After, DPoP-Nonce";
 
 fn origin(req: &HttpRequest) -> Option<String> {
     req.headers()

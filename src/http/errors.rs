@@ -73,6 +73,34 @@ pub fn bearer(e: Option<&OAuthError>) -> HttpResponse {
         .json(json_body(e))
 }
 
+/// RFC 9449 §8.1: the nonce the client must put in its next DPoP proofs, on any
+/// answer of an endpoint that checks proofs.
+pub fn with_dpop_nonce(mut resp: HttpResponse, nonce: Option<&str>) -> HttpResponse {
+    if let Some(v) = nonce.and_then(|n| header::HeaderValue::from_str(n).ok()) {
+        resp.headers_mut()
+            .insert(header::HeaderName::from_static("dpop-nonce"), v);
+    }
+    resp
+}
+
+/// An error at a resource for a DPoP-bound token, or a proof (RFC 9449 §7.1): the
+/// challenge names the DPoP scheme, the algorithms a proof may use and only the fixed
+/// error code (as in `bearer`); `use_dpop_nonce` answers 401 too (§9), with the nonce.
+pub fn dpop_challenge(e: &OAuthError, nonce: Option<&str>) -> HttpResponse {
+    let status = match e.code {
+        ErrorCode::InvalidToken | ErrorCode::InvalidDpopProof | ErrorCode::UseDpopNonce => StatusCode::UNAUTHORIZED,
+        ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+        _ => return oauth_json(e),
+    };
+    let algs = crate::oidc::discovery::CLIENT_SIGNING_ALGS.join(" ");
+    let challenge = format!(r#"DPoP algs="{algs}", error="{}""#, e.code.as_str());
+    let mut b = HttpResponse::build(status);
+    no_store(&mut b);
+    b.insert_header((header::WWW_AUTHENTICATE, challenge));
+    let nonce = nonce.filter(|_| e.code == ErrorCode::UseDpopNonce);
+    with_dpop_nonce(b.json(json_body(e)), nonce)
+}
+
 /// Authorization errors: a page when the client cannot be trusted, otherwise a
 /// redirect back to it (RFC 6749 §4.1.2.1).
 pub fn authorize(e: AuthorizeError) -> HttpResponse {
@@ -258,6 +286,24 @@ mod tests {
             resp.headers().get(header::WWW_AUTHENTICATE).unwrap(),
             r#"Bearer realm="tessera", error="invalid_request""#
         );
+    }
+
+    #[test]
+    fn dpop_challenges_name_the_scheme_and_carry_the_nonce_only_when_asked_for() {
+        let resp = dpop_challenge(&OAuthError::new(ErrorCode::UseDpopNonce, "x"), Some("n1"));
+        assert_eq!(resp.status(), 401);
+        assert_eq!(
+            resp.headers().get(header::WWW_AUTHENTICATE).unwrap(),
+            r#"DPoP algs="RS256 PS256 ES256 EdDSA", error="use_dpop_nonce""#
+        );
+        assert_eq!(resp.headers().get("dpop-nonce").unwrap(), "n1");
+        let resp = dpop_challenge(&OAuthError::new(ErrorCode::InvalidDpopProof, "x"), Some("n1"));
+        assert_eq!(resp.status(), 401);
+        assert!(resp.headers().get("dpop-nonce").is_none());
+        assert_eq!(dpop_challenge(&OAuthError::invalid_request("x"), None).status(), 400);
+        let resp = with_dpop_nonce(oauth_json(&OAuthError::new(ErrorCode::UseDpopNonce, "x")), Some("n2"));
+        assert_eq!(resp.status(), 400);
+        assert_eq!(resp.headers().get("dpop-nonce").unwrap(), "n2");
     }
 
     #[test]

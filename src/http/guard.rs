@@ -84,6 +84,14 @@ pub fn limit_account(state: &AppState, username: &str) -> Option<HttpResponse> {
     Some(too_many_page(wait))
 }
 
+/// A 429 for the password grant (RFC 6749 §4.3) when an account name has had too many
+/// sign-in attempts: the login form's per-account limit, answered as JSON.
+pub fn limit_account_json(state: &AppState, username: &str) -> Option<HttpResponse> {
+    let wait = state.limits.check_account(username).err()?;
+    state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+    Some(too_many_json(wait))
+}
+
 /// A 429 page when an account has had too many second-factor attempts.
 pub fn limit_second_factor(state: &AppState, user_id: i64) -> Option<HttpResponse> {
     let wait = state.limits.check_second_factor(user_id).err()?;

@@ -8,6 +8,7 @@ use askama::Template;
 use subtle::ConstantTimeEq;
 
 use super::{cookies, errors, guard, pages, params};
+use crate::oidc::frontchannel::{self, Frame};
 use crate::oidc::interaction::current_session;
 use crate::oidc::logout::{self, LogoutError, LogoutRequest};
 use crate::state::AppState;
@@ -22,9 +23,19 @@ struct ConfirmPage<'a> {
     state: Option<&'a str>,
 }
 
+/// Front-Channel Logout 1.0 §3: one hidden iframe per client of the ended session
+/// that registered a front-channel URI, and (when the client asked to be sent back)
+/// the link the page continues to once they have had time to load.
 #[derive(Template)]
 #[template(path = "signed_out.html")]
-struct SignedOutPage;
+struct SignedOutPage<'a> {
+    frames: &'a [Frame],
+    continue_to: Option<&'a str>,
+}
+
+/// Seconds the signed-out page waits for its iframes before following
+/// `post_logout_redirect_uri` (§3 lets the OP choose; the frames load in parallel).
+const FRAMES_WAIT: u32 = 2;
 
 pub async fn logout_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     logout(&req, &state, req.query_string().as_bytes(), false).await
@@ -67,7 +78,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
         Err(e) => return errors::server_page(e),
     };
     let (Some(session), Some(cookie)) = (session, cookie) else {
-        return finished(state, &request);
+        return finished(state, &request, &[]);
     };
     let csrf_ok = confirmed && {
         let given = pairs
@@ -92,6 +103,11 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if !csrf_ok && !proven {
         return confirmation(state, &pairs, &cookie, session.user_id).await;
     }
+    // Read while the session still stands, as back-channel logout reads its audience.
+    let frames = match frontchannel::frames(&cx, &session.sid).await {
+        Ok(f) => f,
+        Err(e) => return errors::server_page(e),
+    };
     if let Err(e) = logout::end_session(&cx, &session).await {
         return errors::server_page(e);
     }
@@ -103,7 +119,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
         .ip(Some(super::guard::ip_text(req, state)))
         .log(state)
         .await;
-    finished(state, &request)
+    finished(state, &request, &frames)
 }
 
 async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str, user_id: i64) -> HttpResponse {
@@ -126,16 +142,32 @@ async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str
 /// After logout (or when nobody was signed in): back to the client if it registered
 /// where, otherwise a page; the session cookie is cleared either way, and the
 /// forward-auth cookie too (it no longer opens anything: its session has ended).
-fn finished(state: &AppState, request: &LogoutRequest) -> HttpResponse {
-    let mut resp = match &request.post_logout_redirect_uri {
-        Some(uri) => {
-            let mut q = Vec::new();
-            if let Some(s) = &request.state {
-                q.push(("state", s.as_str()));
-            }
-            errors::redirect(&uri.with_query(&q))
+/// With front-channel frames the page is shown first, and continues to the client by
+/// a `Refresh` header (HTML §7.11.1, no script needed) and a link.
+fn finished(state: &AppState, request: &LogoutRequest, frames: &[Frame]) -> HttpResponse {
+    let back = request.post_logout_redirect_uri.as_ref().map(|uri| {
+        let mut q = Vec::new();
+        if let Some(s) = &request.state {
+            q.push(("state", s.as_str()));
         }
-        None => pages::render(StatusCode::OK, &SignedOutPage),
+        uri.with_query(&q)
+    });
+    let mut resp = match back {
+        Some(to) if frames.is_empty() => errors::redirect(&to),
+        back => {
+            let page = SignedOutPage {
+                frames,
+                continue_to: back.as_deref(),
+            };
+            let mut resp = pages::render_with_frames(StatusCode::OK, &page, &frontchannel::origins(frames));
+            if let Some(to) = back.as_deref() {
+                if let Ok(v) = actix_web::http::header::HeaderValue::from_str(&format!("{FRAMES_WAIT}; url={to}")) {
+                    resp.headers_mut()
+                        .insert(actix_web::http::header::HeaderName::from_static("refresh"), v);
+                }
+            }
+            resp
+        }
     };
     let clear = Cookie::build(cookies::session_name(state), "")
         .path("/")

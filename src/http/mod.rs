@@ -12,6 +12,7 @@ pub mod admin_clients;
 pub mod admin_groups;
 mod admin_presets;
 mod admin_providers;
+mod admin_registration;
 pub mod admin_users;
 pub mod assets;
 pub mod authorize;
@@ -27,16 +28,19 @@ pub mod invite;
 pub mod login;
 pub mod logout;
 pub mod pages;
+pub mod par;
 pub mod params;
 pub mod passkeys;
 pub mod portal;
 pub mod probes;
+pub mod register;
 pub mod reset;
 pub mod setup;
 pub mod signin_link;
 pub mod signup;
 pub mod token;
 pub mod userinfo;
+pub mod webfinger;
 
 use actix_web::web;
 
@@ -50,12 +54,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     admin_claims::routes(cfg);
     admin_apps::routes(cfg);
     admin_providers::routes(cfg);
+    admin_registration::routes(cfg);
     admin_api::routes(cfg);
     admin_clients::routes(cfg);
     cors::routes(cfg);
     federation::routes(cfg);
     forward_auth::routes(cfg);
+    par::routes(cfg);
+    register::routes(cfg);
+    webfinger::routes(cfg);
     cfg.route("/.well-known/openid-configuration", web::get().to(discovery::discovery))
+        .route(
+            "/.well-known/oauth-authorization-server",
+            web::get().to(discovery::discovery),
+        )
         .route("/jwks", web::get().to(discovery::jwks))
         .route("/healthz", web::get().to(probes::healthz))
         .route("/readyz", web::get().to(probes::readyz))

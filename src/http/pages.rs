@@ -139,6 +139,21 @@ pub fn html(status: StatusCode) -> actix_web::HttpResponseBuilder {
     b
 }
 
+/// The signed-out page with Front-Channel Logout 1.0 iframes (§3): the default policy
+/// with `frame-src` for exactly the origins of those iframes, on that page only.
+/// `origins` are serialized `scheme://host[:port]` (no spaces or `;`).
+pub fn render_with_frames(status: StatusCode, page: &impl Template, origins: &[String]) -> HttpResponse {
+    let mut b = html(status);
+    if !origins.is_empty() {
+        b.insert_header((header::CONTENT_SECURITY_POLICY, frames_csp(origins)));
+    }
+    render_with(b, page)
+}
+
+fn frames_csp(origins: &[String]) -> String {
+    format!("{CSP}; frame-src {}", origins.join(" "))
+}
+
 /// Renders a template into a finished response; a rendering failure (a bug, not
 /// input) is logged and answered with a plain page.
 pub fn render(status: StatusCode, page: &impl Template) -> HttpResponse {
@@ -163,6 +178,13 @@ pub fn error_page(status: StatusCode, title: &str, message: &str, hint: &str) ->
 mod tests {
     use super::*;
     use base64::Engine;
+
+    #[test]
+    fn the_frames_csp_adds_frame_src_to_the_default() {
+        let csp = frames_csp(&["https://a.example".into(), "http://127.0.0.1:9".into()]);
+        assert_eq!(csp, format!("{CSP}; frame-src https://a.example http://127.0.0.1:9"));
+        assert!(!CSP.contains("frame-src"));
+    }
 
     #[test]
     fn the_form_post_csp_allows_exactly_its_script() {

@@ -27,10 +27,26 @@ pub fn pairs(raw: &[u8]) -> Result<Vec<(String, String)>, OAuthError> {
     Ok(pairs)
 }
 
-/// A form where every parameter appears once (RFC 6749 §3.1, §3.2).
+/// A form where every parameter appears once (RFC 6749 §3.1, §3.2), except
+/// `resource`, which RFC 8707 §2 lets repeat: its values are kept space-separated
+/// (an absolute URI holds no space, so one that does is refused).
 pub fn unique_form(raw: &[u8]) -> Result<HashMap<String, String>, OAuthError> {
-    let mut map = HashMap::new();
+    let mut map: HashMap<String, String> = HashMap::new();
     for (k, v) in pairs(raw)? {
+        if k == "resource" {
+            if v.is_empty() || v.chars().any(char::is_whitespace) {
+                return Err(OAuthError::new(
+                    crate::oidc::ErrorCode::InvalidTarget,
+                    "a resource is an absolute URI without spaces",
+                ));
+            }
+            let joined = map.entry(k).or_default();
+            if !joined.is_empty() {
+                joined.push(' ');
+            }
+            joined.push_str(&v);
+            continue;
+        }
         if map.insert(k.clone(), v).is_some() {
             return Err(OAuthError::invalid_request(format!("the `{k}` parameter is repeated")));
         }

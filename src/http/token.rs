@@ -34,21 +34,31 @@ fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
 
 pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     let cx = state.ctx();
-    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
+    if let Some(limited) =
+        guard::limit_json(&req, &state, Bucket::Token).or_else(|| password_limits(&req, &state, &body))
+    {
         return limited;
     }
+    let dpop = super::userinfo::dpop_header(&req);
     let result = async {
         let (client, form) = authenticated(&req, &cx, &body).await?;
-        let resp = grants::grant(&cx, &client, &form, &super::guard::ip_text(&req, &state)).await?;
+        let proof = dpop.as_ref().map_err(Clone::clone)?.as_deref();
+        let resp = grants::grant(&cx, &client, &form, &super::guard::ip_text(&req, &state), proof).await?;
         state
             .metrics
             .token_issued(form.get("grant_type").map(String::as_str).unwrap_or_default());
         Ok(resp)
     }
     .await;
-    match result {
+    let answer = match result {
         Ok(resp) => ok_json(&resp),
         Err(e) => errors::oauth_json(&e),
+    };
+    // RFC 9449 §8: whoever sends proofs learns the nonce for the next one, with every
+    // answer (the `use_dpop_nonce` error above all).
+    match dpop {
+        Ok(Some(_)) => errors::with_dpop_nonce(answer, crate::oidc::dpop::nonce(&cx).as_deref()),
+        _ => answer,
     }
 }
 
@@ -57,13 +67,23 @@ pub async fn introspect(req: HttpRequest, state: web::Data<AppState>, body: Byte
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Introspect) {
         return limited;
     }
+    let wants_jwt = accepts(&req, INTROSPECTION_JWT);
     let result = async {
         let (client, form) = authenticated(&req, &cx, &body).await?;
-        inspect::introspect(&cx, &client, form.get("token").map(String::as_str)).await
+        let answer = inspect::introspect(&cx, &client, form.get("token").map(String::as_str)).await?;
+        Ok(match wants_jwt {
+            true => Introspected::Jwt(inspect::as_jwt(&cx, &client, answer)?),
+            false => Introspected::Json(answer),
+        })
     }
     .await;
     match result {
-        Ok(v) => ok_json(&v),
+        Ok(Introspected::Json(v)) => ok_json(&v),
+        Ok(Introspected::Jwt(jwt)) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.content_type(INTROSPECTION_JWT).body(jwt)
+        }
         Err(e) => errors::oauth_json(&e),
     }
 }
@@ -97,4 +117,45 @@ pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         }
         Err(e) => errors::oauth_json(&e),
     }
+}
+
+/// RFC 6749 §4.3.2: the password grant must be protected against brute force. It gets
+/// the login form's limits, per address and per account name, before any password is
+/// hashed (and before the client is even authenticated, as the form does too).
+fn password_limits(req: &HttpRequest, state: &AppState, body: &Bytes) -> Option<HttpResponse> {
+    let form = params::unique_form(body).ok()?;
+    if form.get("grant_type").map(String::as_str) != Some("password") {
+        return None;
+    }
+    guard::limit_json(req, state, Bucket::Login).or_else(|| {
+        let username = form.get("username").map(String::as_str).unwrap_or_default();
+        guard::limit_account_json(state, username)
+    })
+}
+
+/// RFC 9701 §4: the media type a caller sends in `Accept` to get a signed answer.
+const INTROSPECTION_JWT: &str = "application/token-introspection+jwt";
+
+enum Introspected {
+    Json(serde_json::Value),
+    Jwt(String),
+}
+
+/// Whether `Accept` lists `media` (parameters ignored, case-insensitive; `q=0` means
+/// "not this one", RFC 9110 §12.5.1). Wildcards do not count: the JWT answer is only
+/// for callers that ask for it by name, and everyone else keeps plain JSON.
+fn accepts(req: &HttpRequest, media: &str) -> bool {
+    req.headers()
+        .get_all(actix_web::http::header::ACCEPT)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';').map(str::trim);
+            let named = parts.next().is_some_and(|t| t.eq_ignore_ascii_case(media));
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .is_some_and(|q| q.parse::<f32>().is_ok_and(|q| q <= 0.0))
+            });
+            named && !refused
+        })
 }

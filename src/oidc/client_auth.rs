@@ -95,12 +95,13 @@ fn hmac_key(cx: &Ctx<'_>, stored: &str) -> Result<String, OAuthError> {
 /// RFC 7523 §3: signature by the client's key, iss = sub = client_id, our issuer or
 /// endpoint as audience, a bounded unexpired lifetime, and a jti never seen before.
 async fn check_assertion(cx: &Ctx<'_>, client: &Client, token: &str) -> Result<(), OAuthError> {
-    let claims = match (client.auth_method.as_str(), &client.jwks, &client.secret_for_hmac) {
-        ("private_key_jwt", Some(jwks), _) => assertion::verify_with_jwks(jwks, token),
-        ("client_secret_jwt", _, Some(stored)) => assertion::verify_with_secret(&hmac_key(cx, stored)?, token),
+    let claims = match (client.auth_method.as_str(), &client.secret_for_hmac) {
+        ("private_key_jwt", _) => private_key_claims(cx, client, token).await?,
+        ("client_secret_jwt", Some(stored)) => {
+            assertion::verify_with_secret(&hmac_key(cx, stored)?, token).map_err(|_| failed())?
+        }
         _ => return Err(failed()),
-    }
-    .map_err(|_| failed())?;
+    };
     let text = |name: &str| claims.get(name).and_then(Value::as_str);
     let now = cx.now;
     let exp = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
@@ -128,6 +129,25 @@ async fn check_assertion(cx: &Ctx<'_>, client: &Client, token: &str) -> Result<(
         Ok(())
     } else {
         Err(OAuthError::invalid_client("the client assertion was already used"))
+    }
+}
+
+/// The assertion's claims, verified with the client's keys (`jwks`, or its
+/// `jwks_uri` through `client_keys`, fetched once more when no key matched: the
+/// client may have rotated them).
+async fn private_key_claims(
+    cx: &Ctx<'_>,
+    client: &Client,
+    token: &str,
+) -> Result<serde_json::Map<String, Value>, OAuthError> {
+    let jwks = super::client_keys::jwks(cx, client).await?.ok_or_else(failed)?;
+    match assertion::verify_with_jwks(&jwks, token) {
+        Ok(claims) => Ok(claims),
+        Err(_) if client.jwks_uri.is_some() => {
+            let again = super::client_keys::refetched(cx, client).await?.ok_or_else(failed)?;
+            assertion::verify_with_jwks(&again, token).map_err(|_| failed())
+        }
+        Err(_) => Err(failed()),
     }
 }
 

@@ -22,9 +22,43 @@ pub struct ClientCache {
     entries: Arc<RwLock<HashMap<String, Entry>>>,
     /// Every registered browser origin (CORS preflights), and when it was read.
     origins: Arc<RwLock<Origins>>,
+    /// What the registry may fetch: metadata documents and `jwks_uri` key sets.
+    remote: Arc<Remote>,
+}
+
+/// The outbound side of the registry (`--client-id-documents`,
+/// `--fetch-private-addresses`).
+#[derive(Default)]
+struct Remote {
+    /// Client ID metadata documents are resolved (draft-ietf-oauth-client-id-metadata-document).
+    documents: bool,
+    fetcher: super::fetch::Fetcher,
+    jwks: super::client_keys::JwksCache,
 }
 
 impl ClientCache {
+    /// The registry of a server with `settings`' outbound switches.
+    pub fn new(settings: &crate::config::Settings) -> Self {
+        Self {
+            remote: Arc::new(Remote {
+                documents: settings.protocol.client_id_documents,
+                fetcher: super::fetch::Fetcher::new(settings.protocol.fetch_private_addresses),
+                jwks: Default::default(),
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// The outbound HTTP client for metadata documents and `jwks_uri`.
+    pub fn fetcher(&self) -> &super::fetch::Fetcher {
+        &self.remote.fetcher
+    }
+
+    /// Key sets fetched from clients' `jwks_uri`.
+    pub fn jwks_cache(&self) -> &super::client_keys::JwksCache {
+        &self.remote.jwks
+    }
+
     /// The registration of `client_id`; unknown ids are not cached, so a new client
     /// is usable at once.
     pub async fn get(&self, db: &Db, client_id: &str, now: i64) -> Result<Option<Arc<Client>>, DbError> {
@@ -35,8 +69,18 @@ impl ClientCache {
                 }
             }
         }
-        let id = client_id.to_string();
-        let Some(client) = db.read(move |c| db::clients::find(c, &id)).await? else {
+        let found = if self.remote.documents
+            && super::metadata_document::names_document(client_id, self.remote.fetcher.allows_private())
+        {
+            super::metadata_document::resolve(self, db, client_id, now).await?
+        } else {
+            let id = client_id.to_string();
+            // A document's registration counts only while documents are resolved.
+            db.read(move |c| db::clients::find(c, &id))
+                .await?
+                .filter(|c| c.origin != db::clients::ORIGIN_METADATA_DOCUMENT)
+        };
+        let Some(client) = found else {
             return Ok(None);
         };
         let client = Arc::new(client);

@@ -22,6 +22,13 @@ pub struct Ctx<'a> {
     pub logout_wakeup: &'a tokio::sync::Notify,
     /// The request's time, read once when the context is made (Unix seconds).
     pub now: i64,
+    /// The bcrypt pool, for the password grant (RFC 6749 §4.3), which checks a password
+    /// exactly as the login form does.
+    pub hasher: &'a crate::auth::Hasher,
+    /// Keys the pseudonyms of unknown sign-in names in the audit log.
+    pub log_key: &'a crate::crypto::random::LogKey,
+    /// Keys the server's DPoP nonces (RFC 9449 §8), the same on every node.
+    pub dpop_nonces: &'a crate::crypto::dpop::NonceKey,
 }
 
 impl Ctx<'_> {

@@ -144,7 +144,13 @@ enum Polled {
 }
 
 /// RFC 8628 §3.4–3.5: pending, slow down, expired, denied, or tokens — once.
-pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+pub async fn poll(
+    cx: &Ctx<'_>,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+    proof: Option<&super::dpop::Proof>,
+) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let code = form
         .get("device_code")
@@ -157,10 +163,18 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
     let refresh = Secret::generate();
     let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
     let mapped_groups = super::grant::maps_groups(&client.claim_rules);
+    let replay = proof.cloned();
+    let grant_jkt = super::dpop::grant_binding(client, proof);
     let polled = cx
         .db
         .write(move |c| {
             use Polled::Refused;
+            // Every poll is a request of its own and needs a fresh proof (RFC 9449 §11.1).
+            if let Some(p) = &replay {
+                if !super::dpop::record(c, p)? {
+                    return Ok(Refused(ErrorCode::InvalidDpopProof, "the DPoP proof was already used"));
+                }
+            }
             db::device::lock(c, &hash)?;
             let d = match db::device::find_by_device(c, &hash)? {
                 Some(d) if d.client_id == client_id => d,
@@ -211,6 +225,8 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
                         claims_request: None,
                         amr: d.amr.clone(),
                         created_at: now,
+                        resource: None,
+                        dpop_jkt: grant_jkt,
                     };
                     let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
                     crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id, &ip)
@@ -236,6 +252,10 @@ pub async fn poll(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resul
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
                     rules: &client.claim_rules,
+                    binding: &super::issue::Binding {
+                        jkt: proof.map(|p| p.jkt.clone()),
+                        ..super::issue::Binding::default()
+                    },
                 },
             )
         }

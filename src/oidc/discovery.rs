@@ -1,14 +1,18 @@
-//! OpenID Provider metadata (OpenID Connect Discovery 1.0 §3; RFC 8414), listing only
-//! what is implemented.
+//! OpenID Provider metadata (OpenID Connect Discovery 1.0 §3), served also as RFC 8414
+//! authorization server metadata; it lists only what is implemented.
 
 use serde_json::{json, Value};
 
 use super::claims::{supported_claims, SUPPORTED_SCOPES};
-use crate::config::{Settings, Signup};
+use crate::config::{Registration, Settings, Signup};
 use crate::oidc::Ctx;
 
+/// Algorithms a client may sign request objects and DPoP proofs with.
+pub const CLIENT_SIGNING_ALGS: &[&str] = &["RS256", "PS256", "ES256", "EdDSA"];
+
 pub fn document(cx: &Ctx<'_>) -> Value {
-    json!({
+    let protocol = &cx.settings.protocol;
+    let mut doc = json!({
         "issuer": cx.issuer,
         "authorization_endpoint": cx.url("/authorize"),
         "token_endpoint": cx.url("/token"),
@@ -18,9 +22,12 @@ pub fn document(cx: &Ctx<'_>) -> Value {
         "revocation_endpoint": cx.url("/revoke"),
         "end_session_endpoint": cx.url("/logout"),
         "device_authorization_endpoint": cx.url("/device_authorization"),
+        "pushed_authorization_request_endpoint": cx.url("/par"),
+        "require_pushed_authorization_requests": protocol.require_par,
         "backchannel_logout_supported": true,
         "backchannel_logout_session_supported": true,
-        "frontchannel_logout_supported": false,
+        "frontchannel_logout_supported": true,
+        "frontchannel_logout_session_supported": true,
         "scopes_supported": SUPPORTED_SCOPES,
         "claim_types_supported": ["normal"],
         "response_types_supported": ["code"],
@@ -29,7 +36,8 @@ pub fn document(cx: &Ctx<'_>) -> Value {
             "authorization_code",
             "refresh_token",
             "client_credentials",
-            "urn:ietf:params:oauth:grant-type:device_code"
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "password"
         ],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256", "ES256", "EdDSA"],
@@ -46,11 +54,21 @@ pub fn document(cx: &Ctx<'_>) -> Value {
         "claims_supported": supported_claims(),
         "claims_parameter_supported": true,
         "acr_values_supported": [super::issue::ACR_PASSWORD, super::issue::ACR_MFA],
-        "request_parameter_supported": false,
-        "request_uri_parameter_supported": false,
+        // RFC 9101: request objects by value, and by reference only as PAR's URNs.
+        "request_parameter_supported": true,
+        "request_uri_parameter_supported": true,
+        "require_request_uri_registration": false,
+        "request_object_signing_alg_values_supported": CLIENT_SIGNING_ALGS,
+        "dpop_signing_alg_values_supported": CLIENT_SIGNING_ALGS,
+        "introspection_signing_alg_values_supported": ["RS256"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": protocol.client_id_documents,
         "prompt_values_supported": prompt_values(cx.settings)
-    })
+    });
+    if protocol.registration != Registration::Off {
+        doc["registration_endpoint"] = Value::from(cx.url("/register"));
+    }
+    doc
 }
 
 /// Core §3.1.2.1's values, and `create` (Initiating User Registration via OpenID

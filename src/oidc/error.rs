@@ -1,5 +1,6 @@
 //! OAuth error codes (RFC 6749 §4.1.2.1, §5.2; RFC 6750 §3.1; RFC 7009 §2.2.1;
-//! OpenID Connect Core §3.1.2.6). The text of each code is the RFC's own.
+//! OpenID Connect Core §3.1.2.6; RFC 9101 §6.3; RFC 9126 §2.3; RFC 9449 §12.2; RFC 7591
+//! §3.2.2; RFC 8707 §2). The text of each code is the RFC's own.
 
 use std::borrow::Cow;
 
@@ -28,6 +29,21 @@ pub enum ErrorCode {
     AuthorizationPending,
     SlowDown,
     ExpiredToken,
+    /// RFC 9101 §6.3 / Core §3.1.2.6: the request object is not acceptable.
+    InvalidRequestObject,
+    /// RFC 9126 §2.3 / Core §3.1.2.6: the `request_uri` is unknown, used or expired.
+    InvalidRequestUri,
+    /// RFC 9449 §5: the DPoP proof is missing, malformed or does not match.
+    InvalidDpopProof,
+    /// RFC 9449 §8: the proof must carry the nonce in the `DPoP-Nonce` header.
+    UseDpopNonce,
+    /// RFC 7591 §3.2.2.
+    InvalidRedirectUri,
+    InvalidClientMetadata,
+    InvalidSoftwareStatement,
+    UnapprovedSoftwareStatement,
+    /// RFC 8707 §2: the resource is unknown or not allowed.
+    InvalidTarget,
 }
 
 impl ErrorCode {
@@ -53,6 +69,15 @@ impl ErrorCode {
             Self::AuthorizationPending => "authorization_pending",
             Self::SlowDown => "slow_down",
             Self::ExpiredToken => "expired_token",
+            Self::InvalidRequestObject => "invalid_request_object",
+            Self::InvalidRequestUri => "invalid_request_uri",
+            Self::InvalidDpopProof => "invalid_dpop_proof",
+            Self::UseDpopNonce => "use_dpop_nonce",
+            Self::InvalidRedirectUri => "invalid_redirect_uri",
+            Self::InvalidClientMetadata => "invalid_client_metadata",
+            Self::InvalidSoftwareStatement => "invalid_software_statement",
+            Self::UnapprovedSoftwareStatement => "unapproved_software_statement",
+            Self::InvalidTarget => "invalid_target",
         }
     }
 }

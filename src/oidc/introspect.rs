@@ -91,7 +91,17 @@ pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> R
                 out.insert(name.into(), v.clone());
             }
         }
-        out.insert("token_type".into(), Value::from("Bearer"));
+        // RFC 9449 §6.2: a bound token's key and type, so a resource server can check
+        // the proof it was sent with.
+        match super::dpop::bound_key(&at.claims) {
+            Some(jkt) => {
+                out.insert("cnf".into(), json!({ "jkt": jkt }));
+                out.insert("token_type".into(), Value::from("DPoP"));
+            }
+            None => {
+                out.insert("token_type".into(), Value::from("Bearer"));
+            }
+        }
         return Ok(Value::Object(out));
     }
     let hash = TokenHash::of(token);
@@ -204,10 +214,16 @@ pub async fn revoke(
 }
 
 /// OpenID Connect Core §5.3: the claims the access token's scope releases, and those
-/// the client's claim mapping sends to userinfo (`claims::release`, as for the tokens).
-pub async fn userinfo(cx: &Ctx<'_>, token: &str) -> Result<(String, Value), OAuthError> {
+/// the client's claim mapping sends to userinfo (`claims::release`, as for the tokens);
+/// a DPoP-bound token only with a proof of its key (RFC 9449 §7).
+pub async fn userinfo(
+    cx: &Ctx<'_>,
+    token: &str,
+    presented: &super::dpop::Presented<'_>,
+) -> Result<(String, Value), OAuthError> {
     let invalid = || OAuthError::new(ErrorCode::InvalidToken, "the access token is invalid or expired");
     let at = check_access_token(cx, token).await?.ok_or_else(invalid)?;
+    super::dpop::at_resource(cx, &at.claims, token, "/userinfo", presented).await?;
     let client_id = at.str_claim("client_id").to_string();
     let scope = crate::domain::Scope::parse(at.str_claim("scope")).unwrap_or_default();
     if !scope.contains("openid") {
@@ -234,4 +250,26 @@ pub async fn userinfo(cx: &Ctx<'_>, token: &str) -> Result<(String, Value), OAut
     let client = cx.clients.get(cx.db, &client_id, cx.now).await?.ok_or_else(invalid)?;
     let released = super::claims::release(&user, &client.claim_rules, &scope, &super::issue::requested(&grant));
     Ok((client_id, Value::Object(released.userinfo.claims)))
+}
+
+/// RFC 9701 §5: the introspection answer as a JWT the caller can keep as evidence:
+/// `iss`, `aud` (the calling client), `iat` and `token_introspection` (the ordinary
+/// answer, `{"active": false}` included), `typ: token-introspection+jwt`, signed with
+/// the server's current key. RS256 is what discovery advertises in
+/// `introspection_signing_alg_values_supported`, and what every resource server can
+/// verify.
+pub fn as_jwt(cx: &Ctx<'_>, caller: &Client, introspection: Value) -> Result<String, OAuthError> {
+    let mut claims = Map::new();
+    claims.insert("iss".into(), Value::from(cx.issuer));
+    claims.insert("aud".into(), Value::from(caller.client_id.clone()));
+    claims.insert("iat".into(), Value::from(cx.now));
+    claims.insert("token_introspection".into(), introspection);
+    let keys = cx.keys.current();
+    Ok(crate::crypto::jwt::sign(
+        &keys,
+        crate::crypto::keys::Alg::Rs256,
+        "token-introspection+jwt",
+        claims,
+        cx.now,
+    )?)
 }

@@ -40,6 +40,45 @@ pub struct Mint<'a> {
     pub access_ttl: i64,
     /// The client's claim mapping.
     pub rules: &'a [ClaimRule],
+    /// Who the access token is for and whose key it is bound to.
+    pub binding: &'a Binding,
+}
+
+/// What restricts an access token beyond its client: the resources it is for (RFC 8707
+/// §2.2, its `aud`), and the DPoP key it is bound to (RFC 9449 §6, `cnf.jkt`).
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    /// Resource URIs; empty: the token's audience is the client, as without RFC 8707.
+    pub audience: Vec<String>,
+    /// The JWK SHA-256 thumbprint (RFC 7638) of the proof's key.
+    pub jkt: Option<String>,
+}
+
+impl Binding {
+    /// `token_type` of the response (RFC 9449 §5: `DPoP` for a bound token).
+    pub fn token_type(&self) -> &'static str {
+        if self.jkt.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        }
+    }
+
+    /// Sets `aud` and `cnf` of an access token's claims.
+    fn apply(&self, at: &mut Map<String, Value>) {
+        match self.audience.as_slice() {
+            [] => {}
+            [one] => {
+                at.insert("aud".into(), Value::from(one.clone()));
+            }
+            many => {
+                at.insert("aud".into(), Value::from(many.to_vec()));
+            }
+        }
+        if let Some(jkt) = &self.jkt {
+            at.insert("cnf".into(), serde_json::json!({ "jkt": jkt }));
+        }
+    }
 }
 
 /// What the protocol claims of a user's tokens are made of, so that the admin
@@ -101,6 +140,7 @@ pub fn mint_for_client(
     scope: &Scope,
     alg: Alg,
     ttl: i64,
+    binding: &Binding,
 ) -> Result<TokenResponse, OAuthError> {
     let keys = cx.keys.current();
     let now = cx.now;
@@ -114,9 +154,10 @@ pub fn mint_for_client(
     at.insert("client_id".into(), Value::from(grant.client_id.clone()));
     at.insert("scope".into(), Value::from(scope.to_string()));
     at.insert("gid".into(), Value::from(grant.id.clone()));
+    binding.apply(&mut at);
     Ok(TokenResponse {
         access_token: jwt::sign(&keys, alg, "at+jwt", at, now)?,
-        token_type: "Bearer",
+        token_type: binding.token_type(),
         expires_in: ttl,
         scope: scope.to_string(),
         id_token: None,
@@ -160,6 +201,7 @@ pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     at.insert("gid".into(), Value::from(m.grant.id.clone()));
     // RFC 9068 §2.2: an access token may carry further claims; only mapped ones do.
     add_missing(&mut at, released.access_token.claims);
+    m.binding.apply(&mut at);
     let access_token = jwt::sign(&keys, m.alg, "at+jwt", at, now)?;
 
     let id_token = if m.scope.contains("openid") {
@@ -185,7 +227,7 @@ pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     };
     Ok(TokenResponse {
         access_token,
-        token_type: "Bearer",
+        token_type: m.binding.token_type(),
         expires_in: m.access_ttl,
         scope: m.scope.to_string(),
         id_token,

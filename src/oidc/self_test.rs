@@ -177,6 +177,8 @@ pub async fn run(
         hint_sub: None,
         form_post: false,
         idp: None,
+        resource: Vec::new(),
+        dpop_jkt: None,
     };
     let response = issue_code(cx, &req, session).await.map_err(|e| match e {
         AuthorizeError::Server(e) => e,
@@ -197,7 +199,7 @@ pub async fn run(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let tokens = match super::token::grant(cx, client, &form, ip).await {
+    let tokens = match super::token::grant(cx, client, &form, ip, None).await {
         Ok(t) => t,
         Err(OAuthError {
             code: ErrorCode::ServerError,

@@ -1,6 +1,7 @@
 //! The token endpoint's grants (RFC 6749 §4.1.3 and §6): exchanging a code and
 //! rotating a refresh token. Each is one write transaction; signing happens after it.
 
+use super::dpop::{self, Proof};
 use super::grant::{
     access_ttl, active_user, client_alg, maps_groups, open_grant, param, refresh_ttl, required, Form, RefreshRule,
 };
@@ -18,8 +19,15 @@ use crate::oidc::Ctx;
 /// the earlier successors revoked, instead of revoking the family.
 pub const REFRESH_RETRY_GRACE: i64 = 10;
 
-/// Answers a token request; `ip` is the client's address, for the audit log.
-pub async fn grant(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+/// Answers a token request; `ip` is the client's address, for the audit log; `dpop`
+/// the request's one `DPoP` header (RFC 9449 §4.1).
+pub async fn grant(
+    cx: &Ctx<'_>,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+    dpop: Option<&str>,
+) -> Result<TokenResponse, OAuthError> {
     let grant_type = GrantType::parse(required(form, "grant_type")?)
         .map_err(|e| OAuthError::new(ErrorCode::UnsupportedGrantType, e.0))?;
     if !client.allows_grant(grant_type.as_str()) {
@@ -28,11 +36,15 @@ pub async fn grant(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Resu
             "the client is not registered for this grant type",
         ));
     }
+    // RFC 9449 §5: the proof is checked before any grant, so a bad one changes nothing.
+    let proof = super::dpop::at_token(cx, client, dpop)?;
+    let proof = proof.as_ref();
     match grant_type {
-        GrantType::AuthorizationCode => exchange_code(cx, client, form, ip).await,
-        GrantType::RefreshToken => refresh(cx, client, form, ip).await,
-        GrantType::ClientCredentials => client_credentials(cx, client, form, ip).await,
-        GrantType::DeviceCode => super::device::poll(cx, client, form, ip).await,
+        GrantType::AuthorizationCode => exchange_code(cx, client, form, ip, proof).await,
+        GrantType::RefreshToken => refresh(cx, client, form, ip, proof).await,
+        GrantType::ClientCredentials => client_credentials(cx, client, form, ip, proof).await,
+        GrantType::DeviceCode => super::device::poll(cx, client, form, ip, proof).await,
+        GrantType::Password => super::password_grant::exchange(cx, client, form, ip, proof).await,
     }
 }
 
@@ -42,7 +54,13 @@ pub const ADMIN_SCOPE: &str = "tessera:admin";
 
 /// RFC 6749 §4.4: a token for the client itself: no user, no refresh token, no ID
 /// token, and only scopes registered for the client (`client_scope`).
-async fn client_credentials(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+async fn client_credentials(
+    cx: &Ctx<'_>,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+    proof: Option<&Proof>,
+) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     if client.is_public() {
         return Err(OAuthError::new(
@@ -51,6 +69,9 @@ async fn client_credentials(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str
         ));
     }
     let scope = client_scope(client, param(form, "scope"))?;
+    // RFC 8707 §2.2: with no authorization before it, any registered resource.
+    let targets = super::resource::registered_now(cx, super::resource::form_values(form)).await?;
+    let scope = super::resource::narrow(&scope, &targets);
     let now = cx.now;
     let grant = Grant {
         id: crate::crypto::random::random_id(),
@@ -65,15 +86,38 @@ async fn client_credentials(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str
         claims_request: None,
         amr: None,
         created_at: now,
+        resource: (!targets.is_empty()).then(|| super::resource::audience(&targets).join(" ")),
+        dpop_jkt: None,
     };
     let stored = grant.clone();
-    cx.db
+    let replay = proof.cloned();
+    let fresh = cx
+        .db
         .write(move |c| {
+            if let Some(p) = &replay {
+                if !dpop::record(c, p)? {
+                    return Ok(false);
+                }
+            }
             db::grants::insert_grant(c, &stored, now)?;
-            audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id, &ip).write(c, now)
+            audit::token("token.issued", &stored.client_id, "client_credentials", &stored.id, &ip).write(c, now)?;
+            Ok(true)
         })
         .await?;
-    super::issue::mint_for_client(cx, &grant, &scope, client_alg(client), access_ttl(cx, client))
+    if !fresh {
+        return Err(dpop::replayed());
+    }
+    super::issue::mint_for_client(
+        cx,
+        &grant,
+        &scope,
+        client_alg(client),
+        access_ttl(cx, client),
+        &super::issue::Binding {
+            audience: super::resource::audience(&targets),
+            jkt: proof.map(|p| p.jkt.clone()),
+        },
+    )
 }
 
 /// RFC 6749 §3.3 for a client acting for itself: each scope asked for must be one the
@@ -114,11 +158,19 @@ enum Outcome {
         user: Box<User>,
         nonce: Option<String>,
         with_refresh: bool,
+        /// RFC 8707: the resources the access token is for.
+        targets: Vec<crate::db::resources::Resource>,
     },
     Refused(OAuthError),
 }
 
-async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+async fn exchange_code(
+    cx: &Ctx<'_>,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+    proof: Option<&Proof>,
+) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let code = TokenHash::of(required(form, "code")?);
     let redirect_uri = required(form, "redirect_uri")?.to_string();
@@ -129,9 +181,18 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
     let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
     let rule = RefreshRule::of(client);
     let mapped_groups = maps_groups(&client.claim_rules);
+    let replay = proof.cloned();
+    let grant_jkt = dpop::grant_binding(client, proof);
+    let asked_resources = super::resource::form_values(form);
     let outcome = cx
         .db
         .write(move |c| {
+            // The proof's jti first: a replayed proof must not burn the code.
+            if let Some(p) = &replay {
+                if !dpop::record(c, p)? {
+                    return Ok(Outcome::Refused(dpop::replayed()));
+                }
+            }
             let code = match db::grants::consume_code(c, &code, now)? {
                 Consumed::Fresh(code) => code,
                 Consumed::Replayed { grant_id } => {
@@ -160,6 +221,14 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                 (None, Some(_)) => return refuse("code_verifier given but no code_challenge was sent"),
                 (None, None) => {}
             }
+            if !dpop::fits_code(code.dpop_jkt.as_deref(), replay.as_ref()) {
+                return refuse("the code is bound to a DPoP key (dpop_jkt); send a proof of that key");
+            }
+            // RFC 8707 §2.2: the token is for resources among those authorized.
+            let targets = match super::resource::select(c, &asked_resources, code.resource.as_deref())? {
+                Ok(t) => t,
+                Err(e) => return Ok(Outcome::Refused(e)),
+            };
             let Some(user) = active_user(
                 c,
                 code.user_id,
@@ -183,6 +252,8 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                 claims_request: code.claims_request.clone(),
                 amr: Some(code.amr.clone()),
                 created_at: now,
+                resource: code.resource.clone(),
+                dpop_jkt: grant_jkt,
             };
             let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
             audit::token("token.issued", &grant.client_id, "authorization_code", &grant.id, &ip)
@@ -193,6 +264,7 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                 user: Box::new(user),
                 nonce: code.nonce,
                 with_refresh,
+                targets,
             })
         })
         .await?;
@@ -203,8 +275,9 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
             user,
             nonce,
             with_refresh,
+            targets,
         } => {
-            let scope = Scope::parse(&grant.scope).unwrap_or_default();
+            let scope = super::resource::narrow(&Scope::parse(&grant.scope).unwrap_or_default(), &targets);
             mint(
                 cx,
                 &Mint {
@@ -216,6 +289,10 @@ async fn exchange_code(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> 
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
                     rules: &client.claim_rules,
+                    binding: &super::issue::Binding {
+                        audience: super::resource::audience(&targets),
+                        jkt: proof.map(|p| p.jkt.clone()),
+                    },
                 },
             )
         }
@@ -232,7 +309,13 @@ struct RefreshRules {
     ttl: i64,
 }
 
-async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result<TokenResponse, OAuthError> {
+async fn refresh(
+    cx: &Ctx<'_>,
+    client: &Client,
+    form: &Form,
+    ip: &str,
+    proof: Option<&Proof>,
+) -> Result<TokenResponse, OAuthError> {
     let ip = ip.to_string();
     let presented = TokenHash::of(required(form, "refresh_token")?);
     let requested = match param(form, "scope") {
@@ -250,18 +333,38 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
     let next = Secret::generate();
     let next_hash = next.hash();
     let mapped_groups = maps_groups(&client.claim_rules);
+    let replay = proof.cloned();
+    let asked_resources = super::resource::form_values(form);
     let outcome = cx
         .db
         .write(move |c| {
             let refuse = |d: &'static str| Ok((Outcome::Refused(OAuthError::invalid_grant(d)), None));
             let client_id = rules.client_id.as_str();
+            if let Some(p) = &replay {
+                if !dpop::record(c, p)? {
+                    return Ok((Outcome::Refused(dpop::replayed()), None));
+                }
+            }
             db::grants::lock_family(c, &presented)?;
             // Checked before use, so another client cannot burn a token it was not issued.
             let r = match db::grants::find_refresh(c, &presented)? {
                 Some(r) if r.grant.client_id == client_id => r,
                 _ => return refuse("the refresh token is not valid"),
             };
+            // RFC 9449 §5: a bound refresh token is used only with a proof of its key,
+            // refused before anything about it changes.
+            let bound = r.grant.dpop_jkt.is_some();
+            if bound && replay.as_ref().map(|p| &p.jkt) != r.grant.dpop_jkt.as_ref() {
+                return refuse("the refresh token is bound to a DPoP key; send a proof of that key");
+            }
+            // RFC 8707 §2.2, checked before the token is used so a refusal keeps it.
+            let targets = match super::resource::select(c, &asked_resources, r.grant.resource.as_deref())? {
+                Ok(t) => t,
+                Err(e) => return Ok((Outcome::Refused(e), None)),
+            };
             match r.used_at {
+                // RFC 9700 §4.14.2: sender-constrained, so not rotated and never used up.
+                None if bound => {}
                 None => {
                     if !db::grants::use_refresh(c, &presented, now)?.won() {
                         return refuse("the refresh token is not valid");
@@ -323,7 +426,9 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
             }
             // The new token keeps the grant's scope; only this response is narrowed.
             let expires = (now + rules.ttl).min(ends);
-            db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, expires)?;
+            if !bound {
+                db::grants::insert_refresh(c, &next_hash, &r.grant.id, &r.scope, now, expires)?;
+            }
             audit::token("token.issued", client_id, "refresh_token", &r.grant.id, &ip)
                 .target(&user.username)
                 .write(c, now)?;
@@ -332,7 +437,9 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
                     grant: Box::new(r.grant),
                     user: Box::new(user),
                     nonce: None,
-                    with_refresh: true,
+                    // RFC 6749 §6: the client keeps its (bound) refresh token.
+                    with_refresh: !bound,
+                    targets,
                 },
                 Some(scope),
             ))
@@ -340,8 +447,17 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
         .await?;
     match outcome {
         (Outcome::Refused(e), _) => Err(e),
-        (Outcome::Issued { grant, user, .. }, scope) => {
-            let scope = scope.unwrap_or_default();
+        (
+            Outcome::Issued {
+                grant,
+                user,
+                with_refresh,
+                targets,
+                ..
+            },
+            scope,
+        ) => {
+            let scope = super::resource::narrow(&scope.unwrap_or_default(), &targets);
             mint(
                 cx,
                 &Mint {
@@ -349,10 +465,14 @@ async fn refresh(cx: &Ctx<'_>, client: &Client, form: &Form, ip: &str) -> Result
                     user: &user,
                     scope: &scope,
                     nonce: None,
-                    refresh_token: Some(&next),
+                    refresh_token: with_refresh.then_some(&next),
                     alg: client_alg(client),
                     access_ttl: access_ttl(cx, client),
                     rules: &client.claim_rules,
+                    binding: &super::issue::Binding {
+                        audience: super::resource::audience(&targets),
+                        jkt: proof.map(|p| p.jkt.clone()),
+                    },
                 },
             )
         }

@@ -100,6 +100,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/invitations"),
     ("POST", "/invitations"),
     ("DELETE", "/invitations/1"),
+    ("GET", "/registration-tokens"),
+    ("POST", "/registration-tokens"),
+    ("DELETE", "/registration-tokens/x"),
     ("POST", "/users/1/deletion/approve"),
     ("DELETE", "/users/1/deletion"),
 ];

@@ -68,7 +68,7 @@ async fn protocol_errors_go_back_to_the_client_with_state_and_iss() {
         (app.authorize_url("app", &[("state", "again")]), "invalid_request"),
         (
             app.authorize_url("app", &[("request", "eyJ.x.y")]),
-            "request_not_supported",
+            "invalid_request_object",
         ),
         (
             app.authorize_url("app", &[("request_uri", "https://x")]),

@@ -360,7 +360,7 @@ async fn oidcc_redirect_uri_query_ok_mismatch_and_added() {
 }
 
 #[tokio::test]
-async fn oidcc_unsigned_request_object_and_request_uri_rejected_as_unsupported() {
+async fn oidcc_unsigned_request_object_and_request_uri_by_url_rejected() {
     let rp = rp().await;
     let unsigned = "eyJhbGciOiJub25lIn0.eyJjbGllbnRfaWQiOiJjb25mb3JtYW5jZSJ9.";
     let resp = rp
@@ -369,7 +369,8 @@ async fn oidcc_unsigned_request_object_and_request_uri_rejected_as_unsupported()
         .send()
         .await
         .unwrap();
-    assert_eq!(redirect_params(&resp)["error"], "request_not_supported");
+    // RFC 9101 §6.2: request objects are signed; `none` is refused.
+    assert_eq!(redirect_params(&resp)["error"], "invalid_request_object");
     let resp = rp
         .browser
         .get(rp.url("openid", &[("request_uri", "https://rp.example/r")]))
@@ -385,8 +386,9 @@ async fn oidcc_unsigned_request_object_and_request_uri_rejected_as_unsupported()
         .json()
         .await
         .unwrap();
-    assert_eq!(doc["request_parameter_supported"], false);
-    assert_eq!(doc["request_uri_parameter_supported"], false);
+    // Signed objects by value, and by reference only as PAR's request_uri.
+    assert_eq!(doc["request_parameter_supported"], true);
+    assert_eq!(doc["request_uri_parameter_supported"], true);
 }
 
 #[tokio::test]

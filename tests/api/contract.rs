@@ -32,6 +32,8 @@ async fn grant(app: &TestApp, client: &str, user_id: i64) -> String {
                     claims_request: None,
                     amr: Some("pwd".into()),
                     created_at: now,
+                    resource: None,
+                    dpop_jkt: None,
                 },
                 now,
             )
@@ -79,6 +81,8 @@ async fn of_fifty_parallel_redemptions_of_one_code_exactly_one_wins() {
                         amr: "pwd",
                         now,
                         expires_at: now + 60,
+                        resource: None,
+                        dpop_jkt: None,
                     },
                 )
             })

@@ -372,6 +372,20 @@ impl TestApp {
         redirect_params(&resp)
     }
 
+    /// Signs in through the form for a client that asks for consent, and allows it:
+    /// the consent page's text and the redirect's query parameters.
+    pub async fn login_and_allow(&self, url: &str, username: &str) -> (String, HashMap<String, String>) {
+        let b = browser();
+        let fields = self.open_login(&b, url).await;
+        let resp = self.submit_login(&b, fields, username, PASSWORD).await;
+        assert_eq!(resp.status(), 200, "expected the consent page");
+        let page = resp.text().await.unwrap();
+        let mut fields = form_fields(&page);
+        fields.insert("decision".into(), "allow".into());
+        let resp = b.post(self.url("/consent")).form(&fields).send().await.unwrap();
+        (page, redirect_params(&resp))
+    }
+
     /// A full code flow for a confidential client, returning the token response.
     pub async fn tokens(&self, client_id: &str, secret: &str, username: &str) -> serde_json::Value {
         let pkce = Pkce::new();

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_mail.sql"),
     include_str!("migrations/0004_federation.sql"),
     include_str!("migrations/0005_apps.sql"),
+    include_str!("migrations/0006_protocol2.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

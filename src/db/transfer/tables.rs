@@ -71,6 +71,16 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("client_scopes", T),
             ("web_origins", T),
             ("grant_lifetime", I),
+            ("require_pushed_authorization_requests", I),
+            ("require_signed_request_object", I),
+            ("dpop_bound_access_tokens", I),
+            ("jwks_uri", T),
+            ("frontchannel_logout_uri", T),
+            ("frontchannel_logout_session_required", I),
+            ("origin", T),
+            ("registration_token_hash", B),
+            ("registration_metadata", T),
+            ("metadata_expires_at", I),
         ],
     },
     Table {
@@ -223,6 +233,8 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("revoked_at", I),
             ("claims_request", T),
             ("amr", T),
+            ("resource", T),
+            ("dpop_jkt", T),
         ],
     },
     // Used codes too: a replayed code must still revoke its grant after the move.
@@ -244,6 +256,8 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("used_at", I),
             ("claims_request", T),
             ("amr", T),
+            ("resource", T),
+            ("dpop_jkt", T),
         ],
     },
     Table {
@@ -416,6 +430,35 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("last_seen_at", I),
             ("trusted_until", I),
         ],
+    },
+    Table {
+        name: "pushed_requests",
+        columns: &[
+            ("handle_hash", B),
+            ("client_id", T),
+            ("params", T),
+            ("created_at", I),
+            ("expires_at", I),
+            ("used_at", I),
+        ],
+    },
+    Table {
+        name: "seen_jtis",
+        columns: &[("kind", T), ("jti", T), ("expires_at", I)],
+    },
+    Table {
+        name: "registration_tokens",
+        columns: &[
+            ("token_hash", B),
+            ("created_at", I),
+            ("expires_at", I),
+            ("uses_left", I),
+            ("created_by", T),
+        ],
+    },
+    Table {
+        name: "resources",
+        columns: &[("uri", T), ("scopes", T), ("created_at", I)],
     },
 ];
 

@@ -5,7 +5,8 @@
 mod decide;
 mod request;
 mod response;
+mod source;
 
 pub use decide::{claims_beyond_scope, consent_needed, decide, denied_response, issue_code, Next};
-pub use request::{validate, AuthRequest, AuthorizeError, Prompt};
+pub use request::{validate, validate_pushed, AuthRequest, AuthorizeError, Prompt, Via};
 pub use response::{code_record, AuthResponse, CodeRecord};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::response::AuthResponse;
 use crate::crypto::jwt;
+use crate::db::clients::Client;
 use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
 use crate::oidc::claims::{client_supports, ClaimsRequest};
@@ -33,6 +34,12 @@ pub struct AuthRequest {
     /// (advisory: an unknown one is ignored). Absent from requests parked before it.
     #[serde(default)]
     pub idp: Option<String>,
+    /// RFC 8707 `resource` values (absolute URIs of registered resources).
+    #[serde(default)]
+    pub resource: Vec<String>,
+    /// RFC 9449 §10 `dpop_jkt`: the key the code will be bound to.
+    #[serde(default)]
+    pub dpop_jkt: Option<String>,
 }
 
 /// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
@@ -82,7 +89,52 @@ fn fatal(message: &str) -> AuthorizeError {
     AuthorizeError::Fatal(message.to_string())
 }
 
+/// How a request reached validation, and so which of the "only through" rules of its
+/// client and of the server still apply (RFC 9126 §6, RFC 9101 §10.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// At the authorization endpoint; `signed`: the parameters came from a request object.
+    Front { signed: bool },
+    /// At the pushed authorization request endpoint, before it is stored.
+    Push { signed: bool },
+    /// At the authorization endpoint from a pushed request, checked when it was pushed.
+    Pushed,
+}
+
+impl Via {
+    /// Why this request may not come this way, if it may not.
+    fn refusal(self, client: &Client, server_requires_par: bool) -> Option<&'static str> {
+        let signed = match self {
+            Via::Front { signed } | Via::Push { signed } => signed,
+            Via::Pushed => return None,
+        };
+        if !signed && client.require_signed_request_object {
+            return Some("this client must send its authorization request as a signed request object");
+        }
+        if matches!(self, Via::Front { .. }) && (client.require_par || server_requires_par) {
+            return Some("pushed authorization requests are required");
+        }
+        None
+    }
+}
+
+/// Validates an authorization request at the authorization endpoint: its own
+/// parameters, or those of the pushed request or request object it names.
 pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthRequest, AuthorizeError> {
+    let (params, via) = super::source::resolve(cx, params).await?;
+    validate_as(cx, &params, via).await
+}
+
+/// RFC 9126 §2.1: a pushed request is validated as the authorization endpoint would.
+pub async fn validate_pushed(
+    cx: &Ctx<'_>,
+    params: &[(String, String)],
+    signed: bool,
+) -> Result<AuthRequest, AuthorizeError> {
+    validate_as(cx, params, Via::Push { signed }).await
+}
+
+async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Result<AuthRequest, AuthorizeError> {
     let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
     let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
     let client = cx.clients.get(cx.db, client_id, cx.now).await?;
@@ -125,17 +177,8 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthR
     if let Some(e) = mode_error {
         return Err(fail(ErrorCode::InvalidRequest, e.into()));
     }
-    if get("request")?.is_some() {
-        return Err(fail(
-            ErrorCode::RequestNotSupported,
-            "request objects are not supported".into(),
-        ));
-    }
-    if get("request_uri")?.is_some() {
-        return Err(fail(
-            ErrorCode::RequestUriNotSupported,
-            "request_uri is not supported".into(),
-        ));
+    if let Some(d) = via.refusal(&client, cx.settings.protocol.require_par) {
+        return Err(fail(ErrorCode::InvalidRequest, d.into()));
     }
     match get("response_type")? {
         Some("code") => {}
@@ -193,6 +236,11 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthR
             )
         })?),
     };
+    let resource = crate::oidc::resource::requested(cx, params)
+        .await
+        .map_err(|d| fail(ErrorCode::InvalidTarget, d))?;
+    let dpop_jkt =
+        crate::oidc::dpop::jkt_param(get("dpop_jkt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
     Ok(AuthRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.as_str().to_string(),
@@ -209,6 +257,8 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<AuthR
         idp: get("idp")?
             .filter(|v| !v.is_empty() && v.len() <= 32)
             .map(str::to_string),
+        resource,
+        dpop_jkt,
     })
 }
 

@@ -102,6 +102,10 @@ impl CodeRecord {
                 amr: &self.amr,
                 now,
                 expires_at: self.expires_at,
+                resource: (!self.req.resource.is_empty())
+                    .then(|| self.req.resource.join(" "))
+                    .as_deref(),
+                dpop_jkt: self.req.dpop_jkt.as_deref(),
             },
         )
     }
