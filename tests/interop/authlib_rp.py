@@ -5,34 +5,19 @@ POST_LOGOUT_URI. Exits non-zero with a message on the first step that fails.
 """
 
 import os
-import re
-import sys
 from urllib.parse import parse_qs, urlparse
 
 import requests
 from authlib.common.security import generate_token
 from authlib.integrations.requests_client import OAuth2Session
 from authlib.jose import JsonWebKey, jwt
+from rp_common import browser_login, checker
 
 env = os.environ
 ISSUER, REDIRECT = env["ISSUER"], env["REDIRECT_URI"]
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit(f"authlib interop: {what}")
-
-
-def browser_login(url):
-    """What a person's browser does: load the form, post it with its hidden fields."""
-    browser = requests.Session()
-    page = browser.get(url, allow_redirects=False)
-    check(page.status_code == 200, f"login page status {page.status_code}")
-    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
-    fields.update(username=env["USERNAME"], password=env["PASSWORD"])
-    done = browser.post(f"{ISSUER}/login", data=fields, allow_redirects=False)
-    check(done.status_code == 303, f"login status {done.status_code}")
-    return browser, done.headers["Location"]
+check = checker("authlib interop")
 
 
 meta = requests.get(f"{ISSUER}/.well-known/openid-configuration").json()
@@ -49,7 +34,7 @@ rp = OAuth2Session(
 )
 verifier, nonce = generate_token(48), generate_token(20)
 url, state = rp.create_authorization_url(meta["authorization_endpoint"], code_verifier=verifier, nonce=nonce)
-browser, callback = browser_login(url)
+browser, callback = browser_login(ISSUER, url, env["USERNAME"], env["PASSWORD"], check)
 check(parse_qs(urlparse(callback).query).get("iss") == [ISSUER], "RFC 9207 iss in the response")
 
 token = rp.fetch_token(meta["token_endpoint"], authorization_response=callback, code_verifier=verifier)

@@ -2,31 +2,11 @@
 // Environment: ISSUER, CLIENT_ID, CLIENT_SECRET, USERNAME, PASSWORD, REDIRECT_URI,
 // POST_LOGOUT_URI. Exits non-zero with a message on the first step that fails.
 import * as client from 'openid-client';
+import { browserLogin as login } from './browser_login.mjs';
 
 const env = process.env;
 const fail = (what) => { console.error(`openid-client interop: ${what}`); process.exit(1); };
 const check = (cond, what) => { if (!cond) fail(what); };
-
-// What a person's browser does: load the form, post it with its hidden fields.
-async function browserLogin(url) {
-  const page = await fetch(url, { redirect: 'manual' });
-  check(page.status === 200, `login page status ${page.status}`);
-  const cookies = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  const html = await page.text();
-  const form = new URLSearchParams();
-  for (const [, name, value] of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) {
-    form.set(name, value);
-  }
-  form.set('username', env.USERNAME);
-  form.set('password', env.PASSWORD);
-  const done = await fetch(`${env.ISSUER}/login`, {
-    method: 'POST', redirect: 'manual', body: form,
-    headers: { cookie: cookies, 'content-type': 'application/x-www-form-urlencoded' },
-  });
-  check(done.status === 303, `login status ${done.status}`);
-  const session = done.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-  return { callback: new URL(done.headers.get('location')), cookies: `${cookies}; ${session}` };
-}
 
 const config = await client.discovery(new URL(env.ISSUER), env.CLIENT_ID, env.CLIENT_SECRET, undefined, {
   execute: [client.allowInsecureRequests],
@@ -42,7 +22,7 @@ const url = client.buildAuthorizationUrl(config, {
   state,
   nonce,
 });
-const { callback, cookies } = await browserLogin(url);
+const { callback, cookies } = await login(url, env.USERNAME, env.PASSWORD, fail);
 const tokens = await client.authorizationCodeGrant(config, callback, {
   pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce,
 });
