@@ -1,4 +1,5 @@
-//! The dashboard's figures, signing keys and the audit log.
+//! The dashboard's figures (counts now, and seven days of sign-ins, failures and
+//! token grants from the audit log), signing keys and the audit log.
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -20,21 +21,117 @@ pub struct Stats {
 
 pub async fn stats(state: &AppState) -> Result<Stats, AdminError> {
     let now = state.clock.now();
+    Ok(state.db.read(move |c| stats_in(c, now)).await?)
+}
+
+fn stats_in(c: &db::Tx<'_>, now: i64) -> Result<Stats, db::DbError> {
     let day = now - 24 * 3600;
-    Ok(state
+    Ok(Stats {
+        users: db::users::count(c)?,
+        active_sessions: db::sessions::count_active(c, now)?,
+        clients: db::clients::count(c)?,
+        logins_24h: db::audit::count_since(c, "login.ok", day)?,
+        failed_logins_24h: db::audit::count_since(c, "login.failed", day)?
+            + db::audit::count_since(c, "mfa.failed", day)?,
+        locked_accounts: db::users::count_locked(c, now)?,
+    })
+}
+
+/// How far back the dashboard's charts look: seven days of hourly buckets.
+pub const HOURS: i64 = 7 * 24;
+/// Clients named in the grants chart; the rest are summed as one "other" bar.
+pub const TOP_CLIENTS: usize = 5;
+/// Security events listed on the dashboard.
+pub const RECENT_EVENTS: i64 = 10;
+
+/// Everything the dashboard draws, read in one snapshot.
+#[derive(Debug, Serialize)]
+pub struct Dashboard {
+    pub stats: Stats,
+    /// The start of the first hourly bucket (a whole hour, Unix seconds).
+    pub from: i64,
+    /// Sign-ins and failures per hour, oldest first, `HOURS` of each; the last is
+    /// the current hour.
+    pub sign_ins: Vec<i64>,
+    pub failures: Vec<i64>,
+    /// Tokens issued per client over the same days, most first: the client's name
+    /// (its id when it has been deleted) and the count, with the clients past
+    /// `TOP_CLIENTS` summed as `other`.
+    pub grants: Vec<(String, i64)>,
+    /// Clients summed into `grants`' last row, when there are more than `TOP_CLIENTS`.
+    pub other_clients: usize,
+    /// Mail waiting and given up on, when mail is configured.
+    pub mail: Option<MailQueue>,
+    /// Seconds the replica is behind, when replication is on.
+    pub replication_lag: Option<f64>,
+    pub security: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MailQueue {
+    pub pending: i64,
+    pub failed: i64,
+}
+
+pub async fn dashboard(state: &AppState) -> Result<Dashboard, AdminError> {
+    let now = state.clock.now();
+    let from = (now / 3600 - (HOURS - 1)) * 3600;
+    let mail_on = state.settings.smtp.is_some();
+    let (stats, hours, grants, mail, security) = state
         .db
         .read(move |c| {
-            Ok(Stats {
-                users: db::users::count(c)?,
-                active_sessions: db::sessions::count_active(c, now)?,
-                clients: db::clients::count(c)?,
-                logins_24h: db::audit::count_since(c, "login.ok", day)?,
-                failed_logins_24h: db::audit::count_since(c, "login.failed", day)?
-                    + db::audit::count_since(c, "mfa.failed", day)?,
-                locked_accounts: db::users::count_locked(c, now)?,
-            })
+            let mut grants = Vec::new();
+            for (actor, n) in db::dashboard::grants_per_client(c, from)? {
+                let id = actor.strip_prefix("client:").unwrap_or(&actor).to_string();
+                // Only the named bars need a name; the rest are summed.
+                let name = if grants.len() < TOP_CLIENTS {
+                    db::clients::find(c, &id)?.map(|cl| cl.name).filter(|n| !n.is_empty())
+                } else {
+                    None
+                };
+                grants.push((name.unwrap_or(id), n));
+            }
+            let mail = if mail_on { Some(db::outbox::counts(c)?) } else { None };
+            Ok((
+                stats_in(c, now)?,
+                db::dashboard::per_hour(c, from)?,
+                grants,
+                mail,
+                db::dashboard::recent_security(c, from, RECENT_EVENTS)?,
+            ))
         })
-        .await?)
+        .await?;
+    let (mut sign_ins, mut failures) = (vec![0; HOURS as usize], vec![0; HOURS as usize]);
+    for (hour, ok, failed) in hours {
+        // Events stamped after `now` (a clock moved back) fall outside the chart.
+        if let Ok(i) = usize::try_from(hour - from / 3600) {
+            if i < sign_ins.len() {
+                sign_ins[i] += ok;
+                failures[i] += failed;
+            }
+        }
+    }
+    let other_clients = grants.len().saturating_sub(TOP_CLIENTS);
+    let mut grants = grants;
+    if other_clients > 0 {
+        let rest: i64 = grants.drain(TOP_CLIENTS..).map(|g| g.1).sum();
+        grants.push(("other".into(), rest));
+    }
+    let replication_lag = state
+        .replication
+        .as_ref()
+        .map(|r| r.stats.lag_seconds(state.clock.now_millis()));
+    Ok(Dashboard {
+        stats,
+        from,
+        sign_ins,
+        failures,
+        grants,
+        other_clients,
+        mail: mail.map(|(pending, _sent, failed)| MailQueue { pending, failed }),
+        replication_lag,
+        security,
+    })
 }
 
 /// Signing keys, oldest first, each with its `status`: `signing`, `published` (a

@@ -34,7 +34,7 @@ pub struct Entry {
     pub detail: serde_json::Value,
 }
 
-fn from_row(r: &Row<'_>) -> Result<Entry, DbError> {
+pub(super) fn from_row(r: &Row<'_>) -> Result<Entry, DbError> {
     Ok(Entry {
         id: r.get(0)?,
         at: r.get(1)?,

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod claim_rules;
 pub mod clients;
 pub mod consents;
+pub mod dashboard;
 pub mod device;
 pub mod devices;
 pub mod email_tokens;

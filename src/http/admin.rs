@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use super::portal::{self, Viewer};
-use super::{errors, guard, guard::ip_text, pages, params};
+use super::{charts, errors, guard, guard::ip_text, pages, params};
 use crate::admin::{self, overview::Stats, Actor, AdminError, ListQuery};
 use crate::state::AppState;
 
@@ -123,19 +123,40 @@ struct Dashboard<'a> {
     is_admin: bool,
     flash: Option<&'a str>,
     stats: Stats,
+    charts: Vec<charts::Chart>,
+    /// Seconds behind, when replication is on.
+    replication_lag: Option<String>,
+    /// (time, event, actor, target, address), newest first.
+    security: Vec<[String; 5]>,
 }
 
 pub async fn dashboard(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Err(resp) = portal::require_admin(&req, &state).await {
         return resp;
     }
-    match admin::overview::stats(&state).await {
-        Ok(stats) => pages::render(
+    match admin::overview::dashboard(&state).await {
+        Ok(d) => pages::render(
             StatusCode::OK,
             &Dashboard {
                 is_admin: true,
                 flash: flash(&req),
-                stats,
+                charts: charts::for_dashboard(&d),
+                replication_lag: d.replication_lag.map(|s| format!("{s:.1} s")),
+                security: d
+                    .security
+                    .into_iter()
+                    .map(|e| {
+                        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+                        [
+                            portal::when(e.at),
+                            e.event,
+                            or_dash(e.actor),
+                            or_dash(e.target),
+                            or_dash(e.ip),
+                        ]
+                    })
+                    .collect(),
+                stats: d.stats,
             },
         ),
         Err(e) => error_page(&e),

@@ -16,6 +16,7 @@ mod admin_registration;
 pub mod admin_users;
 pub mod assets;
 pub mod authorize;
+mod charts;
 pub mod cookies;
 pub mod cors;
 pub mod device;

@@ -17,6 +17,7 @@ mod conformance;
 mod consent;
 mod contract;
 mod cors;
+mod dashboard;
 mod deletion;
 mod device;
 mod dpop;

@@ -347,6 +347,28 @@ try {
     await noSideways(small, path);
     await snap(small, `phone-${path.slice(1).replaceAll("/", "-")}`);
   }
+
+  // 12. The dashboard's charts after the sign-ins, failures and grants above: on the
+  // phone (no sideways scrolling, chart text still at least 9 px tall) and on a desktop.
+  await small.goto(`${BASE}/admin`);
+  for (const id of ["chart-signins", "chart-grants"]) {
+    check(await small.isVisible(`#${id} svg[role=img]`), `${id} is drawn`);
+  }
+  const hours = await small.$$eval("#chart-signins .bucket", (els) => els.length);
+  check(hours >= 1, `sign-ins drawn per hour (${hours} hours with events)`);
+  const clients = await small.$$eval("#chart-grants .row", (els) => els.length);
+  check(clients >= 1, `token grants drawn per client (${clients})`);
+  const smallest = await small.$$eval(".chart text", (els) =>
+    Math.min(...els.map((e) => e.getBoundingClientRect().height)));
+  check(smallest >= 9, `chart text readable at 360 px (smallest ${smallest.toFixed(1)} px)`);
+  await noSideways(small, "dashboard");
+  await snap(small, "dashboard-phone");
+  await small.setViewportSize({ width: 1280, height: 900 });
+  await small.goto(`${BASE}/admin`);
+  await snap(small, "dashboard-desktop");
+  await small.setViewportSize({ width: 360, height: 740 });
+  await small.reload();
+  await noSideways(small, "dashboard after resizing back");
   console.log("journey complete");
 } finally {
   await browser.close();
