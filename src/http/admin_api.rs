@@ -461,6 +461,8 @@ pub async fn unknown(req: HttpRequest, state: Data) -> HttpResponse {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin/api")
+            // Public, unlike the rest: the document reveals only the documented API.
+            .route("/openapi.json", web::get().to(super::openapi::serve))
             .route("/stats", web::get().to(stats))
             .route("/users", web::get().to(users_list))
             .route("/users", web::post().to(users_create))

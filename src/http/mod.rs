@@ -28,6 +28,7 @@ pub mod guard;
 pub mod invite;
 pub mod login;
 pub mod logout;
+mod openapi;
 pub mod pages;
 pub mod par;
 pub mod params;

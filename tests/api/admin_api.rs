@@ -105,6 +105,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/registration-tokens/x"),
     ("POST", "/users/1/deletion/approve"),
     ("DELETE", "/users/1/deletion"),
+    ("GET", "/presets"),
+    ("POST", "/clients/from-preset"),
+    ("GET", "/clients/rp/claims"),
+    ("PUT", "/clients/rp/claims"),
+    ("PUT", "/clients/rp/claims/role"),
+    ("DELETE", "/clients/rp/claims/role"),
+    ("GET", "/clients/rp/preview"),
+    ("GET", "/apps"),
+    ("POST", "/apps"),
+    ("GET", "/apps/wiki"),
+    ("DELETE", "/apps/wiki"),
 ];
 
 #[tokio::test]

@@ -43,6 +43,7 @@ mod metadata_document;
 mod moto;
 mod nodes;
 mod notices;
+mod openapi;
 mod outbox;
 mod par;
 mod passkeys;
