@@ -14,7 +14,8 @@ use tessera::startup::Application;
 #[derive(Parser)]
 #[command(
     name = "tessera",
-    version,
+    // The commit comes from build.rs (`unknown` outside a git checkout).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("TESSERA_COMMIT"), ")"),
     about = "A single-binary OpenID Connect provider on SQLite (or PostgreSQL, for several nodes)"
 )]
 struct Cli {

@@ -45,6 +45,7 @@ mod nodes;
 mod notices;
 mod openapi;
 mod outbox;
+mod packaging;
 mod par;
 mod passkeys;
 mod password_grant;

@@ -1,0 +1,90 @@
+//! Names the commit a binary was built from, for `tessera --version`.
+//!
+//! `TESSERA_COMMIT` (read with `env!`) is, in this order: `TESSERA_BUILD_COMMIT` from the
+//! environment (a container build has no `.git`: `--build-arg TESSERA_BUILD_COMMIT=…`),
+//! the short commit of the git checkout with `-dirty` when what is compiled differs
+//! from it, or `unknown`. Nothing here fails the build: a missing git, a tarball or a
+//! broken repository all give `unknown`.
+
+use std::path::Path;
+use std::process::Command;
+
+/// What goes into the binary; a change elsewhere (docs, tests) does not make it dirty.
+/// tests/api/packaging.rs asks git the same question with the same list.
+const BUILT_FROM: &[&str] = &["src", "templates", "static", "Cargo.toml", "Cargo.lock", "build.rs"];
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=TESSERA_BUILD_COMMIT");
+    let commit = match std::env::var("TESSERA_BUILD_COMMIT") {
+        Ok(given) if !given.trim().is_empty() => sanitize(&given),
+        _ => from_git().unwrap_or_else(|| "unknown".to_string()),
+    };
+    println!("cargo:rustc-env=TESSERA_COMMIT={commit}");
+}
+
+/// A commit given from outside ends up in `--version` output: keep it to the
+/// characters a commit name has, and short.
+fn sanitize(given: &str) -> String {
+    let kept: String = given
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(64)
+        .collect();
+    if kept.is_empty() {
+        "unknown".to_string()
+    } else {
+        kept
+    }
+}
+
+fn from_git() -> Option<String> {
+    // Only a checkout of Tessera itself: a copy inside some other repository (vendored
+    // sources) would otherwise be named by that repository's commit.
+    if !git_raw(&["rev-parse", "--show-prefix"])?.trim().is_empty() {
+        return None;
+    }
+    let commit = git(&["rev-parse", "--short=12", "HEAD"])?;
+    // Rebuild when HEAD moves (checkout, commit: the branch's ref or packed-refs), when
+    // the index changes (add, commit) and when anything compiled changes (dirty).
+    for name in ["HEAD", "packed-refs", "index"] {
+        watch_git_path(name);
+    }
+    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watch_git_path(&reference);
+    }
+    for path in BUILT_FROM {
+        println!("cargo:rerun-if-changed={path}");
+    }
+    let mut status = vec!["status", "--porcelain", "--untracked-files=normal", "--"];
+    status.extend_from_slice(BUILT_FROM);
+    // Dirty is only claimed when git could say so; a failing status leaves it out.
+    let dirty = git_raw(&status).is_some_and(|out| !out.trim().is_empty());
+    Some(if dirty { format!("{commit}-dirty") } else { commit })
+}
+
+/// Asks git where a file of the repository lives (worktrees keep HEAD and the index
+/// apart from the shared refs), and watches it if it is there.
+fn watch_git_path(name: &str) {
+    if let Some(path) = git(&["rev-parse", "--git-path", name]) {
+        if Path::new(&path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
+}
+
+/// One line of git's answer, trimmed; `None` when git is missing or fails.
+fn git(args: &[&str]) -> Option<String> {
+    let out = git_raw(args)?;
+    let line = out.trim();
+    (!line.is_empty()).then(|| line.to_string())
+}
+
+fn git_raw(args: &[&str]) -> Option<String> {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")?;
+    let out = Command::new("git").args(args).current_dir(manifest).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8(out.stdout).ok()
+}
