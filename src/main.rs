@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use tessera::cli::{
     self, AppCommand, ClientCommand, KeysCommand, MailCommand, ProviderCommand, ResourceCommand, UserCommand,
 };
@@ -166,6 +166,13 @@ enum Command {
         #[arg(long, env = "TESSERA_ISSUER", value_name = "URL")]
         issuer: Option<String>,
     },
+    /// Print the shell completion script for SHELL (reads no settings, opens no database)
+    Completions {
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: cli::Shell,
+    },
+    /// Print the manual page, tessera(1), as roff: `tessera man | man -l -`
+    Man,
 }
 
 #[derive(Args)]
@@ -292,6 +299,9 @@ fn main() -> ExitCode {
     }
     let serve = match cli.command {
         None => ServeArgs::default(),
+        // Generated from the definition above alone: no settings, no database.
+        Some(Command::Completions { shell }) => return finish(cli::completions(Cli::command(), shell)),
+        Some(Command::Man) => return finish(cli::man(Cli::command())),
         Some(Command::Serve(args)) => *args,
         Some(Command::User(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::user(&s, cmd))),
         Some(Command::Client(cmd)) => return finish(settings(&cli.common, None).and_then(|s| cli::client(&s, cmd))),

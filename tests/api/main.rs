@@ -13,6 +13,7 @@ mod claims;
 mod cli;
 mod client_auth;
 mod client_settings;
+mod completions;
 mod conformance;
 mod consent;
 mod contract;
