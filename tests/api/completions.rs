@@ -25,22 +25,9 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Whether a tool is on this machine; absent, the test skips loudly, but under CI
-/// (where .ci/run installs it) it fails.
+/// Whether `program` runs here (see `helpers::available`).
 fn installed(program: &str, args: &[&str]) -> bool {
-    let ok = Command::new(program)
-        .args(args)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{program} is not installed; .ci/run installs it"
-        );
-        eprintln!("SKIPPED: {program} is not installed, only the text is checked");
-    }
-    ok
+    crate::helpers::available(Command::new(program).args(args), program)
 }
 
 /// The script for `shell`, written to a file, after checking it names the subcommands.

@@ -626,6 +626,25 @@ pub fn required_cluster(what: &str) -> Option<String> {
     }
 }
 
+/// Whether a tool a test needs runs here (`check` succeeds): without it the test skips
+/// loudly, but under CI, where .ci/run installs it, its absence is a failure.
+pub fn available(check: &mut std::process::Command, what: &str) -> bool {
+    use std::process::Stdio;
+    let ok = check
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{what} is not installed; .ci/run installs it"
+        );
+        eprintln!("SKIPPED: {what} is not installed (.ci/run installs it)");
+    }
+    ok
+}
+
 /// Runs the `tessera` binary with `args` and `env`, `stdin` written to it; its
 /// standard output, the command's failure failing the test.
 pub fn tessera_ok(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> String {

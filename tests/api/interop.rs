@@ -10,19 +10,6 @@ use crate::helpers::*;
 
 const AFTER_LOGOUT: &str = "http://localhost:8080/signed-out";
 
-/// Whether the runtime and packages are present; in CI their absence is a failure.
-fn available(check: &mut Command, what: &str) -> bool {
-    let ok = check.output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{what} is not installed; .ci/run installs it"
-        );
-        eprintln!("SKIPPED: {what} is not installed (run .ci/run or see tests/interop)");
-    }
-    ok
-}
-
 async fn run(program: &str, script: &str) {
     let app = spawn_app().await;
     let secret = app

@@ -84,21 +84,10 @@ pub struct Moto {
 
 /// Whether python3 can import moto's server; in CI its absence fails.
 fn available() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import boto3, moto.server"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "moto is not installed; .ci/run installs tests/interop/requirements.txt"
-        );
-        eprintln!("SKIPPED: the S3 tests need moto: python3 -m pip install -r tests/interop/requirements.txt");
-    }
-    ok
+    crate::helpers::available(
+        Command::new("python3").args(["-c", "import boto3, moto.server"]),
+        "moto",
+    )
 }
 
 impl Moto {

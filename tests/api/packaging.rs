@@ -19,22 +19,9 @@ fn packaging(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Whether a tool the test needs is there: a loud skip locally, a failure in CI
-/// (.ci/run installs it).
+/// Whether `program` runs here (see `helpers::available`).
 fn installed(program: &str, args: &[&str]) -> bool {
-    let ok = Command::new(program)
-        .args(args)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{program} is not installed; .ci/run installs it"
-        );
-        eprintln!("SKIPPED: {program} is not installed (see .ci/run)");
-    }
-    ok
+    crate::helpers::available(Command::new(program).args(args), program)
 }
 
 fn run(cmd: &mut Command) -> Output {

@@ -40,23 +40,13 @@ pub struct UpstreamOp {
 
 /// Whether node and the pinned package are installed; in CI their absence fails.
 fn available() -> bool {
-    let ok = Command::new("node")
-        .current_dir(DIR)
-        .args([
+    crate::helpers::available(
+        Command::new("node").current_dir(DIR).args([
             "-e",
             "import('oidc-provider').then(() => process.exit(0), () => process.exit(1))",
-        ])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "node's oidc-provider is not installed; .ci/run installs it"
-        );
-        eprintln!("SKIPPED: node's oidc-provider is not installed (npm ci --prefix tests/interop)");
-    }
-    ok
+        ]),
+        "node's oidc-provider",
+    )
 }
 
 impl UpstreamOp {
