@@ -34,14 +34,16 @@ fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
 
 pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     let cx = state.ctx();
-    if let Some(limited) =
-        guard::limit_json(&req, &state, Bucket::Token).or_else(|| password_limits(&req, &state, &body))
-    {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
         return limited;
     }
     let dpop = super::userinfo::dpop_header(&req);
     let result = async {
         let (client, form) = authenticated(&req, &cx, &body).await?;
+        // The login form's limits, before any password is hashed.
+        if let Some(limited) = password_limits(&req, &state, &form) {
+            return Err(Refused::Limited(limited));
+        }
         let proof = dpop.as_ref().map_err(Clone::clone)?.as_deref();
         let resp = grants::grant(&cx, &client, &form, &super::guard::ip_text(&req, &state), proof).await?;
         state
@@ -52,7 +54,8 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     .await;
     let answer = match result {
         Ok(resp) => ok_json(&resp),
-        Err(e) => errors::oauth_json(&e),
+        Err(Refused::Protocol(e)) => errors::oauth_json(&e),
+        Err(Refused::Limited(limited)) => limited,
     };
     // RFC 9449 §8: whoever sends proofs learns the nonce for the next one, with every
     // answer (the `use_dpop_nonce` error above all).
@@ -122,8 +125,19 @@ pub async fn revoke(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 /// RFC 6749 §4.3.2: the password grant must be protected against brute force. It gets
 /// the login form's limits, per address and per account name, before any password is
 /// hashed (and before the client is even authenticated, as the form does too).
-fn password_limits(req: &HttpRequest, state: &AppState, body: &Bytes) -> Option<HttpResponse> {
-    let form = params::unique_form(body).ok()?;
+/// Why a token request got no tokens: a protocol error, or a rate limit's answer.
+enum Refused {
+    Protocol(OAuthError),
+    Limited(HttpResponse),
+}
+
+impl From<OAuthError> for Refused {
+    fn from(e: OAuthError) -> Self {
+        Refused::Protocol(e)
+    }
+}
+
+fn password_limits(req: &HttpRequest, state: &AppState, form: &HashMap<String, String>) -> Option<HttpResponse> {
     if form.get("grant_type").map(String::as_str) != Some("password") {
         return None;
     }
