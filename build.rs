@@ -1,4 +1,5 @@
-//! Names the commit a binary was built from, for `tessera --version`.
+//! Names the commit a binary was built from, for `tessera --version`, and compiles the
+//! message catalogues of `locales/` into tables (`src/i18n/generate.rs`).
 //!
 //! `TESSERA_COMMIT` (read with `env!`) is, in this order: `TESSERA_BUILD_COMMIT` from the
 //! environment (a container build has no `.git`: `--build-arg TESSERA_BUILD_COMMIT=…`),
@@ -9,9 +10,20 @@
 use std::path::Path;
 use std::process::Command;
 
+#[path = "src/i18n/generate.rs"]
+mod generate;
+
 /// What goes into the binary; a change elsewhere (docs, tests) does not make it dirty.
 /// tests/api/packaging.rs asks git the same question with the same list.
-const BUILT_FROM: &[&str] = &["src", "templates", "static", "Cargo.toml", "Cargo.lock", "build.rs"];
+const BUILT_FROM: &[&str] = &[
+    "src",
+    "templates",
+    "static",
+    "locales",
+    "Cargo.toml",
+    "Cargo.lock",
+    "build.rs",
+];
 
 fn main() {
     println!("cargo:rerun-if-env-changed=TESSERA_BUILD_COMMIT");
@@ -20,6 +32,30 @@ fn main() {
         _ => from_git().unwrap_or_else(|| "unknown".to_string()),
     };
     println!("cargo:rustc-env=TESSERA_COMMIT={commit}");
+    catalogues();
+}
+
+/// The catalogues become `$OUT_DIR/messages.rs`, included by `src/i18n/mod.rs`; an
+/// unreadable line stops the build with its place.
+fn catalogues() {
+    if let Err(e) = write_catalogues() {
+        eprintln!("error: message catalogue: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn write_catalogues() -> Result<(), String> {
+    println!("cargo:rerun-if-changed=locales");
+    println!("cargo:rerun-if-changed=src/i18n/generate.rs");
+    let (Some(manifest), Some(out)) = (std::env::var_os("CARGO_MANIFEST_DIR"), std::env::var_os("OUT_DIR")) else {
+        return Err("cargo sets CARGO_MANIFEST_DIR and OUT_DIR for build scripts".into());
+    };
+    let locales = Path::new(&manifest).join("locales");
+    for (tag, _) in generate::LOCALES {
+        println!("cargo:rerun-if-changed=locales/{tag}");
+    }
+    let source = generate::generate(&locales)?;
+    std::fs::write(Path::new(&out).join("messages.rs"), source).map_err(|e| format!("writing the message tables: {e}"))
 }
 
 /// A commit given from outside ends up in `--version` output: keep it to the

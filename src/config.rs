@@ -45,6 +45,7 @@ pub struct RawSettings {
     pub signup: Option<String>,
     pub signup_domains: Option<String>,
     pub org_name: Option<String>,
+    pub default_locale: Option<String>,
     pub mail_per_hour: Option<String>,
     pub account_deletion: Option<String>,
     pub listen: Option<String>,
@@ -118,6 +119,7 @@ struct FileSettings {
     signup: Option<toml::Value>,
     signup_domains: Option<toml::Value>,
     org_name: Option<toml::Value>,
+    default_locale: Option<toml::Value>,
     mail_per_hour: Option<toml::Value>,
     account_deletion: Option<toml::Value>,
     listen: Option<toml::Value>,
@@ -264,6 +266,9 @@ pub struct Settings {
     pub signup_domains: Vec<String>,
     /// The organisation's name, in mail and on pages.
     pub org_name: String,
+    /// The language of pages and mail when neither the application (`ui_locales`)
+    /// nor the browser (`Accept-Language`) names one Tessera speaks.
+    pub default_locale: crate::i18n::Locale,
     /// Mails one account (or one address) may be sent per hour.
     pub mail_per_hour: i64,
     /// Whether people delete their own accounts or ask an administrator to approve.
@@ -368,6 +373,7 @@ impl Default for Settings {
             signup: Signup::Off,
             signup_domains: Vec::new(),
             org_name: "Tessera".to_string(),
+            default_locale: crate::i18n::Locale::En,
             mail_per_hour: 5,
             account_deletion: AccountDeletion::SelfService,
             key_reload_every: 10,
@@ -476,6 +482,14 @@ impl Settings {
                 ));
             }
             s.org_name = v.to_string();
+        }
+        if let Some(v) = pick(&raw.default_locale, &file.default_locale) {
+            s.default_locale = crate::i18n::Locale::from_tag(&v).ok_or_else(|| {
+                invalid(
+                    "default_locale",
+                    format!("`{}` is not one of {}", v.trim(), crate::i18n::supported().join(", ")),
+                )
+            })?;
         }
         if let Some(v) = pick(&raw.mail_per_hour, &file.mail_per_hour) {
             s.mail_per_hour = parse_in_range("mail_per_hour", &v, 1, 1000)?;

@@ -15,6 +15,7 @@ pub mod error;
 pub mod federation;
 pub mod forward_auth;
 pub mod http;
+pub mod i18n;
 pub mod lifecycle;
 pub mod mail;
 pub mod metrics;

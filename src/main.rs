@@ -67,6 +67,9 @@ struct Common {
     /// The organisation's name, shown in mail and on pages [default: Tessera]
     #[arg(long, global = true, env = "TESSERA_ORG_NAME", value_name = "NAME")]
     org_name: Option<String>,
+    /// The language of pages and mail when neither the application nor the browser asks for one Tessera speaks: en, de, fr, es, it, nl or pt [default: en]
+    #[arg(long, global = true, env = "TESSERA_DEFAULT_LOCALE", value_name = "TAG")]
+    default_locale: Option<String>,
     /// Mails one account or address may be sent per hour [default: 5]
     #[arg(long, global = true, env = "TESSERA_MAIL_PER_HOUR", value_name = "N")]
     mail_per_hour: Option<String>,
@@ -403,6 +406,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         signup: common.signup.clone(),
         signup_domains: common.signup_domains.clone(),
         org_name: common.org_name.clone(),
+        default_locale: common.default_locale.clone(),
         mail_per_hour: common.mail_per_hour.clone(),
         account_deletion: common.account_deletion.clone(),
         sqlite_autocheckpoint: common.sqlite_autocheckpoint.clone(),

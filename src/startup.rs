@@ -364,13 +364,14 @@ fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError
                 let started = Instant::now();
                 let method = req.method().clone();
                 let state = state.clone();
+                let (locale, source) = http::lang::choose(&state, &req);
                 let call = match http::guard::upgrade_refused(req.request()) {
                     Some(refused) => Err(req.into_response(refused)),
                     None => Ok(srv.call(req)),
                 };
                 async move {
                     let mut res = match call {
-                        Ok(fut) => fut.await?.map_into_boxed_body(),
+                        Ok(fut) => crate::i18n::scope(locale, source, fut).await?.map_into_boxed_body(),
                         Err(refused) => refused,
                     };
                     http::cors::decorate(&state, &mut res).await;

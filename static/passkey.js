@@ -10,9 +10,14 @@
     const box = document.getElementById("passkey-error");
     if (box) { box.textContent = message; box.hidden = false; }
   };
+  // The page's words (data-* on the error box, in the page's language), else English.
+  const said = (key, english) => {
+    const box = document.getElementById("passkey-error");
+    return (box && box.dataset[key]) || english;
+  };
   const problem = async (resp) => {
-    try { return (await resp.json()).error_description || "The passkey could not be used."; }
-    catch (_) { return "The passkey could not be used."; }
+    try { return (await resp.json()).error_description || said("failed", "The passkey could not be used."); }
+    catch (_) { return said("failed", "The passkey could not be used."); }
   };
 
   const login = document.getElementById("passkey-login");
@@ -29,7 +34,7 @@
         cred = await navigator.credentials.get({ publicKey: {
           challenge: dec(o.challenge), rpId: o.rpId, timeout: o.timeout,
           userVerification: o.userVerification, allowCredentials: [] } });
-      } catch (_) { return fail("No passkey was used. Try again, or sign in with your password."); }
+      } catch (_) { return fail(said("unused", "No passkey was used. Try again, or sign in with your password.")); }
       form.credential_id.value = enc(cred.rawId);
       form.client_data.value = enc(cred.response.clientDataJSON);
       form.authenticator_data.value = enc(cred.response.authenticatorData);
@@ -57,7 +62,7 @@
       o.excludeCredentials = o.excludeCredentials.map((c) => ({ type: c.type, id: dec(c.id) }));
       let cred;
       try { cred = await navigator.credentials.create({ publicKey: o }); }
-      catch (_) { return fail("No passkey was created."); }
+      catch (_) { return fail(said("uncreated", "No passkey was created.")); }
       const saved = await fetch("/account/passkeys", {
         method: "POST",
         headers: { "X-CSRF-Token": csrf, "Content-Type": "application/json" },

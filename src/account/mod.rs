@@ -151,11 +151,10 @@ pub async fn update_profile(
             if let Some(to) = pending {
                 requested.write(c, now)?;
                 let sent = verify::send_change_in(c, &settings, &link, &owner, &to, now)?;
-                let what = format!(
-                    "A change of the email address of your account {} was asked for on its account page. The address changes only when the link sent to the new address is confirmed while signed in to the account.",
-                    owner.username
-                );
-                lifecycle::notify(c, &settings, &owner, "A change of your email address was requested", &what, now)?;
+                let t = crate::i18n::t();
+                let what = t.fill(t.mail_email_change_requested, "username", &owner.username);
+                let subject = t.mail_email_change_requested_subject;
+                lifecycle::notify(c, &settings, &owner, subject, &what, now)?;
                 return Ok(sent == Queued::Yes);
             }
             if !changed {
@@ -167,8 +166,9 @@ pub async fn update_profile(
             db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
             if mail {
                 // Only a removal gets here with mail on; `owner` still has the old address.
-                let what = format!("The email address of your account {} was removed.", owner.username);
-                lifecycle::notify(c, &settings, &owner, "Your email address was changed", &what, now)?;
+                let t = crate::i18n::t();
+                let what = t.fill(t.mail_email_removed, "username", &owner.username);
+                lifecycle::notify(c, &settings, &owner, t.mail_email_changed_subject, &what, now)?;
             }
             Ok(false)
         })
@@ -205,15 +205,13 @@ pub async fn change_password(
                 db::passkeys::delete_all(c, uid)?;
             }
             event.write(c, now)?;
+            let t = crate::i18n::t();
             crate::lifecycle::notify(
                 c,
                 &settings,
                 &owner,
-                "Your password was changed",
-                &format!(
-                    "The password of your account {} was changed on its account page. Your other sessions were signed out of the applications.",
-                    owner.username
-                ),
+                t.mail_password_changed_subject,
+                &t.fill(t.mail_password_changed, "username", &owner.username),
                 now,
             )?;
             Ok(())

@@ -350,11 +350,8 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
                 c,
                 &settings,
                 &user,
-                "Your password was changed",
-                &format!(
-                    "An administrator set a new password for your account {}. Every session was signed out.",
-                    user.username
-                ),
+                crate::i18n::t().mail_password_changed_subject,
+                &crate::i18n::t().fill(crate::i18n::t().mail_password_set_by_admin, "username", &user.username),
                 now,
             )?;
         }

@@ -231,14 +231,13 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
     let link = state.url(&format!("/password/reset?token={}", secret.expose()));
     let (now, actor, settings) = (state.clock.now(), actor.clone(), state.settings.clone());
     let (id, username, to) = (user.id, user.username.clone(), email.clone());
-    let greeting = format!("Hello {},", user.name.as_deref().unwrap_or(&user.username));
-    let message = Message::new(format!("Your account at {}", settings.org_name), greeting)
-        .paragraph(format!(
-            "An account {username} was made for you at {}. Choose your password with the link below.",
-            settings.org_name
-        ))
-        .action("Choose your password", &link)
-        .after("The link works once, for 7 days.");
+    let t = crate::i18n::t();
+    let greeting = t.fill(t.mail_greeting, "name", user.name.as_deref().unwrap_or(&user.username));
+    let org = &settings.org_name;
+    let message = Message::new(t.fill(t.mail_account_made_subject, "org", org), greeting)
+        .paragraph(t.fill2(t.mail_account_made, "org", org, "username", &username))
+        .action(t.mail_account_made_action, &link)
+        .after(t.mail_account_made_after);
     let queued = state
         .db
         .write(move |c| {

@@ -127,11 +127,8 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
                     c,
                     &settings,
                     &user,
-                    "An authenticator app was added to your account",
-                    &format!(
-                        "An authenticator app now gives the second factor of your account {}.",
-                        user.username
-                    ),
+                    crate::i18n::t().mail_totp_added_subject,
+                    &crate::i18n::t().fill(crate::i18n::t().mail_totp_added, "username", &user.username),
                     now,
                 )?;
             }

@@ -136,8 +136,14 @@ pub async fn register(
                 c,
                 &settings,
                 &owner,
-                "A passkey was added to your account",
-                &format!("The passkey “{name}” was added to your account {}.", owner.username),
+                crate::i18n::t().mail_passkey_added_subject,
+                &crate::i18n::t().fill2(
+                    crate::i18n::t().mail_passkey_added,
+                    "name",
+                    &name,
+                    "username",
+                    &owner.username,
+                ),
                 now,
             )?;
             Ok(Ok(()))

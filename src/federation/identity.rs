@@ -57,8 +57,9 @@ pub async fn resolve(
                 }
                 // The owner hears of a new way into an account that existed before.
                 if let (Resolved::User(u) | Resolved::Linked(u), true) = (&resolved, newly) {
-                    let what = format!("Your {} account can now sign in to your account here.", p.name);
-                    crate::lifecycle::notify(c, &settings, u, "An account was linked to yours", &what, now)?;
+                    let t = crate::i18n::t();
+                    let what = t.fill(t.mail_linked, "provider", &p.name);
+                    crate::lifecycle::notify(c, &settings, u, t.mail_linked_subject, &what, now)?;
                 }
                 Ok(resolved)
             })

@@ -15,10 +15,30 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::db::{self, sessions::SessionInfo};
 use crate::domain::{Email, NewPassword};
+use crate::i18n::t;
 use crate::oidc::logout;
 use crate::state::AppState;
 
 pub use crate::domain::Problems;
+
+/// A sentence as HTML with its `{name}` placeholder filled by `value` in an element of
+/// its own (`<tag id="id">`), for a value that tests and scripts find by its id:
+/// `fill_strong` with the element named. Rendered with `|safe`.
+pub fn fill_tag(text: &str, name: &str, value: impl std::fmt::Display, tag: &str, id: &str) -> String {
+    crate::i18n::markup(text, &format!("{tag} id=\"{id}\""), &[(name, &value)])
+}
+
+/// A sentence as HTML with two placeholders filled by values in bold (`fill_strong`
+/// for two). Rendered with `|safe`.
+pub fn fill_strong2(
+    text: &str,
+    a: &str,
+    a_value: impl std::fmt::Display,
+    b: &str,
+    b_value: impl std::fmt::Display,
+) -> String {
+    crate::i18n::markup(text, "strong", &[(a, &a_value), (b, &b_value)])
+}
 
 /// A session as one table row.
 pub struct SessionRow {
@@ -33,11 +53,11 @@ pub struct SessionRow {
 /// How a session was signed in, in words.
 fn method_label(amr: &str) -> &str {
     match amr {
-        crate::oidc::interaction::AMR_PASSWORD => "password",
-        crate::oidc::interaction::AMR_PASSWORD_OTP => "password and code",
-        crate::oidc::interaction::AMR_PASSKEY => "passkey",
-        crate::lifecycle::signin::AMR_EMAIL => "link or code by mail",
-        crate::lifecycle::signin::AMR_EMAIL_TOTP => "mail and code",
+        crate::oidc::interaction::AMR_PASSWORD => t().acct_method_password,
+        crate::oidc::interaction::AMR_PASSWORD_OTP => t().acct_method_password_code,
+        crate::oidc::interaction::AMR_PASSKEY => t().acct_method_passkey,
+        crate::lifecycle::signin::AMR_EMAIL => t().acct_method_email,
+        crate::lifecycle::signin::AMR_EMAIL_TOTP => t().acct_method_email_code,
         other => other,
     }
 }
@@ -46,9 +66,9 @@ impl SessionRow {
     pub fn of(s: &SessionInfo, current_sid: &str) -> Self {
         Self {
             sid: s.sid.clone(),
-            device: s.user_agent.clone().unwrap_or_else(|| "unknown".into()),
+            device: s.user_agent.clone().unwrap_or_else(|| t().acct_unknown.into()),
             ip: s.ip.clone().unwrap_or_default(),
-            when: portal::when(s.created_at),
+            when: t().datetime(s.created_at),
             amr: method_label(&s.amr).to_string(),
             current: s.sid == current_sid,
         }
@@ -141,13 +161,13 @@ impl SignInSection {
         passkeys: bool,
     ) -> Self {
         let email_mfa_blocked = if state.settings.smtp.is_none() {
-            Some("Mail is not set up on this server.")
+            Some(t().acct_email_mfa_blocked_mail)
         } else if totp {
-            Some("Your authenticator app is your second step; codes by mail are for accounts without one.")
+            Some(t().acct_email_mfa_blocked_totp)
         } else if passkeys {
-            Some("You have a passkey; codes by mail are for accounts without an authenticator app or passkey.")
+            Some(t().acct_email_mfa_blocked_passkey)
         } else if !user.email_verified || user.email.as_deref().is_none_or(|e| e.trim().is_empty()) {
-            Some("Codes go only to a confirmed address: confirm your email address first.")
+            Some(t().acct_email_mfa_blocked_unverified)
         } else {
             None
         };
@@ -161,9 +181,9 @@ impl SignInSection {
                 .into_iter()
                 .map(|d| DeviceRow {
                     id: d.id,
-                    label: d.label,
-                    first_seen: portal::when(d.created_at),
-                    until: portal::when(d.trusted_until),
+                    label: crate::lifecycle::devices::shown(&d.label),
+                    first_seen: t().datetime(d.created_at),
+                    until: t().datetime(d.trusted_until),
                 })
                 .collect(),
         }
@@ -172,32 +192,31 @@ impl SignInSection {
 
 /// Messages after a successful change, named in the redirect so a reload repeats nothing.
 fn flash_text(code: &str) -> Option<&'static str> {
+    let t = t();
     Some(match code {
-        "profile" => "Your profile was saved.",
-        "profile-verify" => {
-            "Your profile was saved. We sent a link to your new address: your address changes when you follow it and confirm while signed in to this account."
-        }
-        "password" => "Your password was changed. Other sessions were signed out and their access ended.",
-        "session" => "That session was signed out.",
-        "others" => "All other sessions were signed out.",
-        "totp-off" => "Two-step verification was turned off.",
-        "passkey" => "The passkey was added. You can sign in with it now.",
-        "passkey-removed" => "The passkey was removed.",
-        "app-removed" => "The application's access was removed; it must ask again.",
-        "email-mfa-on" => "Codes by mail are on: each sign-in with your password asks for one.",
-        "email-mfa-off" => "Codes by mail are off.",
-        "device-removed" => "That device is no longer trusted: it will be asked for the second step again.",
-        "notifications" => "Your notification choice was saved.",
-        "deletion-requested" => "Your request to delete your account was sent to the administrators.",
-        "deletion-withdrawn" => "Your deletion request was withdrawn; your account stays.",
-        "linked" => "The account was linked: you can sign in with it now.",
-        "unlinked" => "The account was unlinked: it no longer signs you in here.",
-        "link-elsewhere" => "That account is linked to another account here, so it was not linked to yours.",
-        "link-already" => "Your account is linked to another account of that provider already; unlink it first.",
-        "link-failed" => "The account was not linked: the sign-in at the provider did not complete.",
-        "link-unavailable" => "The provider cannot be reached right now; try again later.",
-        "link-reauth" => "To link an account, sign out and sign in again, then link it within five minutes.",
-        "unlink-last" => "That is the only way to sign in to your account, so it stays linked. Set a password or add a passkey first.",
+        "profile" => t.acct_done_profile,
+        "profile-verify" => t.acct_done_profile_verify,
+        "password" => t.acct_done_password,
+        "session" => t.acct_done_session,
+        "others" => t.acct_done_others,
+        "totp-off" => t.acct_done_totp_off,
+        "passkey" => t.acct_done_passkey,
+        "passkey-removed" => t.acct_done_passkey_removed,
+        "app-removed" => t.acct_done_app_removed,
+        "email-mfa-on" => t.acct_done_email_mfa_on,
+        "email-mfa-off" => t.acct_done_email_mfa_off,
+        "device-removed" => t.acct_done_device_removed,
+        "notifications" => t.acct_done_notifications,
+        "deletion-requested" => t.acct_done_deletion_requested,
+        "deletion-withdrawn" => t.acct_done_deletion_withdrawn,
+        "linked" => t.acct_done_linked,
+        "unlinked" => t.acct_done_unlinked,
+        "link-elsewhere" => t.acct_done_link_elsewhere,
+        "link-already" => t.acct_done_link_already,
+        "link-failed" => t.acct_done_link_failed,
+        "link-unavailable" => t.acct_done_link_unavailable,
+        "link-reauth" => t.acct_done_link_reauth,
+        "unlink-last" => t.acct_done_unlink_last,
         _ => return None,
     })
 }
@@ -260,7 +279,7 @@ pub(super) async fn render(
     let deletion = match crate::lifecycle::deletion::requested_at(state, v.user.id).await {
         Ok(at) => DeletionSection {
             approval: state.settings.account_deletion == crate::config::AccountDeletion::Approval,
-            requested: at.map(portal::when),
+            requested: at.map(|at| t().datetime(at)),
         },
         Err(e) => return errors::server_page(e),
     };
@@ -270,7 +289,7 @@ pub(super) async fn render(
             .map(|l| LinkRow {
                 linked: l
                     .linked
-                    .map(|i| (i.email.unwrap_or_default(), portal::when(i.created_at))),
+                    .map(|i| (i.email.unwrap_or_default(), t().datetime(i.created_at))),
                 id: l.id,
                 name: l.name,
             })
@@ -291,7 +310,10 @@ pub(super) async fn render(
         email,
         problems,
         totp_on: totp.is_some(),
-        totp_since: totp.and_then(|t| t.confirmed_at).map(portal::when).unwrap_or_default(),
+        totp_since: totp
+            .and_then(|totp| totp.confirmed_at)
+            .map(|at| t().datetime(at))
+            .unwrap_or_default(),
         recovery_left,
         signin,
         sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
@@ -300,8 +322,11 @@ pub(super) async fn render(
             .map(|p| PasskeyRow {
                 id: p.id,
                 name: p.name,
-                added: portal::when(p.created_at),
-                used: p.last_used_at.map(portal::when).unwrap_or_else(|| "never".into()),
+                added: t().datetime(p.created_at),
+                used: p
+                    .last_used_at
+                    .map(|at| t().datetime(at))
+                    .unwrap_or_else(|| t().acct_never.into()),
             })
             .collect(),
         apps: apps
@@ -313,7 +338,7 @@ pub(super) async fn render(
                     .filter_map(pages::describe_scope)
                     .collect::<Vec<_>>()
                     .join("; "),
-                since: portal::when(g.granted_at),
+                since: t().datetime(g.granted_at),
                 client_id: g.client_id,
                 name: g.client_name,
             })
@@ -348,7 +373,7 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     );
     let mut problems = Problems::default();
     if name.chars().count() > 200 {
-        problems.insert("name".into(), "use at most 200 characters".into());
+        problems.insert("name".into(), t().acct_error_name_too_long.into());
     }
     if !email.is_empty() {
         if let Err(e) = Email::parse(email) {
@@ -384,9 +409,9 @@ pub(super) async fn password_ok(state: &AppState, v: &Viewer, password: &str) ->
         Ok(Reauth::Wrong) => Ok(false),
         Ok(Reauth::Locked) => Err(pages::error_page(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many wrong passwords",
-            "Your password was entered wrongly too often, so it is not checked for now.",
-            "Wait a few minutes, then try again.",
+            t().acct_locked_title,
+            t().acct_locked,
+            t().acct_locked_hint,
         )),
         Err(LoginError::Server(e)) => Err(errors::server_page(e)),
         Err(LoginError::InvalidCredentials) => Err(errors::server_page(crate::error::Internal::Failed)),
@@ -410,12 +435,12 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         }
     };
     if params::field(&form, "password") != params::field(&form, "confirm") {
-        problems.insert("confirm".into(), "the two passwords differ".into());
+        problems.insert("confirm".into(), t().acct_error_passwords_differ.into());
     }
     match password_ok(&state, &v, params::field(&form, "current")).await {
         Ok(true) => {}
         Ok(false) => {
-            problems.insert("current".into(), "this is not your current password".into());
+            problems.insert("current".into(), t().acct_error_not_current_password.into());
         }
         Err(resp) => return resp,
     }
@@ -463,9 +488,9 @@ pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     match end_sessions(&state, &v, |s| s.sid == sid && s.sid != v.session.sid).await {
         Ok(0) => pages::error_page(
             StatusCode::NOT_FOUND,
-            "Session not found",
-            "That session has already ended, or is not yours.",
-            "Return to your account page.",
+            t().acct_session_missing_title,
+            t().acct_session_missing,
+            t().acct_return_to_account_page,
         ),
         Ok(_) => {
             Event::new("session.ended")
@@ -513,9 +538,9 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
         Ok(true) => back("app-removed"),
         Ok(false) => pages::error_page(
             StatusCode::NOT_FOUND,
-            "Application not found",
-            "You had not allowed that application, or its access was already removed.",
-            "Return to your account page.",
+            t().acct_app_missing_title,
+            t().acct_app_missing,
+            t().acct_return_to_account_page,
         ),
         Err(e) => errors::server_page(e),
     }
@@ -555,18 +580,17 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     if crate::auth::password::has_password(&v.user.password_hash) {
         match password_ok(&state, &v, params::field(&form, "password")).await {
             Ok(true) => {}
-            Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
+            Ok(false) => return refuse(t().acct_error_not_current_password, StatusCode::BAD_REQUEST).await,
             Err(resp) => return resp,
         }
     } else {
         // No password to confirm with (an account made through an upstream provider):
         // a sign-in in the last ten minutes, and the username typed out.
         if state.clock.now() - v.session.last_authenticated() > RECENT_SIGN_IN {
-            let msg = "sign out and sign in again, then delete within ten minutes";
-            return refuse(msg, StatusCode::FORBIDDEN).await;
+            return refuse(t().acct_error_delete_reauth, StatusCode::FORBIDDEN).await;
         }
         if params::field(&form, "username").trim() != v.user.username {
-            return refuse("type your username to confirm", StatusCode::BAD_REQUEST).await;
+            return refuse(t().acct_error_type_username, StatusCode::BAD_REQUEST).await;
         }
     }
     match deletion::delete_own(&state, &v.user, ip).await {
@@ -601,7 +625,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
     let on = match params::field(&form, "action") {
         "on" => true,
         "off" => false,
-        _ => return super::authorize::bad_request_page("The form did not say on or off."),
+        _ => return super::authorize::bad_request_page(t().acct_error_on_off),
     };
     let refuse = |msg: &str, status| {
         let problems = Problems::from([("email_mfa".to_string(), msg.to_string())]);
@@ -609,16 +633,16 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
     };
     match password_ok(&state, &v, params::field(&form, "password")).await {
         Ok(true) => {}
-        Ok(false) => return refuse("this is not your current password", StatusCode::BAD_REQUEST).await,
+        Ok(false) => return refuse(t().acct_error_not_current_password, StatusCode::BAD_REQUEST).await,
         Err(resp) => return resp,
     }
     match email_mfa::set(&state, &me(&req, &state, &v), on).await {
         Ok(Ok(())) => back(if on { "email-mfa-on" } else { "email-mfa-off" }),
         Ok(Err(why)) => {
             let msg = match why {
-                Refused::NoVerifiedEmail => "confirm your email address first: codes go only to a confirmed address",
-                Refused::OtherFactor => "your authenticator app or passkey is used instead",
-                Refused::MailOff => "mail is not set up on this server",
+                Refused::NoVerifiedEmail => t().acct_error_email_mfa_unverified,
+                Refused::OtherFactor => t().acct_error_email_mfa_other,
+                Refused::MailOff => t().acct_error_email_mfa_mail,
             };
             refuse(msg, StatusCode::CONFLICT).await
         }
@@ -650,9 +674,9 @@ pub async fn untrust_device(req: HttpRequest, state: web::Data<AppState>, body: 
         Ok(true) => back("device-removed"),
         Ok(false) => pages::error_page(
             StatusCode::NOT_FOUND,
-            "Device not found",
-            "That device is no longer trusted, or is not yours.",
-            "Return to your account page.",
+            t().acct_device_missing_title,
+            t().acct_device_missing,
+            t().acct_return_to_account_page,
         ),
         Err(e) => errors::server_page(e),
     }

@@ -104,7 +104,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 &v,
                 StatusCode::UNAUTHORIZED,
                 &next,
-                Some("This is not your current password."),
+                Some(crate::i18n::t().acct_confirm_wrong),
             );
         }
         Err(resp) => return resp,

@@ -90,7 +90,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
             )
         }
         Err(mfa::MfaError::InvalidCode) => {
-            let msg = "That code is not valid. Check the time on your phone and try the newest code.";
+            let msg = crate::i18n::t().acct_totp_invalid;
             totp_page(&state, &v, StatusCode::BAD_REQUEST, Some(msg)).await
         }
         Err(mfa::MfaError::NotStarted) => errors::redirect("/account/totp"),
@@ -109,7 +109,8 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
     match password_ok(&state, &v, params::field(&form, "password")).await {
         Ok(true) => {}
         Ok(false) => {
-            let problems = Problems::from([("disable".into(), "this is not your current password".into())]);
+            let wrong = crate::i18n::t().acct_error_not_current_password;
+            let problems = Problems::from([("disable".into(), wrong.into())]);
             return render(&state, &v, StatusCode::BAD_REQUEST, None, problems, None).await;
         }
         Err(resp) => return resp,

@@ -11,6 +11,7 @@ use askama::Template;
 use super::portal::{self, Viewer};
 use super::{charts, errors, guard, guard::ip_text, pages, params};
 use crate::admin::{self, overview::Stats, Actor, AdminError, ListQuery};
+use crate::i18n::t;
 use crate::state::AppState;
 
 /// A submitted form that may repeat a name (checkbox groups).
@@ -81,19 +82,29 @@ pub fn flash(req: &HttpRequest) -> Option<&'static str> {
     let code = url::form_urlencoded::parse(req.query_string().as_bytes())
         .find(|(k, _)| k == "done")?
         .1;
+    let t = t();
     Some(match code.as_ref() {
-        "created" => "Created.",
-        "saved" => "Saved.",
-        "password" => "The password was set.",
-        "disabled" => "The account was disabled; its sessions and tokens ended.",
-        "enabled" => "The account was enabled.",
-        "unlocked" => "The account was unlocked.",
-        "mfa" => "The authenticator was removed.",
-        "deleted" => "Deleted.",
-        "sessions" => "Signed out.",
-        "rotated" => "A new key was created.",
+        "created" => t.adm_flash_created,
+        "saved" => t.adm_flash_saved,
+        "password" => t.adm_flash_password,
+        "disabled" => t.adm_flash_disabled,
+        "enabled" => t.adm_flash_enabled,
+        "unlocked" => t.adm_flash_unlocked,
+        "mfa" => t.adm_flash_mfa,
+        "deleted" => t.adm_flash_deleted,
+        "sessions" => t.adm_flash_sessions,
+        "rotated" => t.adm_flash_rotated,
         _ => return None,
     })
+}
+
+/// `text` as HTML with each `{name}` of `values` replaced by its value in `<code>`
+/// (a command-line flag in a sentence): the text and the values are escaped, so a
+/// template renders it with `|safe`.
+pub fn with_code(text: &str, values: &[(&str, &str)]) -> String {
+    let values: Vec<(&str, &dyn std::fmt::Display)> =
+        values.iter().map(|(n, v)| (*n, v as &dyn std::fmt::Display)).collect();
+    crate::i18n::markup(text, "code", &values)
 }
 
 /// Previous and next page links for a list.
@@ -141,14 +152,16 @@ pub async fn dashboard(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
                 is_admin: true,
                 flash: flash(&req),
                 charts: charts::for_dashboard(&d),
-                replication_lag: d.replication_lag.map(|s| format!("{s:.1} s")),
+                replication_lag: d
+                    .replication_lag
+                    .map(|s| t().fill(t().adm_seconds, "n", t().decimal(s, 1))),
                 security: d
                     .security
                     .into_iter()
                     .map(|e| {
                         let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
                         [
-                            portal::when(e.at),
+                            t().datetime(e.at),
                             e.event,
                             or_dash(e.actor),
                             or_dash(e.target),
@@ -185,17 +198,17 @@ pub async fn keys(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         .iter()
         .rev()
         .map(|k| {
-            let at = |name: &str| portal::when(k[name].as_i64().unwrap_or_default());
+            let at = |name: &str| t().datetime(k[name].as_i64().unwrap_or_default());
             let status = match k["status"].as_str() {
-                Some("published") => format!("published, signs from {}", at("signs_from")),
-                Some("retiring") => format!("signing until {}", at("retired_at")),
-                Some("retired") => format!("retired {}", at("retired_at")),
-                _ => "signing".to_string(),
+                Some("published") => t().fill(t().adm_keys_published, "time", at("signs_from")),
+                Some("retiring") => t().fill(t().adm_keys_retiring, "time", at("retired_at")),
+                Some("retired") => t().fill(t().adm_keys_retired, "time", at("retired_at")),
+                _ => t().adm_keys_signing.to_string(),
             };
             (
                 k["kid"].as_str().unwrap_or_default().to_string(),
                 k["alg"].as_str().unwrap_or_default().to_string(),
-                portal::when(k["created_at"].as_i64().unwrap_or_default()),
+                at("created_at"),
                 status,
             )
         })
@@ -247,7 +260,7 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     let q = ListQuery::parse(req.query_string()).and_then(|mut q| {
         for (field, key, extra) in [("from", "since", 0), ("to", "until", 86_400)] {
             if let Some(text) = q.filters.get(field).cloned() {
-                let at = portal::parse_date(&text).ok_or_else(|| admin::invalid(field, "a date like 2026-11-29"))?;
+                let at = portal::parse_date(&text).ok_or_else(|| admin::invalid(field, t().adm_audit_bad_date))?;
                 q.filters.insert(key.to_string(), (at + extra).to_string());
             }
         }
@@ -287,16 +300,16 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
         to: &to,
         error,
         retention: if days == 0 {
-            "forever".into()
+            t().adm_audit_forever.into()
         } else {
-            format!("{days} days")
+            t().plural(days, t().adm_audit_days_one, t().adm_audit_days_other)
         },
         total,
         entries: entries
             .into_iter()
             .map(|e| {
                 (
-                    portal::when(e.at),
+                    t().datetime(e.at),
                     e.event,
                     e.actor.unwrap_or_default(),
                     e.target.unwrap_or_default(),
@@ -318,9 +331,10 @@ struct MailPage<'a> {
     flash: Option<&'a str>,
     mail_on: bool,
     status: &'a str,
-    pending: i64,
-    sent: i64,
-    failed: i64,
+    /// "3 pending, 2 sent, 1 failed. …"
+    counts: String,
+    /// The notice that mail is off, as HTML.
+    mail_off: String,
     /// (queued, to, subject, kind, status, attempts, next attempt or sent/failed time, last answer)
     items: Vec<[String; 8]>,
 }
@@ -339,7 +353,7 @@ pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Err(e) => return error_page(&e),
     };
     let status = q.filters.get("status").cloned().unwrap_or_default();
-    let when = |t: Option<i64>| t.map(portal::when).unwrap_or_default();
+    let when = |at: Option<i64>| at.map(|at| t().datetime(at)).unwrap_or_default();
     let items = view
         .items
         .into_iter()
@@ -349,13 +363,19 @@ pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
                 "sent" => when(m.sent_at),
                 _ => when(m.failed_at),
             };
+            let status = match m.status {
+                "pending" => t().adm_mail_status_pending,
+                "sent" => t().adm_mail_status_sent,
+                "failed" => t().adm_mail_status_failed,
+                other => other,
+            };
             [
-                portal::when(m.created_at),
+                t().datetime(m.created_at),
                 m.to,
                 m.subject,
                 m.kind,
-                m.status.to_string(),
-                m.attempts.to_string(),
+                status.to_string(),
+                t().number(m.attempts),
                 at,
                 m.last_answer.unwrap_or_default(),
             ]
@@ -366,10 +386,19 @@ pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         flash: None,
         mail_on: state.settings.smtp.is_some(),
         status: &status,
-        pending: view.pending,
-        sent: view.sent,
-        failed: view.failed,
+        counts: fill_numbers(
+            t().adm_mail_counts,
+            &[("pending", view.pending), ("sent", view.sent), ("failed", view.failed)],
+        ),
+        mail_off: with_code(t().adm_mail_off, &[("url", "--smtp-url"), ("from", "--smtp-from")]),
         items,
     };
     pages::render(StatusCode::OK, &page)
+}
+
+/// `text` with every `{name}` of `values` filled with the number in this language.
+fn fill_numbers(text: &str, values: &[(&str, i64)]) -> String {
+    values
+        .iter()
+        .fold(text.to_string(), |out, (name, n)| t().fill(&out, name, t().number(*n)))
 }

@@ -13,6 +13,7 @@ use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, apps::AppSpec, AdminError, ListQuery, Problems};
 use crate::db::apps::App;
+use crate::i18n::t;
 use crate::state::AppState;
 
 type Data = web::Data<AppState>;
@@ -25,6 +26,8 @@ struct AppsPage<'a> {
     flash: Option<&'a str>,
     csrf: &'a str,
     apps: Vec<App>,
+    /// How many apps, for the plural.
+    count: i64,
     cookie_domain: &'a str,
     forward_auth_url: String,
     auth_request_url: String,
@@ -48,6 +51,7 @@ async fn apps_page(
         is_admin: true,
         flash: flash(req),
         csrf: &v.csrf,
+        count: i64::try_from(apps.len()).unwrap_or(i64::MAX),
         apps,
         cookie_domain: state.settings.forward_auth_cookie_domain.as_deref().unwrap_or(""),
         forward_auth_url: state.url("/authz/forward-auth"),
@@ -118,7 +122,7 @@ pub async fn app(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
                 is_admin: true,
                 flash: flash(&req),
                 csrf: &v.csrf,
-                created: portal::when(app.created_at),
+                created: t().datetime(app.created_at),
                 app,
             };
             pages::render(StatusCode::OK, &page)
@@ -134,7 +138,7 @@ pub async fn app_action(req: HttpRequest, state: Data, path: web::Path<(String, 
     };
     let (id, action) = path.into_inner();
     match action.as_str() {
-        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", "tick the box to confirm")),
+        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
         "delete" => match admin::apps::delete(&state, &actor, &id).await {
             Ok(()) => done("/admin/apps", "deleted"),
             Err(e) => error_page(&e),

@@ -19,6 +19,7 @@ use crate::admin::{
     claims::{GroupValue, RuleSpec},
     AdminError,
 };
+use crate::i18n::t;
 use crate::oidc::self_test::TestRun;
 use crate::state::AppState;
 
@@ -106,7 +107,12 @@ fn rule_from(form: &Form) -> Result<RuleSpec, AdminError> {
                 group: g.trim().to_string(),
                 value: v.trim().to_string(),
             }),
-            _ => return Err(admin::invalid("values", format!("`{line}` is not GROUP=VALUE"))),
+            _ => {
+                return Err(admin::invalid(
+                    "values",
+                    t().fill(t().apps_claims_not_group_value, "line", line),
+                ))
+            }
         }
     }
     let text = |name: &str| Some(form.get(name).trim().to_string()).filter(|s| !s.is_empty());
@@ -204,10 +210,11 @@ pub async fn preview_page(req: HttpRequest, state: Data, id: Id) -> HttpResponse
             Err(e) => return error_page(&e),
         },
     };
+    let t = t();
     let targets = [
-        ("id-token", "ID token", "id_token"),
-        ("access-token", "Access token", "access_token"),
-        ("userinfo", "Userinfo", "userinfo"),
+        ("id-token", t.apps_id_token, "id_token"),
+        ("access-token", t.apps_access_token, "access_token"),
+        ("userinfo", t.apps_userinfo, "userinfo"),
     ]
     .into_iter()
     .map(|(html_id, title, key)| Target {

@@ -11,7 +11,36 @@ use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, clients::ClientSpec, AdminError, ListQuery, Problems};
 use crate::db::{clients::Client, groups::Group};
+use crate::i18n::t;
 use crate::state::AppState;
+
+/// A catalogue `text` as HTML, for `|safe`: escaped, with each `{name}` of `values`
+/// replaced by its value, escaped, in `<code>` (the pages of clients, apps, providers
+/// and registration tokens set URLs, options and headers as code inside sentences).
+fn coded(text: &str, values: &[(&str, &str)]) -> String {
+    super::admin::with_code(text, values)
+}
+
+/// `coded` with one value.
+pub(crate) fn code(text: &str, name: &str, value: &str) -> String {
+    coded(text, &[(name, value)])
+}
+
+/// `coded` with two values.
+pub(crate) fn code2(text: &str, a: &str, a_value: &str, b: &str, b_value: &str) -> String {
+    coded(text, &[(a, a_value), (b, b_value)])
+}
+
+/// `coded` with three values.
+pub(crate) fn code3(text: &str, a: &str, a_value: &str, b: &str, b_value: &str, c: &str, c_value: &str) -> String {
+    coded(text, &[(a, a_value), (b, b_value), (c, c_value)])
+}
+
+/// The text before and after the `{name}` of a catalogue text, for a template that puts
+/// an element of its own (a link, code with an id) in its place.
+pub(crate) fn around<'a>(text: &'a str, name: &str) -> (&'a str, &'a str) {
+    text.split_once(&format!("{{{name}}}")).unwrap_or((text, ""))
+}
 
 #[derive(Template)]
 #[template(path = "admin_clients.html")]
@@ -54,16 +83,17 @@ pub async fn clients(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     )
 }
 
-const GRANT_LABELS: &[(&str, &str)] = &[
-    ("authorization_code", "Authorization code (sign-in)"),
-    ("refresh_token", "Refresh token"),
-    ("client_credentials", "Client credentials (service)"),
-    (
-        "urn:ietf:params:oauth:grant-type:device_code",
-        "Device code (TVs, CLIs)",
-    ),
-    ("password", "Resource owner password (legacy, not recommended)"),
-];
+/// The grant types the form offers, with their labels in the current language.
+fn grant_labels() -> [(&'static str, &'static str); 5] {
+    let t = t();
+    [
+        ("authorization_code", t.apps_grant_authorization_code),
+        ("refresh_token", t.apps_grant_refresh_token),
+        ("client_credentials", t.apps_grant_client_credentials),
+        ("urn:ietf:params:oauth:grant-type:device_code", t.apps_grant_device_code),
+        ("password", t.apps_grant_password),
+    ]
+}
 
 #[derive(Template)]
 #[template(path = "admin_client.html")]
@@ -118,9 +148,9 @@ async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: Cli
             csrf: &v.csrf,
             editing: view.editing,
             access_ttl: ttl(view.spec.access_token_ttl),
-            grant_types: GRANT_LABELS
-                .iter()
-                .map(|(v, l)| (*v, *l, view.spec.grant_types.iter().any(|g| g == v)))
+            grant_types: grant_labels()
+                .into_iter()
+                .map(|(v, l)| (v, l, view.spec.grant_types.iter().any(|g| g == v)))
                 .collect(),
             password_grant: view.spec.grant_types.iter().any(|g| g == "password"),
             refresh_ttl: ttl(view.spec.refresh_token_ttl),
@@ -177,7 +207,7 @@ fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
             return None;
         }
         text.parse()
-            .map_err(|_| problems.insert(field.into(), "a whole number of seconds".into()))
+            .map_err(|_| problems.insert(field.into(), t().apps_whole_seconds.into()))
             .ok()
     };
     let access = number("access_token_ttl");
@@ -257,7 +287,7 @@ pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: B
         spec: admin::clients::spec_of(&client),
         secret: secret.map(|s| s.expose().to_string()),
         problems: Problems::new(),
-        flash: Some("The client was registered."),
+        flash: Some(t().apps_client_registered),
     };
     client_page(&state, &v, StatusCode::CREATED, view).await
 }
@@ -338,7 +368,7 @@ pub async fn client_action(
                         spec: admin::clients::spec_of(&c),
                         secret: Some(secret.expose().to_string()),
                         problems: Problems::new(),
-                        flash: Some("A new secret was issued; the old one no longer works."),
+                        flash: Some(t().apps_secret_rotated),
                     };
                     client_page(&state, &v, StatusCode::OK, view).await
                 }
@@ -346,7 +376,7 @@ pub async fn client_action(
             },
             Err(e) => error_page(&e),
         },
-        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", "tick the box to confirm")),
+        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
         "delete" => match admin::clients::delete(&state, &actor, &id).await {
             Ok(()) => done("/admin/clients", "deleted"),
             Err(e) => error_page(&e),
@@ -387,4 +417,20 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::post().to(groups::group_action),
         )
         .route("/admin/groups/{id}/{action}", web::post().to(groups::group_action));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_escapes_the_text_and_sets_the_values_as_code() {
+        assert_eq!(
+            code2("Send {iss} & {sid} <now>", "iss", "iss", "sid", "s'd"),
+            "Send <code>iss</code> &amp; <code>s&#39;d</code> &lt;now&gt;"
+        );
+        assert_eq!(code("a {b} {c}.", "c", "<x>"), "a {b} <code>&lt;x&gt;</code>.");
+        assert_eq!(around("{link}: why", "link"), ("", ": why"));
+        assert_eq!(around("no link", "link"), ("no link", ""));
+    }
 }

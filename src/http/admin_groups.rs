@@ -10,6 +10,7 @@ use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, groups::GroupView, AdminError, Problems};
 use crate::db::groups::Group;
+use crate::i18n::t;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -140,7 +141,7 @@ pub async fn group_action(
         "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
             .await
             .map(|_| "saved"),
-        "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", "tick the box to confirm")),
+        "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", t().adm_group_delete_unconfirmed)),
         "delete" => {
             return match admin::groups::delete(&state, &actor, id).await {
                 Ok(()) => done("/admin/groups", "deleted"),

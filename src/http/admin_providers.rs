@@ -15,6 +15,7 @@ use super::pages;
 use super::portal::{self, Viewer};
 use crate::admin::{self, providers::ProviderSpec, AdminError, ListQuery, Problems};
 use crate::db::providers::Provider;
+use crate::i18n::t;
 use crate::state::AppState;
 
 type Data = web::Data<AppState>;
@@ -36,6 +37,8 @@ struct ProvidersPage<'a> {
     flash: Option<&'a str>,
     csrf: &'a str,
     providers: Vec<Row>,
+    /// How many providers, for the plural.
+    count: i64,
     /// The add form's values (the secret is never sent back).
     spec: ProviderSpec,
     problems: Problems,
@@ -53,7 +56,7 @@ async fn providers_page(
         Ok(all) => all,
         Err(e) => return error_page(&e),
     };
-    let providers = all
+    let providers: Vec<Row> = all
         .into_iter()
         .map(|(p, linked)| Row {
             issuer: p.issuer.unwrap_or_else(|| "github.com".into()),
@@ -67,6 +70,7 @@ async fn providers_page(
         is_admin: true,
         flash: flash(req),
         csrf: &v.csrf,
+        count: i64::try_from(providers.len()).unwrap_or(i64::MAX),
         providers,
         spec: ProviderSpec {
             client_secret: String::new(),
@@ -165,7 +169,7 @@ pub async fn provider(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
         redirect_uri: crate::federation::callback_url(&state, &p.id),
         backchannel_uri: crate::federation::backchannel_url(&state, &p.id),
         linked,
-        created: portal::when(p.created_at),
+        created: t().datetime(p.created_at),
         p,
     };
     pages::render(StatusCode::OK, &page)
@@ -183,7 +187,7 @@ pub async fn provider_action(
     };
     let (id, action) = path.into_inner();
     match action.as_str() {
-        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", "tick the box to confirm")),
+        "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
         "delete" => match admin::providers::delete(&state, &actor, &id).await {
             Ok(()) => done("/admin/providers", "deleted"),
             Err(e) => error_page(&e),

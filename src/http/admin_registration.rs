@@ -14,6 +14,7 @@ use super::{errors, pages};
 use crate::admin::{self, registration::Created, registration::TokenInput, AdminError};
 use crate::config::Registration;
 use crate::domain::Problems;
+use crate::i18n::t;
 use crate::state::AppState;
 
 type Data = web::Data<AppState>;
@@ -73,11 +74,9 @@ struct Page<'a> {
 
 fn mode_text(m: Registration) -> &'static str {
     match m {
-        Registration::Off => "off (--registration off): tokens made here are not usable until it is turned on",
-        Registration::Token => "with an initial access token (--registration token)",
-        Registration::Open => {
-            "open (--registration open): public loopback or native clients need no token; everything else needs one"
-        }
+        Registration::Off => t().apps_reg_mode_off,
+        Registration::Token => t().apps_reg_mode_token,
+        Registration::Open => t().apps_reg_mode_open,
     }
 }
 
@@ -99,21 +98,23 @@ async fn page(
         url::form_urlencoded::parse(req.query_string().as_bytes()).any(|(k, v)| k == "done" && v == "revoked");
     let view = Page {
         is_admin: true,
-        flash: revoked.then_some("The token was revoked; it allows no more registrations."),
+        flash: revoked.then_some(t().apps_reg_revoked),
         csrf: &v.csrf,
         mode: mode_text(state.settings.protocol.registration),
-        created_expires: created.as_ref().map(|c| portal::when(c.expires_at)).unwrap_or_default(),
+        created_expires: created.as_ref().map(|c| t().datetime(c.expires_at)).unwrap_or_default(),
         created,
         ttl: asked.0,
         uses: asked.1,
         tokens: tokens
             .into_iter()
-            .map(|t| Row {
-                id: t.id,
-                created: portal::when(t.created_at),
-                expires: portal::when(t.expires_at),
-                uses: t.uses_left.map_or("unlimited".to_string(), |n| n.to_string()),
-                created_by: t.created_by,
+            .map(|token| Row {
+                id: token.id,
+                created: t().datetime(token.created_at),
+                expires: t().datetime(token.expires_at),
+                uses: token
+                    .uses_left
+                    .map_or(t().apps_reg_unlimited.to_string(), |n| t().number(n)),
+                created_by: token.created_by,
             })
             .collect(),
         problems,
@@ -141,7 +142,7 @@ pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         n => match n.parse::<i64>() {
             Ok(n) => Some(n),
             Err(_) => {
-                let p = Problems::from([("uses".to_string(), "a whole number of registrations".to_string())]);
+                let p = Problems::from([("uses".to_string(), t().apps_reg_whole_number.to_string())]);
                 return page(&req, &state, &v, StatusCode::BAD_REQUEST, None, (&ttl, &uses_text), p).await;
             }
         },

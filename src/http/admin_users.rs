@@ -12,6 +12,7 @@ use super::portal::{self, Viewer};
 use super::{errors, pages};
 use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};
 use crate::db::groups::Group;
+use crate::i18n::t;
 use crate::state::AppState;
 
 #[derive(Default)]
@@ -30,7 +31,7 @@ struct UsersPage<'a> {
     csrf: &'a str,
     q: &'a str,
     sort: &'a str,
-    sorts: &'static [(&'static str, &'static str)],
+    sorts: Vec<(&'static str, &'static str)>,
     users: Vec<UserView>,
     total: i64,
     prev: Option<String>,
@@ -39,13 +40,17 @@ struct UsersPage<'a> {
     problems: Problems,
 }
 
-const USER_SORTS: &[(&str, &str)] = &[
-    ("username", "Username"),
-    ("name", "Name"),
-    ("email", "Email"),
-    ("-created_at", "Newest"),
-    ("created_at", "Oldest"),
-];
+/// The orders the list offers: the `sort` value and its label.
+fn user_sorts() -> Vec<(&'static str, &'static str)> {
+    let t = t();
+    vec![
+        ("username", t.adm_username),
+        ("name", t.adm_name),
+        ("email", t.adm_email),
+        ("-created_at", t.adm_sort_newest),
+        ("created_at", t.adm_sort_oldest),
+    ]
+}
 
 async fn users_page(
     req: &HttpRequest,
@@ -90,7 +95,7 @@ async fn users_page(
             csrf: &v.csrf,
             q: &text,
             sort: &sort,
-            sorts: USER_SORTS,
+            sorts: user_sorts(),
             users: listed.items,
             total: listed.total,
             prev,
@@ -188,8 +193,8 @@ async fn user_page(
         is_admin: true,
         flash: flash(req).or_else(|| unlinked_flash(req)),
         csrf: &v.csrf,
-        locked: user.locked_until.filter(|t| *t > now).map(portal::when),
-        deletion_requested: user.deletion_requested_at.map(portal::when),
+        locked: user.locked_until.filter(|at| *at > now).map(|at| t().datetime(at)),
+        deletion_requested: user.deletion_requested_at.map(|at| t().datetime(at)),
         claims: if user.claims.is_empty() {
             String::new()
         } else {
@@ -197,13 +202,22 @@ async fn user_page(
         },
         user,
         groups,
-        sessions: sessions.iter().map(|s| SessionRow::of(s, "")).collect(),
+        sessions: sessions
+            .iter()
+            .map(|s| SessionRow {
+                when: t().datetime(s.created_at),
+                ..SessionRow::of(s, "")
+            })
+            .collect(),
         problems,
         links: links
             .into_iter()
             .map(|l| {
-                let (made, used) = (portal::when(l.created_at), l.last_used_at.map(portal::when));
-                (l, made, used.unwrap_or_else(|| "never".into()))
+                let made = t().datetime(l.created_at);
+                let used = l
+                    .last_used_at
+                    .map_or_else(|| t().adm_never.to_string(), |at| t().datetime(at));
+                (l, made, used)
             })
             .collect(),
     };
@@ -214,7 +228,7 @@ async fn user_page(
 fn unlinked_flash(req: &HttpRequest) -> Option<&'static str> {
     url::form_urlencoded::parse(req.query_string().as_bytes())
         .any(|(k, v)| k == "done" && v == "unlinked")
-        .then_some("The link to the upstream account was removed.")
+        .then_some(t().adm_flash_unlinked)
 }
 
 fn path_id(raw: &str) -> Result<i64, AdminError> {
@@ -247,7 +261,8 @@ pub async fn user_update(
         text => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(serde_json::Value::Object(m)) => Some(m),
             _ => {
-                let bad = admin::invalid("claims", "a JSON object, like {\"given_name\": \"Ada\"}");
+                let like = t().fill(t().adm_user_claims_invalid, "example", r#"{"given_name": "Ada"}"#);
+                let bad = admin::invalid("claims", like);
                 return outcome(&req, &state, &v, id, Err(bad)).await;
             }
         },
@@ -316,7 +331,7 @@ pub async fn user_action(
             .map(|_| "enabled"),
         "unlock" => admin::users::unlock(&state, &actor, id).await.map(|_| "unlocked"),
         "mfa-reset" => admin::users::reset_mfa(&state, &actor, id).await.map(|_| "mfa"),
-        "delete" if !form.checked("confirm") => Err(admin::invalid("action", "tick the box to confirm the deletion")),
+        "delete" if !form.checked("confirm") => Err(admin::invalid("action", t().adm_user_delete_unconfirmed)),
         "delete" => {
             let deleted = admin::users::delete(&state, &actor, id).await;
             return outcome(

@@ -20,7 +20,7 @@ pub async fn authorize_get(req: HttpRequest, state: web::Data<AppState>) -> Http
 /// OpenID Connect Core §3.1.2.1: the request may also be a form POST.
 pub async fn authorize_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     if params::require_form(&req).is_err() {
-        return bad_request_page("The sign-in request was not a form submission.");
+        return bad_request_page(crate::i18n::t().err_not_form);
     }
     authorize(&req, &state, &body).await
 }
@@ -28,9 +28,9 @@ pub async fn authorize_post(req: HttpRequest, state: web::Data<AppState>, body: 
 pub fn bad_request_page(message: &str) -> HttpResponse {
     pages::error_page(
         StatusCode::BAD_REQUEST,
-        "Sign-in request rejected",
+        crate::i18n::t().err_request_rejected,
         message,
-        "Return to the application and try again.",
+        crate::i18n::t().err_return_try_again,
     )
 }
 
@@ -48,6 +48,10 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Err(e) => return errors::authorize(e),
     };
     guard::tag_client(req, &request.client_id);
+    // OpenID Connect Core §3.1.2.1: the application's `ui_locales` choose the language
+    // of the sign-in's pages unless the person picked one.
+    let asked = request.ui_locales.as_deref().and_then(crate::i18n::from_ui_locales);
+    crate::i18n::prefer(asked, crate::i18n::Source::Application);
     // Initiating User Registration via OpenID Connect 1.0 §4.1; without open sign-up
     // the request goes on as if `create` were absent (discovery does not offer it).
     if request.prompt.create && crate::lifecycle::signup::open(&state.settings) {

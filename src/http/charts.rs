@@ -3,12 +3,15 @@
 //! `viewBox` about as wide as a phone (so its text stays readable at 360 px and the
 //! stylesheet caps how far it grows), `role="img"` with a title and an `aria-label`,
 //! and a text summary that the page also shows beside it. Every bar carries its
-//! figure in `data-count`, which the tests read back. Times are UTC.
+//! figure in `data-count`, which the tests read back. Times are UTC. Words, numbers
+//! and day names are in the language of the request (`crate::i18n::t()`); the
+//! `data-*` figures stay plain digits.
 
 use quick_xml::events::BytesText;
 use quick_xml::Writer;
 
 use crate::admin::overview::{Dashboard, HOURS};
+use crate::i18n::t;
 
 /// The width of every chart in user units (about a phone's width, so that 1 unit is
 /// about one CSS pixel there).
@@ -84,10 +87,33 @@ fn n(v: f64) -> String {
     s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
 }
 
-fn utc(t: i64, pattern: &str) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map(|d| d.format(pattern).to_string())
-        .unwrap_or_else(|| t.to_string())
+/// An hour of a day, for the summary and a bar's tooltip: `Wed 2 20:00`.
+fn hour_of_day(unix: i64) -> String {
+    format!("{} {}", t().weekday_day(unix), t().hour(unix))
+}
+
+/// `text` with every `{name}` of `values` filled in.
+fn fill_all(text: &str, values: &[(&str, String)]) -> String {
+    values
+        .iter()
+        .fold(text.to_string(), |out, (name, value)| t().fill(&out, name, value))
+}
+
+/// "4 sign-ins", "3 failed or refused", "3 failed", in the current language's plural.
+fn sign_ins_n(n: i64) -> String {
+    t().plural(n, t().adm_chart_signins_n_one, t().adm_chart_signins_n_other)
+}
+
+fn failed_refused_n(n: i64) -> String {
+    t().plural(
+        n,
+        t().adm_chart_failed_refused_n_one,
+        t().adm_chart_failed_refused_n_other,
+    )
+}
+
+fn failed_n(n: i64) -> String {
+    t().plural(n, t().adm_chart_failed_n_one, t().adm_chart_failed_n_other)
 }
 
 fn empty(w: &mut W, name: &str, attrs: &[(&str, &str)]) -> Io {
@@ -146,7 +172,7 @@ pub fn day_ticks(from: i64, hours: usize) -> Vec<(f64, String)> {
     (0..hours)
         .map(|i| (i, from + i as i64 * 3600))
         .filter(|(_, t)| t.rem_euclid(86_400) == 0)
-        .map(|(i, t)| (H_LEFT + i as f64 * slot, utc(t, "%a %-d")))
+        .map(|(i, at)| (H_LEFT + i as f64 * slot, t().weekday_day(at)))
         .filter(|(x, label)| x + text_width(label, TICK_FONT) <= WIDTH)
         .collect()
 }
@@ -160,12 +186,17 @@ pub fn sign_ins(from: i64, ok: &[i64], failed: &[i64]) -> Chart {
     let peak = busiest.map(|i| ok[i] + failed[i]).unwrap_or(0);
     let days = hours / 24;
     let summary = match busiest.filter(|_| peak > 0) {
-        None => format!("No sign-ins or failed attempts in the last {days} days."),
-        Some(i) => format!(
-            "Last {days} days: {total_ok} sign-ins, {total_failed} failed or refused; busiest hour {} UTC ({} sign-ins, {} failed).",
-            utc(from + i as i64 * 3600, "%a %-d %H:00"),
-            ok[i],
-            failed[i]
+        None => t().fill(t().adm_chart_signins_none, "days", t().number(days as i64)),
+        Some(i) => fill_all(
+            t().adm_chart_signins_summary,
+            &[
+                ("days", t().number(days as i64)),
+                ("signins", sign_ins_n(total_ok)),
+                ("failed", failed_refused_n(total_failed)),
+                ("hour", hour_of_day(from + i as i64 * 3600)),
+                ("hour_signins", sign_ins_n(ok[i])),
+                ("hour_failed", failed_n(failed[i])),
+            ],
         ),
     };
     let top = nice_ceiling(peak.max(1));
@@ -179,9 +210,15 @@ pub fn sign_ins(from: i64, ok: &[i64], failed: &[i64]) -> Chart {
             0.0
         }
     };
-    let label = format!("Sign-ins and failures per hour: {summary}");
+    let label = t().fill(t().adm_chart_signins_label, "summary", &summary);
     let svg = svg(H_HEIGHT, &label, |w| {
-        legend(w, &[("bar-ok", "Sign-ins"), ("bar-failed", "Failed or refused")])?;
+        legend(
+            w,
+            &[
+                ("bar-ok", t().adm_chart_legend_signins),
+                ("bar-failed", t().adm_chart_legend_failed),
+            ],
+        )?;
         let mut lines = vec![(top, H_TOP)];
         if top % 2 == 0 {
             lines.push((top / 2, H_TOP + plot_h / 2.0));
@@ -197,7 +234,7 @@ pub fn sign_ins(from: i64, ok: &[i64], failed: &[i64]) -> Chart {
                 w,
                 "text",
                 &[("class", "tick"), ("x", &lx), ("y", &ty), ("text-anchor", "end")],
-                &v.to_string(),
+                &t().number(v),
             )?;
         }
         let zero_y = n(base + 4.0);
@@ -217,11 +254,13 @@ pub fn sign_ins(from: i64, ok: &[i64], failed: &[i64]) -> Chart {
             let (x, wd) = (n(H_LEFT + i as f64 * slot), n(slot));
             let (h_ok, h_failed) = (height_of(ok[i]), height_of(failed[i]));
             let (c_ok, c_failed, s) = (ok[i].to_string(), failed[i].to_string(), start.to_string());
-            let tip = format!(
-                "{} UTC: {} sign-ins, {} failed",
-                utc(start, "%a %-d %H:00"),
-                ok[i],
-                failed[i]
+            let tip = fill_all(
+                t().adm_chart_signins_tip,
+                &[
+                    ("hour", hour_of_day(start)),
+                    ("signins", sign_ins_n(ok[i])),
+                    ("failed", failed_n(failed[i])),
+                ],
             );
             w.create_element("g")
                 .with_attributes([
@@ -267,13 +306,14 @@ pub fn sign_ins(from: i64, ok: &[i64], failed: &[i64]) -> Chart {
             text(w, "text", &[("class", "tick"), ("x", &x), ("y", &ty)], &day)?;
         }
         if peak == 0 {
-            no_data(w, H_TOP + plot_h / 2.0, &format!("No sign-ins in the last {days} days"))?;
+            let none = t().fill(t().adm_chart_signins_empty, "days", t().number(days as i64));
+            no_data(w, H_TOP + plot_h / 2.0, &none)?;
         }
         Ok(())
     });
     Chart {
         id: "chart-signins",
-        heading: "Sign-ins per hour".into(),
+        heading: t().adm_chart_signins_heading.into(),
         summary,
         svg,
     }
@@ -326,7 +366,7 @@ pub fn bars(id: &'static str, heading: &str, summary: String, rows: &[Bar], none
     };
     let max = rows.iter().map(|r| r.count).max().unwrap_or(0).max(1);
     let span = WIDTH - BAR_X - VALUE_W;
-    let label = format!("{heading}: {summary}");
+    let label = t().fill2(t().adm_chart_label, "heading", heading, "summary", &summary);
     let svg = svg(height, &label, |w| {
         if rows.is_empty() {
             return no_data(w, height / 2.0 + 4.0, none);
@@ -339,7 +379,8 @@ pub fn bars(id: &'static str, heading: &str, summary: String, rows: &[Bar], none
                 0.0
             };
             let count = row.count.to_string();
-            let tip = format!("{}: {}", row.label, row.count);
+            let shown = t().number(row.count);
+            let tip = t().fill2(t().adm_chart_label, "heading", &row.label, "summary", &shown);
             w.create_element("g")
                 .with_attributes([
                     ("class", "row"),
@@ -363,7 +404,7 @@ pub fn bars(id: &'static str, heading: &str, summary: String, rows: &[Bar], none
                         w,
                         "text",
                         &[("class", "value"), ("x", &n(BAR_X + width + 4.0)), ("y", &ty)],
-                        &count,
+                        &shown,
                     )
                 })?;
         }
@@ -385,7 +426,12 @@ pub fn grants(rows: &[(String, i64)], others: usize, days: i64) -> Chart {
         .enumerate()
         .map(|(i, (name, count))| Bar {
             label: if others > 0 && i + 1 == rows.len() {
-                format!("{others} other clients")
+                let others = i64::try_from(others).unwrap_or(i64::MAX);
+                t().plural(
+                    others,
+                    t().adm_chart_grants_others_one,
+                    t().adm_chart_grants_others_other,
+                )
             } else {
                 name.clone()
             },
@@ -394,31 +440,54 @@ pub fn grants(rows: &[(String, i64)], others: usize, days: i64) -> Chart {
         })
         .collect();
     let summary = if named.is_empty() {
-        format!("No tokens issued in the last {days} days.")
+        t().fill(t().adm_chart_grants_none_summary, "days", t().number(days))
     } else {
-        let parts: Vec<String> = named.iter().map(|b| format!("{} {}", b.label, b.count)).collect();
-        format!("Tokens issued in the last {days} days: {}.", parts.join(", "))
+        let parts: Vec<String> = named
+            .iter()
+            .map(|b| format!("{} {}", b.label, t().number(b.count)))
+            .collect();
+        t().fill2(
+            t().adm_chart_grants_summary,
+            "days",
+            t().number(days),
+            "list",
+            parts.join(", "),
+        )
     };
-    let none = format!("No tokens issued in the last {days} days");
-    bars("chart-grants", "Token grants per client", summary, &named, &none)
+    let none = t().fill(t().adm_chart_grants_none, "days", t().number(days));
+    bars("chart-grants", t().adm_chart_grants_heading, summary, &named, &none)
 }
 
 /// The mail outbox: messages waiting and messages given up on.
 pub fn mail(pending: i64, failed: i64) -> Chart {
     let rows = [
         Bar {
-            label: "Waiting".into(),
+            label: t().adm_chart_mail_waiting.into(),
             count: pending,
             class: "bar-ok",
         },
         Bar {
-            label: "Given up".into(),
+            label: t().adm_chart_mail_given_up.into(),
             count: failed,
             class: "bar-failed",
         },
     ];
-    let summary = format!("{pending} messages waiting to be sent, {failed} given up on.");
-    bars("chart-mail", "Mail queue", summary, &rows, "")
+    let summary = t().fill2(
+        t().adm_chart_mail_summary,
+        "waiting",
+        t().plural(
+            pending,
+            t().adm_chart_mail_waiting_n_one,
+            t().adm_chart_mail_waiting_n_other,
+        ),
+        "given_up",
+        t().plural(
+            failed,
+            t().adm_chart_mail_given_up_n_one,
+            t().adm_chart_mail_given_up_n_other,
+        ),
+    );
+    bars("chart-mail", t().adm_chart_mail_heading, summary, &rows, "")
 }
 
 /// The dashboard's charts, in the order the page shows them: sign-ins per hour,

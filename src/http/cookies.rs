@@ -1,6 +1,6 @@
 //! The cookies Tessera sets: the SSO session, the browser binding that ties a login
 //! form to the browser it was shown to, and the long-lived device cookie. `__Host-`
-//! prefixed on https issuers.
+//! prefixed on https issuers. The picked language's cookie is `http::lang`'s.
 
 use actix_web::cookie::{time::Duration, Cookie, SameSite};
 
@@ -32,7 +32,7 @@ pub fn device_name(state: &AppState) -> &'static str {
     }
 }
 
-fn build(state: &AppState, name: &'static str, value: String, max_age: i64) -> Cookie<'static> {
+pub(super) fn build(state: &AppState, name: &'static str, value: String, max_age: i64) -> Cookie<'static> {
     Cookie::build(name, value)
         .path("/")
         .http_only(true)

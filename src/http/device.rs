@@ -72,7 +72,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return limited;
     }
     let Some(code) = device::normalize(&typed) else {
-        return entry_page(&typed, Some("That is not a valid code. Check the code on your device."));
+        return entry_page(&typed, Some(crate::i18n::t().device_malformed));
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
     let session = match interaction::current_session(&cx, cookie.as_deref()).await {
@@ -84,7 +84,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Err(e) => return errors::server_page(e),
     };
     let Some((request, client)) = found else {
-        return entry_page(&typed, Some("This code is unknown, expired or already used."));
+        return entry_page(&typed, Some(crate::i18n::t().device_unknown));
     };
     let Some(session) = session else {
         return login_page(&req, &state, &cx, Pending::DeviceLogin(code), &client.name, "").await;
@@ -123,7 +123,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return bad_request_page("The approval form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_approval_form);
     };
     let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
@@ -135,7 +135,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     let approve = match get("decision") {
         "allow" => true,
         "deny" => false,
-        _ => return bad_request_page("The approval form did not say approve or deny."),
+        _ => return bad_request_page(crate::i18n::t().err_approval_choice),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
     let session = match interaction::current_session(&cx, cookie.as_deref()).await {
@@ -149,7 +149,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     if approve {
         let client = match device::pending(&cx, &code).await {
             Ok(Some((_, client))) => client,
-            Ok(None) => return entry_page("", Some("This code is unknown, expired or already used.")),
+            Ok(None) => return entry_page("", Some(crate::i18n::t().device_unknown)),
             Err(e) => return errors::server_page(e),
         };
         match device::admits(&cx, &client.client_id, session.user_id).await {
@@ -161,17 +161,17 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     match device::decide(&cx, &code, &session, approve).await {
         Ok(true) if approve => pages::error_page(
             StatusCode::OK,
-            "Device connected",
-            "The device is now signed in.",
-            "You can close this page and continue on the device.",
+            crate::i18n::t().device_connected_title,
+            crate::i18n::t().device_done,
+            crate::i18n::t().device_done_hint,
         ),
         Ok(true) => pages::error_page(
             StatusCode::OK,
-            "Request denied",
-            "The device was not given access.",
-            "You can close this page.",
+            crate::i18n::t().device_denied_title,
+            crate::i18n::t().device_denied,
+            crate::i18n::t().common_close_page,
         ),
-        Ok(false) => entry_page("", Some("This code is unknown, expired or already used.")),
+        Ok(false) => entry_page("", Some(crate::i18n::t().device_unknown)),
         Err(e) => errors::server_page(e),
     }
 }
@@ -180,11 +180,9 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 fn not_admitted(client_name: &str) -> HttpResponse {
     pages::error_page(
         StatusCode::FORBIDDEN,
-        "Access not allowed",
-        &format!(
-            "Your account is not allowed to use {client_name}: it is not a member of a group this application admits."
-        ),
-        "Ask your administrator to add you to one of its groups.",
+        crate::i18n::t().denied_title,
+        &crate::i18n::t().fill(crate::i18n::t().denied_lead, "client", client_name),
+        crate::i18n::t().denied_hint,
     )
 }
 

@@ -107,9 +107,9 @@ pub fn authorize(e: AuthorizeError) -> HttpResponse {
     match e {
         AuthorizeError::Fatal(message) => pages::error_page(
             StatusCode::BAD_REQUEST,
-            "Sign-in request rejected",
+            crate::i18n::t().err_request_rejected,
             &message,
-            "Return to the application and try again. If this keeps happening, tell its administrator.",
+            crate::i18n::t().err_rejected_hint,
         ),
         AuthorizeError::Respond(resp) => super::authorize::respond(&resp),
         AuthorizeError::Server(e) => server_page(e),
@@ -129,9 +129,9 @@ pub fn server_page(e: impl Into<Internal>) -> HttpResponse {
         Internal::Busy => {
             let mut resp = pages::error_page(
                 StatusCode::SERVICE_UNAVAILABLE,
-                "Busy",
-                "The sign-in service is busy right now.",
-                "Wait a moment and try again.",
+                crate::i18n::t().err_busy_title,
+                crate::i18n::t().err_busy,
+                crate::i18n::t().err_busy_hint,
             );
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
@@ -139,9 +139,9 @@ pub fn server_page(e: impl Into<Internal>) -> HttpResponse {
         }
         Internal::Failed => pages::error_page(
             StatusCode::INTERNAL_SERVER_ERROR,
-            "Something went wrong",
-            "The sign-in service could not complete your request.",
-            "Try again later. The administrator can find the cause in the server log.",
+            crate::i18n::t().err_failed_title,
+            crate::i18n::t().err_failed,
+            crate::i18n::t().err_failed_hint,
         ),
     }
 }
@@ -179,13 +179,16 @@ pub fn admin_page(e: &AdminError) -> HttpResponse {
     match e {
         AdminError::NotFound(what) => pages::error_page(
             StatusCode::NOT_FOUND,
-            "Not found",
-            &format!("There is no such {what}."),
-            "Go back to the list and try again.",
+            crate::i18n::t().err_not_found_title,
+            &crate::i18n::t().fill(crate::i18n::t().err_not_found, "what", what),
+            crate::i18n::t().err_not_found_hint,
         ),
-        AdminError::Conflict(msg) => {
-            pages::error_page(StatusCode::CONFLICT, "Not possible", msg, "Nothing was changed.")
-        }
+        AdminError::Conflict(msg) => pages::error_page(
+            StatusCode::CONFLICT,
+            crate::i18n::t().err_conflict_title,
+            msg,
+            crate::i18n::t().err_conflict_hint,
+        ),
         AdminError::Invalid(p) => {
             let msg = p
                 .iter()
@@ -194,9 +197,9 @@ pub fn admin_page(e: &AdminError) -> HttpResponse {
                 .join("; ");
             pages::error_page(
                 StatusCode::BAD_REQUEST,
-                "Not valid",
+                crate::i18n::t().err_invalid_title,
                 &msg,
-                "Go back and correct the form.",
+                crate::i18n::t().err_invalid_hint,
             )
         }
         AdminError::Server(e) => server_page(*e),
@@ -208,15 +211,15 @@ pub fn resume_page(e: ResumeError) -> HttpResponse {
     match e {
         ResumeError::Expired => pages::error_page(
             StatusCode::BAD_REQUEST,
-            "Sign-in expired",
-            "This page has expired or was already used.",
-            "Return to the application and sign in again.",
+            crate::i18n::t().err_expired_title,
+            crate::i18n::t().err_expired,
+            crate::i18n::t().err_expired_hint,
         ),
         ResumeError::Forged => pages::error_page(
             StatusCode::FORBIDDEN,
-            "Sign-in refused",
-            "The form could not be verified for this browser.",
-            "Make sure cookies are enabled, then return to the application and sign in again.",
+            crate::i18n::t().err_forged_title,
+            crate::i18n::t().err_forged,
+            crate::i18n::t().err_forged_hint,
         ),
         ResumeError::Server(e) => server_page(e),
     }
@@ -236,9 +239,9 @@ pub fn logout_page(e: LogoutError) -> HttpResponse {
     match e {
         LogoutError::Invalid(message) => pages::error_page(
             StatusCode::BAD_REQUEST,
-            "Sign-out request rejected",
+            crate::i18n::t().logout_rejected_title,
             message,
-            "You are still signed in.",
+            crate::i18n::t().logout_still_signed_in,
         ),
         LogoutError::Server(e) => server_page(e),
     }
@@ -395,7 +398,11 @@ mod tests {
             (AdminError::NotFound("user"), 404, "There is no such user."),
             (AdminError::Invalid(fields), 400, "name: is taken"),
             (AdminError::Conflict("in use".into()), 409, "in use"),
-            (AdminError::Server(Internal::Failed), 500, "Something went wrong"),
+            (
+                AdminError::Server(Internal::Failed),
+                500,
+                crate::i18n::t().err_failed_title,
+            ),
             (AdminError::Server(Internal::Busy), 503, "busy"),
         ];
         for (e, status, text) in rows {
@@ -410,9 +417,13 @@ mod tests {
     #[test]
     fn each_resume_error_has_its_page() {
         let rows = [
-            (ResumeError::Expired, 400, "Sign-in expired"),
-            (ResumeError::Forged, 403, "Sign-in refused"),
-            (ResumeError::Server(Internal::Failed), 500, "Something went wrong"),
+            (ResumeError::Expired, 400, crate::i18n::t().err_expired_title),
+            (ResumeError::Forged, 403, crate::i18n::t().err_forged_title),
+            (
+                ResumeError::Server(Internal::Failed),
+                500,
+                crate::i18n::t().err_failed_title,
+            ),
             (ResumeError::Server(Internal::Busy), 503, "busy"),
         ];
         for (e, status, text) in rows {

@@ -58,13 +58,13 @@ async fn login_again(
 }
 
 fn needs_factor(name: &str) -> String {
-    format!(
-        "Signing in with {name} needs a second step here, and this account has none. Sign in another way and add an authenticator app on your account page first."
-    )
+    let t = crate::i18n::t();
+    t.fill(t.federation_needs_factor, "provider", name)
 }
 
 fn unreachable_text(name: &str) -> String {
-    format!("{name} cannot be reached right now. Try again in a moment, or sign in another way.")
+    let t = crate::i18n::t();
+    t.fill(t.federation_unreachable, "provider", name)
 }
 
 fn browser(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
@@ -78,7 +78,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return bad_request_page("The sign-in form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_signin_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let Some(browser) = browser(&req, &state) else {
@@ -96,7 +96,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
     let p = match fed::find(&state, &path).await {
         Ok(Some(p)) => p,
         Ok(None) => {
-            let msg = "That sign-in option is no longer available. Choose another way to sign in.";
+            let msg = crate::i18n::t().federation_gone;
             return login_again(&state, &parked, &pending, StatusCode::NOT_FOUND, msg, false).await;
         }
         Err(e) => return errors::server_page(e),
@@ -193,7 +193,13 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
                 UpstreamError::Refused(why) => (
                     StatusCode::FORBIDDEN,
                     false,
-                    format!("The sign-in with {} did not succeed: {why}.", came.provider.name),
+                    crate::i18n::t().fill2(
+                        crate::i18n::t().federation_refused,
+                        "provider",
+                        &came.provider.name,
+                        "why",
+                        why,
+                    ),
                 ),
             };
             crate::audit::Event::new("federation.failed")
@@ -217,11 +223,9 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
         Ok(refusal) => {
             let name = &came.provider.name;
             let msg = match refusal {
-                Resolved::Disabled => "This account is disabled. Ask your administrator for help.".to_string(),
+                Resolved::Disabled => crate::i18n::t().federation_disabled.to_string(),
                 Resolved::NeedsFactor => needs_factor(name),
-                _ => format!(
-                    "Your {name} account is not linked to an account here. If you have an account here, sign in with it and link {name} from your account page; otherwise ask an administrator for one."
-                ),
+                _ => crate::i18n::t().fill(crate::i18n::t().federation_unlinked, "provider", name),
             };
             return login_again(&state, &came.parked, &came.then, StatusCode::FORBIDDEN, &msg, false).await;
         }
@@ -332,7 +336,7 @@ pub async fn cancel(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return bad_request_page("The form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let cx = state.ctx();

@@ -145,9 +145,9 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
         Ok(Decision::Forbidden(why)) => {
             let mut resp = pages::error_page(
                 StatusCode::FORBIDDEN,
-                "Access refused",
-                &format!("Tessera refused access: {why}."),
-                "Ask an administrator if you need this application.",
+                crate::i18n::t().fwd_refused_title,
+                &crate::i18n::t().fill(crate::i18n::t().fwd_refused, "why", why),
+                crate::i18n::t().fwd_refused_hint,
             );
             resp.headers_mut()
                 .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
@@ -174,9 +174,9 @@ pub fn removal(state: &AppState) -> Cookie<'static> {
 fn refused_page(why: &str) -> HttpResponse {
     pages::error_page(
         StatusCode::BAD_REQUEST,
-        "Cannot return to that address",
+        crate::i18n::t().fwd_bad_title,
         why,
-        "Open the application again from its usual address.",
+        crate::i18n::t().fwd_bad_hint,
     )
 }
 
@@ -188,24 +188,20 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         .and_then(|q| q.get("rd").cloned())
         .unwrap_or_default();
     if rd.is_empty() {
-        return refused_page("The sign-in link does not say which application to return to.");
+        return refused_page(crate::i18n::t().fwd_no_target);
     }
     // The whole query is parked with the login form: no more than `rd` needs.
     if req.query_string().len() > 3 * 4096 {
-        return refused_page("The sign-in link is too long.");
+        return refused_page(crate::i18n::t().fwd_too_long);
     }
     let (target, app) = match fa::return_target(&state, &rd).await {
         Ok(Ok(found)) => found,
-        Ok(Err(Refusal::Malformed(why))) => return refused_page(&format!("The return address is refused: {why}.")),
-        Ok(Err(Refusal::Unregistered)) => {
-            return refused_page("The return address is not an application registered at Tessera.")
+        Ok(Err(Refusal::Malformed(why))) => {
+            return refused_page(&crate::i18n::t().fill(crate::i18n::t().fwd_malformed, "why", why))
         }
-        Ok(Err(Refusal::OtherScheme)) => {
-            return refused_page("The return address does not use the application's registered scheme (http or https).")
-        }
-        Ok(Err(Refusal::OutsideCookieDomain)) => {
-            return refused_page("The application is outside the domain Tessera's forward-auth cookie is set on.")
-        }
+        Ok(Err(Refusal::Unregistered)) => return refused_page(crate::i18n::t().fwd_unknown),
+        Ok(Err(Refusal::OtherScheme)) => return refused_page(crate::i18n::t().fwd_scheme),
+        Ok(Err(Refusal::OutsideCookieDomain)) => return refused_page(crate::i18n::t().fwd_domain),
         Err(e) => return errors::server_page(e),
     };
     let viewer = match portal::viewer(&req, &state).await {

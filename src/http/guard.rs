@@ -48,9 +48,9 @@ fn too_many_json(wait: Duration) -> HttpResponse {
 fn too_many_page(wait: Duration) -> HttpResponse {
     let mut resp = pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
-        "Too many attempts",
-        "There have been too many attempts from here.",
-        "Wait a minute, then try again.",
+        crate::i18n::t().err_too_many_title,
+        crate::i18n::t().err_too_many,
+        crate::i18n::t().err_too_many_hint,
     );
     resp.headers_mut()
         .insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after_secs(wait)));
@@ -112,9 +112,9 @@ pub fn cross_origin(req: &HttpRequest, state: &AppState) -> Option<HttpResponse>
     }
     Some(pages::error_page(
         StatusCode::FORBIDDEN,
-        "Request refused",
-        "This form was submitted from another site.",
-        "Open the sign-in page from the application again.",
+        crate::i18n::t().err_refused_title,
+        crate::i18n::t().err_cross_site,
+        crate::i18n::t().err_cross_site_hint,
     ))
 }
 

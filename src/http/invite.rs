@@ -14,6 +14,7 @@ use crate::admin::{self, invitations::InvitationInput, AdminError};
 use crate::auth::limits::Bucket;
 use crate::db::groups::Group;
 use crate::domain::Problems;
+use crate::i18n::t;
 use crate::lifecycle::invite::{self, Accepted, Choice, Created, Opened};
 use crate::lifecycle::Queued;
 use crate::state::AppState;
@@ -32,20 +33,22 @@ struct InvitePage<'a> {
 }
 
 fn dead_link() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::GONE,
-        "Invitation no longer valid",
-        "This invitation link has been used, was revoked, or has expired (invitations last 7 days).",
-        "Ask the person who invited you for a new invitation.",
+        t.acct_invite_dead_title,
+        t.acct_invite_dead,
+        t.acct_invite_dead_hint,
     )
 }
 
 fn off() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::NOT_FOUND,
-        "Invitations are off",
-        "This provider does not accept invitations at the moment.",
-        "Ask your administrator.",
+        t.acct_invite_off_title,
+        t.acct_invite_off,
+        t.acct_invite_off_hint,
     )
 }
 
@@ -189,15 +192,15 @@ async fn admin_page(
     let revoked =
         url::form_urlencoded::parse(req.query_string().as_bytes()).any(|(k, v)| k == "done" && v == "revoked");
     let not_mailed = match created.as_ref().map(|c| c.queued) {
-        Some(Queued::Limited) => "this address had its mails for this hour",
-        _ => "mail is off (no --smtp-url)",
+        Some(Queued::Limited) => t().acct_invite_not_mailed_limited,
+        _ => t().acct_invite_not_mailed_off,
     };
     let page = AdminPage {
         is_admin: true,
-        flash: revoked.then_some("The invitation was revoked; its link no longer works."),
+        flash: revoked.then_some(t().acct_invite_revoked),
         csrf: &v.csrf,
         enabled: invite::enabled(&state.settings),
-        created_expires: created.as_ref().map(|c| portal::when(c.expires_at)).unwrap_or_default(),
+        created_expires: created.as_ref().map(|c| t().datetime(c.expires_at)).unwrap_or_default(),
         created,
         not_mailed,
         email: &asked.email,
@@ -210,9 +213,13 @@ async fn admin_page(
                 id: p.id,
                 email: p.email,
                 groups: p.groups.join(", "),
-                role: if p.admin { "administrator" } else { "user" },
-                created: portal::when(p.created_at),
-                expires: portal::when(p.expires_at),
+                role: if p.admin {
+                    t().acct_invite_role_admin
+                } else {
+                    t().acct_invite_role_user
+                },
+                created: t().datetime(p.created_at),
+                expires: t().datetime(p.expires_at),
             })
             .collect(),
         problems,

@@ -64,7 +64,7 @@ impl<'a> MfaPage<'a> {
     async fn show(mut self, state: &AppState, status: StatusCode, user_id: i64) -> HttpResponse {
         match mfa::kind(state, user_id).await {
             Ok(Some(Kind::Email)) => match email_mfa::destination(state, user_id).await {
-                Ok(to) => self.email_to = Some(to.unwrap_or_else(|| "no address (ask your administrator)".into())),
+                Ok(to) => self.email_to = Some(to.unwrap_or_else(|| crate::i18n::t().mfa_no_address.into())),
                 Err(e) => return errors::server_page(e),
             },
             Ok(_) => {}
@@ -72,8 +72,8 @@ impl<'a> MfaPage<'a> {
         }
         if self.wrong {
             self.error = Some(match self.email_to {
-                Some(_) => "That code is not valid. Use the code from the newest mail, or send a new code.",
-                None => "That code is not valid. Check your authenticator app and try again.",
+                Some(_) => crate::i18n::t().mfa_wrong_mailed,
+                None => crate::i18n::t().mfa_wrong_app,
             });
         }
         pages::render(status, &self)
@@ -84,18 +84,10 @@ impl<'a> MfaPage<'a> {
 fn mail_problem(sent: Sent) -> Option<String> {
     match sent {
         Sent::Yes => None,
-        Sent::TooSoon(wait) => Some(format!(
-            "A code was sent less than a minute ago, and it still works. Wait {wait} seconds before asking for a new one."
-        )),
-        Sent::Limited => Some(
-            "Too many codes were mailed to this account in the last hour. Use the newest one you received, or try again later."
-                .into(),
-        ),
-        Sent::Unverified => Some(
-            "No code was mailed: codes go only to a confirmed address, and this account's new address is not confirmed yet. Open the confirmation link that was mailed to it, then sign in again."
-                .into(),
-        ),
-        Sent::Off => Some("No code can be mailed to this account now. Ask your administrator for help.".into()),
+        Sent::TooSoon(wait) => Some(crate::i18n::t().fill(crate::i18n::t().mfa_too_soon, "seconds", wait)),
+        Sent::Limited => Some(crate::i18n::t().mfa_limited.into()),
+        Sent::Unverified => Some(crate::i18n::t().mfa_unverified.into()),
+        Sent::Off => Some(crate::i18n::t().mfa_mail_off.into()),
     }
 }
 
@@ -107,8 +99,8 @@ fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>>
 pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
     match pending {
         Pending::Login(r) => client_name(state, &r.client_id).await,
-        Pending::Portal(_) => "your Tessera account".to_string(),
-        _ => "your device".to_string(),
+        Pending::Portal(_) => crate::i18n::t().signin_for_account.to_string(),
+        _ => crate::i18n::t().signin_for_device.to_string(),
     }
 }
 
@@ -119,7 +111,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return refused;
     }
     let Some(form) = read_form(&req, &body) else {
-        return bad_request_page("The sign-in form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_signin_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
@@ -165,7 +157,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 request_id,
                 csrf,
                 username,
-                error: Some("Invalid username or password."),
+                error: Some(crate::i18n::t().signin_invalid),
                 mail: state.settings.smtp.is_some(),
                 signup: crate::lifecycle::signup::open(&state.settings),
                 providers: super::federation::buttons(&state).await,
@@ -374,7 +366,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         return refused;
     }
     let Some(form) = read_form(&req, &body) else {
-        return bad_request_page("The verification form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_verification_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let Step {
@@ -474,6 +466,44 @@ async fn resume_mfa(req: &HttpRequest, state: &AppState, request_id: &str, csrf:
     }
 }
 
+/// The login page's language picker: the same parked sign-in (peeked, not used up)
+/// shown again in the picked language, which this browser then keeps (a cookie that
+/// outranks the application's `ui_locales` and the browser's `Accept-Language`).
+pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page(crate::i18n::t().err_form);
+    };
+    let Some(picked) = crate::i18n::Locale::from_tag(params::field(&form, "lang")) else {
+        return bad_request_page(crate::i18n::t().err_language);
+    };
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let pending = match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    crate::i18n::prefer(Some(picked), crate::i18n::Source::Picked);
+    let page = pages::LoginPage {
+        client_name: &purpose(&state, &pending).await,
+        request_id,
+        csrf,
+        username: "",
+        error: None,
+        mail: state.settings.smtp.is_some(),
+        signup: crate::lifecycle::signup::open(&state.settings),
+        providers: super::federation::buttons(&state).await,
+        cancel: None,
+    };
+    let mut resp = pages::render(StatusCode::OK, &page);
+    let _ = resp.add_cookie(&super::lang::cookie(&state, picked));
+    resp
+}
+
 /// "Send a new code" on the second-factor page: at most one code a minute (and the
 /// mail limits of `lifecycle::queue`); a refusal says how long to wait.
 pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -482,7 +512,7 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return refused;
     }
     let Some(form) = read_form(&req, &body) else {
-        return bad_request_page("The form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let user_id = match resume_mfa(&req, &state, request_id, csrf).await {
@@ -492,7 +522,7 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     let mut page = MfaPage::new(request_id, csrf);
     let status = match email_mfa::send_code(&state, user_id, &ip_text(&req, &state)).await {
         Ok(Sent::Yes) => {
-            page.notice = Some("A new code is on its way. Codes sent before it no longer work.");
+            page.notice = Some(crate::i18n::t().mfa_resent);
             StatusCode::OK
         }
         Ok(sent) => {
@@ -514,9 +544,9 @@ async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: Stri
     let _ = interaction::consume(&cx, request_id).await;
     pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
-        "Too many attempts",
-        "There were too many wrong codes for this account.",
-        "Wait a few minutes, then sign in again from the start.",
+        crate::i18n::t().err_too_many_title,
+        crate::i18n::t().mfa_locked,
+        crate::i18n::t().mfa_locked_hint,
     )
 }
 
@@ -577,7 +607,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         return refused;
     }
     let Some(form) = read_form(&req, &body) else {
-        return bad_request_page("The consent form was not submitted correctly.");
+        return bad_request_page(crate::i18n::t().err_consent_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
@@ -589,7 +619,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     let approve = match params::field(&form, "decision") {
         "allow" => true,
         "deny" => false,
-        _ => return bad_request_page("The consent form did not say allow or deny."),
+        _ => return bad_request_page(crate::i18n::t().err_consent_choice),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
     let session = match interaction::current_session(&cx, cookie.as_deref()).await {

@@ -43,7 +43,7 @@ pub async fn logout_get(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
 
 pub async fn logout_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     if params::require_form(&req).is_err() {
-        return invalid("The sign-out request was not a form submission.");
+        return invalid(crate::i18n::t().logout_not_form);
     }
     logout(&req, &state, &body, false).await
 }
@@ -54,7 +54,7 @@ pub async fn confirm(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         return refused;
     }
     if params::require_form(&req).is_err() {
-        return invalid("The sign-out form was not submitted correctly.");
+        return invalid(crate::i18n::t().logout_bad_form);
     }
     logout(&req, &state, &body, true).await
 }
@@ -66,7 +66,7 @@ fn invalid(message: &'static str) -> HttpResponse {
 async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool) -> HttpResponse {
     let cx = state.ctx();
     let Ok(pairs) = params::pairs(raw) else {
-        return invalid("The sign-out request has too many parameters.");
+        return invalid(crate::i18n::t().logout_too_many);
     };
     let request = match logout::validate(&cx, &pairs).await {
         Ok(r) => r,
@@ -91,9 +91,9 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
     if confirmed && !csrf_ok {
         return pages::error_page(
             StatusCode::FORBIDDEN,
-            "Sign-out refused",
-            "The sign-out form could not be verified for this browser.",
-            "Open the sign-out page again.",
+            crate::i18n::t().logout_refused_title,
+            crate::i18n::t().logout_forged,
+            crate::i18n::t().logout_forged_hint,
         );
     }
     let proven = match logout::hint_matches(&cx, &request, &session).await {

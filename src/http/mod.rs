@@ -26,6 +26,7 @@ pub mod federation;
 pub mod forward_auth;
 pub mod guard;
 pub mod invite;
+pub mod lang;
 pub mod login;
 pub mod logout;
 mod openapi;
@@ -78,6 +79,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::get().to(authorize::authorize_get))
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
+        .route("/login/language", web::post().to(login::language))
         .route("/login/mfa", web::post().to(login::mfa))
         .route("/login/mfa/resend", web::post().to(login::resend))
         .route("/login/email", web::post().to(signin_link::start))

@@ -73,33 +73,35 @@ pub fn form_post(page: &FormPostPage<'_>) -> HttpResponse {
 
 /// Words for a person, per scope, on the consent page.
 pub fn describe_scope(scope: &str) -> Option<&'static str> {
+    let t = crate::i18n::t();
     Some(match scope {
-        "openid" => "Sign you in with your account",
-        "profile" => "See your name and profile details",
-        "email" => "See your email address",
-        "address" => "See your postal address",
-        "phone" => "See your phone number",
-        "groups" => "See which groups you belong to",
-        "offline_access" => "Stay connected when you are not using it",
+        "openid" => t.scope_openid,
+        "profile" => t.scope_profile,
+        "email" => t.scope_email,
+        "address" => t.scope_address,
+        "phone" => t.scope_phone,
+        "groups" => t.scope_groups,
+        "offline_access" => t.scope_offline_access,
         _ => return None,
     })
 }
 
 /// Words for a person for one claim asked for by name, with its name in brackets.
 pub fn describe_claim(claim: &str) -> String {
+    let t = crate::i18n::t();
     let words = match claim {
-        "name" | "given_name" | "family_name" | "middle_name" | "nickname" => "your name",
-        "preferred_username" => "your username",
-        "email" => "your email address",
-        "email_verified" => "whether your email address is verified",
-        "phone_number" | "phone_number_verified" => "your phone number",
-        "address" => "your postal address",
-        "groups" => "the groups you belong to",
-        "birthdate" => "your date of birth",
-        "picture" | "profile" | "website" => "your profile links",
-        _ => "a detail of your profile",
+        "name" | "given_name" | "family_name" | "middle_name" | "nickname" => t.claim_name,
+        "preferred_username" => t.claim_username,
+        "email" => t.claim_email,
+        "email_verified" => t.claim_email_verified,
+        "phone_number" | "phone_number_verified" => t.claim_phone,
+        "address" => t.claim_address,
+        "groups" => t.claim_groups,
+        "birthdate" => t.claim_birthdate,
+        "picture" | "profile" | "website" => t.claim_links,
+        _ => t.claim_detail,
     };
-    format!("See {words} ({claim})")
+    t.fill2(t.claim_see, "what", words, "claim", claim)
 }
 
 /// The page for a user outside a client's allowed groups, with the way back.

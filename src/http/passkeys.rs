@@ -118,9 +118,9 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         Ok(Some(_)) => errors::redirect("/account?done=passkey-removed"),
         Ok(None) => pages::error_page(
             StatusCode::NOT_FOUND,
-            "Passkey not found",
-            "That passkey was already removed, or is not yours.",
-            "Return to your account page.",
+            crate::i18n::t().passkey_not_found_title,
+            crate::i18n::t().passkey_gone,
+            crate::i18n::t().passkey_gone_hint,
         ),
         Err(e) => errors::server_page(e),
     }
@@ -165,7 +165,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return refused;
     }
     let Some(form) = form_of(&req, &body) else {
-        return super::authorize::bad_request_page("The passkey sign-in was not submitted correctly.");
+        return super::authorize::bad_request_page(crate::i18n::t().passkey_bad_form);
     };
     let get = |n: &str| params::field(&form, n);
     let request_id = get("request_id");
@@ -195,9 +195,9 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 .await;
             return pages::error_page(
                 StatusCode::UNAUTHORIZED,
-                "Passkey not accepted",
-                &format!("The passkey could not sign you in: {why}."),
-                "Go back and try again, or sign in with your password.",
+                crate::i18n::t().passkey_refused_title,
+                &crate::i18n::t().fill(crate::i18n::t().passkey_refused, "why", why),
+                crate::i18n::t().passkey_failed_hint,
             );
         }
         Err(PasskeyError::Server(e)) => return errors::server_page(e),
@@ -207,9 +207,9 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Ok(_) => {
             return pages::error_page(
                 StatusCode::UNAUTHORIZED,
-                "Passkey not accepted",
-                "This account cannot sign in.",
-                "Ask your administrator.",
+                crate::i18n::t().passkey_refused_title,
+                crate::i18n::t().passkey_cannot,
+                crate::i18n::t().common_ask_admin,
             )
         }
         Err(e) => return errors::server_page(e),

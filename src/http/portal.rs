@@ -89,13 +89,15 @@ pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, Http
             return Err(limited);
         }
         let pending = Pending::Portal(return_path(req));
-        return Err(login_page(req, state, &state.ctx(), pending, "your Tessera account", "").await);
+        let purpose = crate::i18n::t().acct_portal_purpose;
+        return Err(login_page(req, state, &state.ctx(), pending, purpose, "").await);
     }
+    let t = crate::i18n::t();
     Err(pages::error_page(
         StatusCode::UNAUTHORIZED,
-        "Signed out",
-        "Your session has ended.",
-        "Sign in again and repeat the change.",
+        t.acct_signed_out_title,
+        t.acct_signed_out,
+        t.acct_signed_out_hint,
     ))
 }
 
@@ -110,21 +112,23 @@ pub async fn require_admin(req: &HttpRequest, state: &AppState) -> Result<Viewer
 }
 
 pub fn forbidden() -> HttpResponse {
+    let t = crate::i18n::t();
     pages::error_page(
         StatusCode::FORBIDDEN,
-        "Administrators only",
-        "Your account cannot open the administration pages.",
-        "Ask an administrator if you need access.",
+        t.acct_admins_only_title,
+        t.acct_admins_only,
+        t.acct_admins_only_hint,
     )
 }
 
 /// The refusal for a form whose CSRF token is missing or wrong.
 pub fn csrf_refused() -> HttpResponse {
+    let t = crate::i18n::t();
     pages::error_page(
         StatusCode::FORBIDDEN,
-        "Request refused",
-        "This form could not be verified.",
-        "Reload the page and try again.",
+        t.acct_refused_title,
+        t.acct_refused,
+        t.acct_refused_hint,
     )
 }
 

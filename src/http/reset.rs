@@ -8,6 +8,7 @@ use askama::Template;
 
 use super::{errors, guard, pages, params};
 use crate::auth::limits::Bucket;
+use crate::i18n::t;
 use crate::lifecycle::reset::{self, Outcome};
 use crate::state::AppState;
 
@@ -28,20 +29,22 @@ struct ResetPage<'a> {
 }
 
 fn mail_off() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::NOT_FOUND,
-        "Not available",
-        "Password reset by mail is not set up on this server.",
-        "Ask your administrator to set a new password for you.",
+        t.acct_not_available,
+        t.acct_reset_off,
+        t.acct_reset_off_hint,
     )
 }
 
 fn dead_link() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::GONE,
-        "Reset link no longer valid",
-        "This link was already used, has expired (links work for an hour), or a newer one was sent.",
-        "Ask for a new link from the sign-in page: “Forgot your password?”.",
+        t.acct_reset_dead_title,
+        t.acct_reset_dead,
+        t.acct_reset_dead_hint,
     )
 }
 
@@ -62,7 +65,7 @@ pub async fn forgot_submit(req: HttpRequest, state: web::Data<AppState>, body: B
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return super::authorize::bad_request_page("The form was not submitted correctly.");
+        return super::authorize::bad_request_page(t().acct_error_form);
     };
     let who = params::field(&form, "who");
     if who.trim().is_empty() {

@@ -23,11 +23,12 @@ struct SetupPage<'a> {
 }
 
 fn dead_link() -> HttpResponse {
+    let t = crate::i18n::t();
     pages::error_page(
         StatusCode::GONE,
-        "Setup link no longer valid",
-        "This setup link was already used, has expired, or Tessera already has users.",
-        "Restart Tessera with an empty database for a new link, or use `tessera user add --admin`.",
+        t.acct_setup_dead_title,
+        t.acct_setup_dead,
+        t.acct_setup_dead_hint,
     )
 }
 

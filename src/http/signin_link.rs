@@ -19,6 +19,7 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
+use crate::i18n::t;
 use crate::lifecycle::signin::{self, CodeCheck, LinkUse, LinkView};
 use crate::oidc::interaction::{self, Pending, ResumeError, SignIn};
 use crate::state::AppState;
@@ -48,38 +49,42 @@ struct ConfirmPage<'a> {
 }
 
 fn mail_off() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::NOT_FOUND,
-        "Not available",
-        "Signing in by mail is not set up on this server.",
-        "Go back and sign in with your password.",
+        t.acct_not_available,
+        t.acct_signin_off,
+        t.acct_signin_off_hint,
     )
 }
 
 fn dead_link() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::GONE,
-        "Sign-in link no longer valid",
-        "This link was already used, has expired (links work for 15 minutes), or a newer one was sent.",
-        "Return to the application and sign in again.",
+        t.acct_signin_dead_title,
+        t.acct_signin_dead,
+        t.acct_signin_dead_hint,
     )
 }
 
 fn other_browser() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::FORBIDDEN,
-        "Open this link where you asked for it",
-        "This sign-in link works only in the browser where you asked for it, and this is another one.",
-        "Go back to that browser and type the 6-digit code from the same mail on the page that is open there.",
+        t.acct_signin_other_browser_title,
+        t.acct_signin_other_browser,
+        t.acct_signin_other_browser_hint,
     )
 }
 
 fn too_many() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
-        "Too many attempts",
-        "There were too many wrong attempts for this account.",
-        "Wait a few minutes, then sign in again from the start.",
+        t.acct_signin_too_many_title,
+        t.acct_signin_too_many,
+        t.acct_signin_too_many_hint,
     )
 }
 
@@ -96,7 +101,7 @@ fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>>
 }
 
 fn form_refused() -> HttpResponse {
-    bad_request_page("The sign-in form was not submitted correctly.")
+    bad_request_page(t().acct_error_signin_form)
 }
 
 fn browser_of(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
@@ -160,7 +165,7 @@ pub async fn send(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
             request_id,
             csrf,
             who: "",
-            error: Some("Give your username or email address."),
+            error: Some(t().acct_signin_who),
         };
         return pages::render(StatusCode::BAD_REQUEST, &page);
     }
@@ -216,16 +221,16 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &browser, &user).await,
         Ok(CodeCheck::Wrong) => {
             failed("wrong code").log(&state).await;
-            let error = "That code is not valid. Check the newest mail and try again.";
+            let error = t().acct_signin_code_wrong;
             sent_page(StatusCode::UNAUTHORIZED, request_id, csrf, Some(error))
         }
         Ok(CodeCheck::Spent) => {
             failed("too many wrong codes").log(&state).await;
-            let error = "Too many wrong codes: that code no longer works. Ask for a new one.";
+            let error = t().acct_signin_code_spent;
             pages::render(StatusCode::BAD_REQUEST, &again(error))
         }
         Ok(CodeCheck::Dead) => {
-            let error = "That code has expired or was already used. Ask for a new one.";
+            let error = t().acct_signin_code_dead;
             pages::render(StatusCode::BAD_REQUEST, &again(error))
         }
         Ok(CodeCheck::Locked(user)) => locked(&state, &user.username, ip).await,

@@ -15,6 +15,7 @@ use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
 use crate::domain::Problems;
+use crate::i18n::t;
 use crate::lifecycle::signup::{self, Form, Outcome};
 use crate::lifecycle::verify::{self, Confirmed, Held};
 use crate::oidc::authorize::AuthRequest;
@@ -69,20 +70,22 @@ struct VerifyPage<'a> {
 
 /// Sign-up is off (or cannot verify addresses): the pages do not exist.
 fn closed() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::NOT_FOUND,
-        "Page not found",
-        "This server does not let people create their own accounts.",
-        "Ask your administrator for an account or an invitation.",
+        t.acct_signup_closed_title,
+        t.acct_signup_closed,
+        t.acct_signup_closed_hint,
     )
 }
 
 fn dead_link() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::GONE,
-        "Link no longer valid",
-        "This confirmation link was already used, has expired, was replaced by a newer one, or is not a link we sent.",
-        "Sign in to have a new link sent, or change your address again on your account page.",
+        t.acct_verify_dead_title,
+        t.acct_verify_dead,
+        t.acct_verify_dead_hint,
     )
 }
 
@@ -130,7 +133,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return refused;
     }
     let Some(form) = form(&req, &body) else {
-        return bad_request_page("The sign-in form was not submitted correctly.");
+        return bad_request_page(t().acct_error_signin_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
@@ -171,7 +174,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return refused;
     }
     let Some(fields) = form(&req, &body) else {
-        return bad_request_page("The sign-up form was not submitted correctly.");
+        return bad_request_page(t().acct_error_signup_form);
     };
     let get = |n: &str| params::field(&fields, n);
     let (request_id, csrf) = (get("request_id"), get("csrf"));
@@ -273,11 +276,12 @@ fn sign_in_link(token: &str) -> String {
 
 /// A change of address opened in a browser signed in as another account.
 fn other_account() -> HttpResponse {
+    let t = t();
     pages::error_page(
         StatusCode::FORBIDDEN,
-        "Signed in as another account",
-        "This link confirms a new address for another account: it can be confirmed only while signed in as that account.",
-        "Sign out, then sign in as the account whose address is changing and open the link again.",
+        t.acct_verify_other_title,
+        t.acct_verify_other,
+        t.acct_verify_other_hint,
     )
 }
 
@@ -359,7 +363,7 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         return refused;
     }
     let Some(fields) = form(&req, &body) else {
-        return bad_request_page("The form was not submitted correctly.");
+        return bad_request_page(t().acct_error_form);
     };
     let (request_id, csrf) = (params::field(&fields, "request_id"), params::field(&fields, "csrf"));
     let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
@@ -387,16 +391,14 @@ pub async fn unverified(req: &HttpRequest, state: &AppState, user: &User, reques
     let ip = guard::ip_text(req, state);
     let hint = match verify::hold_unverified(state, user, request_id, &ip).await {
         Ok(None) => return None,
-        Ok(Some(Held::Sent)) => "We have sent a new link to your address: follow it, then sign in again.",
-        Ok(Some(Held::NotSent)) => {
-            "Follow the link we sent to your address, then sign in again. A new link is sent at most a few times an hour."
-        }
+        Ok(Some(Held::Sent)) => t().acct_unverified_sent,
+        Ok(Some(Held::NotSent)) => t().acct_unverified_not_sent,
         Err(e) => return Some(errors::server_page(e)),
     };
     Some(pages::error_page(
         StatusCode::FORBIDDEN,
-        "Confirm your email address first",
-        "This account cannot sign in until its email address is confirmed.",
+        t().acct_unverified_title,
+        t().acct_unverified,
         hint,
     ))
 }

@@ -30,39 +30,93 @@ pub fn cookie_digest(value: Option<&str>) -> Option<TokenHash> {
     shaped.then(|| TokenHash::of(v))
 }
 
-/// A short name for a browser from its `User-Agent`: "Firefox on Linux".
-pub fn label(user_agent: Option<&str>) -> String {
+/// Browsers a `User-Agent` is recognised as, by a part of it (the first that matches).
+const BROWSERS: [(&str, &str); 6] = [
+    ("Edg/", "Edge"),
+    ("OPR/", "Opera"),
+    ("Firefox/", "Firefox"),
+    ("Chrome/", "Chrome"),
+    ("Chromium/", "Chromium"),
+    ("Safari/", "Safari"),
+];
+
+/// Systems a `User-Agent` is recognised as, by a part of it (the first that matches).
+const SYSTEMS: [(&str, &str); 7] = [
+    ("Android", "Android"),
+    ("iPhone", "iOS"),
+    ("iPad", "iPadOS"),
+    ("CrOS", "ChromeOS"),
+    ("Mac OS X", "macOS"),
+    ("Windows", "Windows"),
+    ("Linux", "Linux"),
+];
+
+/// What a `User-Agent` says of itself: the browser and the system, if recognised.
+enum Named {
+    Unknown,
+    Both(&'static str, &'static str),
+    Browser(&'static str),
+    System(&'static str),
+    Raw(String),
+}
+
+/// The name of the first entry of `list` whose part `ua` contains.
+fn first(list: &[(&str, &'static str)], ua: &str) -> Option<&'static str> {
+    list.iter()
+        .find(|(needle, _)| ua.contains(needle))
+        .map(|(_, name)| *name)
+}
+
+fn named(user_agent: Option<&str>) -> Named {
     let Some(ua) = user_agent.filter(|u| !u.trim().is_empty()) else {
-        return "Unknown browser".into();
+        return Named::Unknown;
     };
-    let browser = [
-        ("Edg/", "Edge"),
-        ("OPR/", "Opera"),
-        ("Firefox/", "Firefox"),
-        ("Chrome/", "Chrome"),
-        ("Chromium/", "Chromium"),
-        ("Safari/", "Safari"),
-    ]
-    .into_iter()
-    .find(|(needle, _)| ua.contains(needle))
-    .map(|(_, name)| name);
-    let os = [
-        ("Android", "Android"),
-        ("iPhone", "iOS"),
-        ("iPad", "iPadOS"),
-        ("CrOS", "ChromeOS"),
-        ("Mac OS X", "macOS"),
-        ("Windows", "Windows"),
-        ("Linux", "Linux"),
-    ]
-    .into_iter()
-    .find(|(needle, _)| ua.contains(needle))
-    .map(|(_, name)| name);
-    match (browser, os) {
-        (Some(b), Some(o)) => format!("{b} on {o}"),
-        (Some(b), None) => b.to_string(),
-        (None, Some(o)) => format!("A browser on {o}"),
-        (None, None) => ua.chars().take(40).collect(),
+    match (first(&BROWSERS, ua), first(&SYSTEMS, ua)) {
+        (Some(b), Some(o)) => Named::Both(b, o),
+        (Some(b), None) => Named::Browser(b),
+        (None, Some(o)) => Named::System(o),
+        (None, None) => Named::Raw(ua.chars().take(40).collect()),
+    }
+}
+
+/// A short name for a browser from its `User-Agent`: "Firefox on Linux". This is what
+/// is stored (in English); `shown` words it in the reader's language.
+pub fn label(user_agent: Option<&str>) -> String {
+    match named(user_agent) {
+        Named::Unknown => "Unknown browser".into(),
+        Named::Both(b, o) => format!("{b} on {o}"),
+        Named::Browser(b) => b.to_string(),
+        Named::System(o) => format!("A browser on {o}"),
+        Named::Raw(ua) => ua,
+    }
+}
+
+/// The short name of a browser in the current language.
+fn local_label(user_agent: Option<&str>) -> String {
+    let t = crate::i18n::t();
+    match named(user_agent) {
+        Named::Unknown => t.acct_device_unknown.into(),
+        Named::Both(b, o) => t.fill2(t.acct_device_on, "os", o, "browser", b),
+        Named::Browser(b) => b.to_string(),
+        Named::System(o) => t.fill(t.acct_device_on_os, "os", o),
+        Named::Raw(ua) => ua,
+    }
+}
+
+/// A stored `label` in the current language: its English forms are recognised and
+/// worded again; anything else (an unrecognised `User-Agent`) is shown as it is.
+pub fn shown(label: &str) -> String {
+    let t = crate::i18n::t();
+    let known = |list: &[(&str, &str)], name: &str| list.iter().any(|(_, n)| *n == name);
+    if label == "Unknown browser" {
+        return t.acct_device_unknown.into();
+    }
+    if let Some(o) = label.strip_prefix("A browser on ").filter(|o| known(&SYSTEMS, o)) {
+        return t.fill(t.acct_device_on_os, "os", o);
+    }
+    match label.split_once(" on ") {
+        Some((b, o)) if known(&BROWSERS, b) && known(&SYSTEMS, o) => t.fill2(t.acct_device_on, "os", o, "browser", b),
+        _ => label.to_string(),
     }
 }
 
@@ -88,7 +142,7 @@ pub async fn signed_in(state: &AppState, s: &SignedIn<'_>) -> Result<(), Interna
     };
     let (uid, now, settings) = (s.user_id, state.clock.now(), state.settings.clone());
     let name = label(s.user_agent);
-    let what_at = format!("with {name} from the address {} at {}", s.ip, s.at);
+    let (device, at) = (local_label(s.user_agent), s.at.to_string());
     let (trust, ip) = (s.trust, s.ip.to_string());
     let queued = state
         .db
@@ -110,11 +164,10 @@ pub async fn signed_in(state: &AppState, s: &SignedIn<'_>) -> Result<(), Interna
             if !new || first || !db::users::lifecycle(c, uid)?.notify_new_device {
                 return Ok(false);
             }
-            let what = format!(
-                "Your account {} was signed in to {what_at}, a browser not used with it before.",
-                user.username
-            );
-            let q = super::notify(c, &settings, &user, "New sign-in to your account", &what, now)?;
+            let t = crate::i18n::t();
+            let what = t.fill2(t.mail_new_sign_in, "at", &at, "ip", &ip);
+            let what = t.fill2(&what, "username", &user.username, "device", &device);
+            let q = super::notify(c, &settings, &user, t.mail_new_sign_in_subject, &what, now)?;
             Ok(q == super::Queued::Yes)
         })
         .await?;
@@ -206,6 +259,20 @@ mod tests {
         assert_eq!(label(Some(iphone)), "Safari on iOS");
         assert_eq!(label(None), "Unknown browser");
         assert_eq!(label(Some("curl/8.0")), "curl/8.0");
+    }
+
+    #[test]
+    fn stored_labels_are_shown_as_they_were_made_in_english() {
+        for label in [
+            "Firefox on Linux",
+            "A browser on iOS",
+            "Unknown browser",
+            "Safari",
+            "curl/8.0",
+        ] {
+            assert_eq!(shown(label), label);
+        }
+        assert_eq!(local_label(Some("Mozilla/5.0 (iPad) Safari/604.1")), "Safari on iPadOS");
     }
 
     #[test]

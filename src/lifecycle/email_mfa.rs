@@ -64,13 +64,11 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
                     return Ok(Sent::TooSoon(RESEND_AFTER - age));
                 }
             }
-            let message = Message::new("Your sign-in code", greeting(&user))
-                .paragraph(format!(
-                    "Someone signed in to the account {} with its password (from the address {ip}) and needs this code to finish.",
-                    user.username
-                ))
+            let t = crate::i18n::t();
+            let message = Message::new(t.mail_mfa_subject, greeting(&user))
+                .paragraph(t.fill2(t.mail_mfa, "ip", &ip, "username", &user.username))
                 .code(&code)
-                .after("The code works once, for 10 minutes. If it was not you, change your password at once: someone knows it.");
+                .after(t.mail_mfa_after);
             match queue(c, &settings, &email, Some(user_id), "mfa", &message, now)? {
                 Queued::Yes => {}
                 Queued::Limited => return Ok(Sent::Limited),

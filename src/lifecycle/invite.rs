@@ -84,14 +84,17 @@ pub fn create_in(
         now,
     )?;
     let link = format!("{issuer}/invite?token={}", secret.expose());
-    let role = if grants.admin { " as an administrator" } else { "" };
-    let message = Message::new(format!("You are invited to {}", settings.org_name), "Hello,")
-        .paragraph(format!(
-            "An administrator of {} invited you to create an account{role}. Choose your username and password with the link below.",
-            settings.org_name
-        ))
-        .action("Accept the invitation", &link)
-        .after("The link works once, for 7 days. If you did not expect this invitation, ignore this mail.");
+    let t = crate::i18n::t();
+    let body = if grants.admin {
+        t.mail_invite_admin
+    } else {
+        t.mail_invite
+    };
+    let org = &settings.org_name;
+    let message = Message::new(t.fill(t.mail_invite_subject, "org", org), t.mail_invite_greeting)
+        .paragraph(t.fill(body, "org", org))
+        .action(t.mail_invite_action, &link)
+        .after(t.mail_invite_after);
     let queued = queue(conn, settings, email.as_str(), None, "invite", &message, now)?;
     Ok(Created {
         id,
@@ -203,7 +206,10 @@ pub enum Accepted {
     Off,
 }
 
-const TAKEN: &str = "this username is taken; choose another";
+/// The refusal of a username that has an account.
+fn taken() -> String {
+    crate::i18n::t().acct_error_username_taken_choose.to_string()
+}
 
 /// Checks the username and password: the rules of a sign-up (the setup page's, less
 /// its longer minimum), and for an invitation to administer, the setup page's own.
@@ -221,7 +227,7 @@ fn check(choice: &Choice<'_>, admin: bool) -> Problems {
         problems.insert("password".into(), p);
     }
     if choice.password != choice.confirm {
-        problems.insert("confirm".into(), "the two passwords differ".into());
+        problems.insert("confirm".into(), crate::i18n::t().acct_error_passwords_differ.into());
     }
     problems
 }
@@ -257,7 +263,7 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
         .db
         .write(move |c| {
             if db::users::find_by_username(c, &name)?.is_some() {
-                return Ok(Accepted::Invalid(Problems::from([("username".into(), TAKEN.into())])));
+                return Ok(Accepted::Invalid(Problems::from([("username".into(), taken())])));
             }
             if !email_tokens::claim(c, token.id, now)?.won() {
                 return Ok(Accepted::Dead);
@@ -294,7 +300,7 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
         .await;
     match written {
         Ok(a) => Ok(a),
-        Err(DbError::Conflict) => Ok(Accepted::Invalid(Problems::from([("username".into(), TAKEN.into())]))),
+        Err(DbError::Conflict) => Ok(Accepted::Invalid(Problems::from([("username".into(), taken())]))),
         Err(e) => Err(e.into()),
     }
 }

@@ -105,7 +105,8 @@ pub fn greeting(user: &User) -> String {
         .as_deref()
         .filter(|n| !n.trim().is_empty())
         .unwrap_or(&user.username);
-    format!("Hello {name},")
+    let t = crate::i18n::t();
+    t.fill(t.mail_greeting, "name", name)
 }
 
 /// A security notice to the account's address (a changed password, a new sign-in
@@ -123,7 +124,7 @@ pub fn notify(
     };
     let message = Message::new(subject, greeting(user))
         .paragraph(what)
-        .after("If this was you, there is nothing to do. If it was not, change your password at once and tell your administrator.");
+        .after(crate::i18n::t().mail_notice_after);
     queue(conn, settings, to, Some(user.id), "notice", &message, now)
 }
 

@@ -41,13 +41,11 @@ pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Intern
             });
             let mut queued = Queued::Off;
             if let Some((user, email)) = &target {
-                let message = Message::new("Reset your password", super::greeting(user))
-                    .paragraph(format!(
-                        "Someone asked to reset the password of the account {} (from the address {ip}).",
-                        user.username
-                    ))
-                    .action("Choose a new password", &link)
-                    .after("The link works once, for an hour. If you did not ask for it, ignore this mail: your password stays as it is.");
+                let t = crate::i18n::t();
+                let message = Message::new(t.mail_reset_subject, super::greeting(user))
+                    .paragraph(t.fill2(t.mail_reset, "ip", &ip, "username", &user.username))
+                    .action(t.mail_reset_action, &link)
+                    .after(t.mail_reset_after);
                 queued = queue(c, &settings, email, Some(user.id), "reset", &message, now)?;
             }
             let (user_id, email, actor) = match (&target, queued) {
@@ -134,7 +132,10 @@ pub async fn finish(
         return Ok(Outcome::Invalid("password", problem));
     }
     if password != confirm {
-        return Ok(Outcome::Invalid("confirm", "the two passwords differ".into()));
+        return Ok(Outcome::Invalid(
+            "confirm",
+            crate::i18n::t().acct_error_passwords_differ.into(),
+        ));
     }
     let hash = state.hasher.hash(password).await?;
     let (digest, now) = (TokenHash::of(token), state.clock.now());
@@ -164,7 +165,12 @@ pub async fn finish(
             // The link reached the address: it is the owner's.
             db::users::set_email_verified(c, uid, true)?;
             db::users::set_must_verify(c, uid, false)?;
-            email_tokens::void_for_user(c, uid, &[email_tokens::RESET, email_tokens::SIGNIN, email_tokens::MFA], now)?;
+            email_tokens::void_for_user(
+                c,
+                uid,
+                &[email_tokens::RESET, email_tokens::SIGNIN, email_tokens::MFA],
+                now,
+            )?;
             super::devices::untrust_all(c, uid)?;
             // Whoever knew the old password is out, in this same transaction.
             crate::oidc::logout::end_all_in(c, uid, now)?;
@@ -173,15 +179,13 @@ pub async fn finish(
                 .actor(&user.username)
                 .ip(Some(ip.as_str()))
                 .write(c, now)?;
+            let t = crate::i18n::t();
             super::notify(
                 c,
                 &settings,
                 &user,
-                "Your password was changed",
-                &format!(
-                    "The password of your account {} was reset through a link sent to this address. Every session was signed out.",
-                    user.username
-                ),
+                t.mail_password_changed_subject,
+                &t.fill(t.mail_password_reset, "username", &user.username),
                 now,
             )?;
             Ok(Some(user))

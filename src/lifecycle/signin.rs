@@ -180,15 +180,13 @@ pub async fn send(
             let mut queued = Queued::Off;
             let account = eligible(c, &settings, &who, now)?;
             if let Some((user, email)) = &account {
-                let message = Message::new("Your sign-in link", greeting(user))
-                    .paragraph(format!(
-                        "Someone asked to sign in to the account {} by mail (from the address {ip}).",
-                        user.username
-                    ))
-                    .action("Sign in", &link)
+                let t = crate::i18n::t();
+                let message = Message::new(t.mail_signin_subject, greeting(user))
+                    .paragraph(t.fill2(t.mail_signin, "ip", &ip, "username", &user.username))
+                    .action(t.mail_signin_action, &link)
                     .code(&code)
-                    .after("Open the link in the browser where you asked for it, or type the code on the page that is open there. The link and the code work once, for 15 minutes.")
-                    .after("If you did not ask to sign in, ignore this mail: no one can sign in without it.");
+                    .after(t.mail_signin_after)
+                    .after(t.mail_signin_ignore);
                 queued = queue(c, &settings, email, Some(user.id), "signin", &message, now)?;
             }
             let owner = account.as_ref().filter(|_| queued == Queued::Yes);

@@ -73,9 +73,12 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
         if domain_allowed(settings, e.as_str()) {
             Ok(e)
         } else {
-            Err(crate::domain::ParseError(format!(
-                "sign-up is open to addresses at {} only",
-                settings.signup_domains.join(", ")
+            let t = crate::i18n::t();
+            let domains = settings.signup_domains.join(", ");
+            Err(crate::domain::ParseError(t.fill(
+                t.acct_signup_domains_only,
+                "domains",
+                domains,
             )))
         }
     });
@@ -85,12 +88,12 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
         ("email", email.as_ref().err().map(|e| e.0.clone())),
         (
             "name",
-            (name.chars().count() > 200).then(|| "use at most 200 characters".to_string()),
+            (name.chars().count() > 200).then(|| crate::i18n::t().acct_error_name_too_long.to_string()),
         ),
         ("password", password_problem(form.password, form.username.trim())),
         (
             "confirm",
-            (form.password != form.confirm).then(|| "the two passwords differ".to_string()),
+            (form.password != form.confirm).then(|| crate::i18n::t().acct_error_passwords_differ.to_string()),
         ),
     ]
     .into_iter()
@@ -107,7 +110,10 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
 }
 
 fn taken() -> Problems {
-    Problems::from([("username".to_string(), "this username is taken".to_string())])
+    Problems::from([(
+        "username".to_string(),
+        crate::i18n::t().acct_error_username_taken.to_string(),
+    )])
 }
 
 /// Creates the account from the form, unverified and held from signing in, and mails
@@ -200,13 +206,11 @@ fn tell_owner(
     let Some(to) = owner.email.as_deref() else {
         return Ok(());
     };
-    let message = Message::new("Someone tried to sign up with your address", super::greeting(owner))
-        .paragraph(format!(
-            "Someone (from the address {ip}) tried to create a new account with this email address. It already belongs to your account {}, so no account was created.",
-            owner.username
-        ))
-        .action("Forgot your password?", forgot)
-        .after("If it was you, sign in with your account instead. If it was not, there is nothing to do.");
+    let t = crate::i18n::t();
+    let message = Message::new(t.mail_signup_taken_subject, super::greeting(owner))
+        .paragraph(t.fill2(t.mail_signup_taken, "ip", ip, "username", &owner.username))
+        .action(t.mail_signup_taken_action, forgot)
+        .after(t.mail_signup_taken_after);
     queue(conn, settings, to, Some(owner.id), "signup-taken", &message, now)?;
     Event::new("account.signup_refused")
         .actor("signup")

@@ -53,33 +53,16 @@ pub enum Reason {
 }
 
 fn message(reason: Reason, user: &User, url: &str) -> Message {
+    let t = crate::i18n::t();
     let (subject, why) = match reason {
-        Reason::SignUp => (
-            "Confirm your email address",
-            format!(
-                "The account {} was created with this address. Confirm the address to finish signing up; until then the account cannot sign in.",
-                user.username
-            ),
-        ),
-        Reason::Changed => (
-            "Confirm your new email address",
-            format!(
-                "This address was entered as the new address of the account {}. Confirm it so that applications can rely on it.",
-                user.username
-            ),
-        ),
-        Reason::SignIn => (
-            "Confirm your email address to sign in",
-            format!(
-                "Someone signed in to the account {} with its password, but its address is not confirmed yet. Confirm it, then sign in again.",
-                user.username
-            ),
-        ),
+        Reason::SignUp => (t.mail_verify_signup_subject, t.mail_verify_signup),
+        Reason::Changed => (t.mail_verify_change_subject, t.mail_verify_change),
+        Reason::SignIn => (t.mail_verify_signin_subject, t.mail_verify_signin),
     };
     Message::new(subject, super::greeting(user))
-        .paragraph(why)
-        .action("Confirm your address", url)
-        .after("The link works once, for 24 hours. If you did not expect this mail, ignore it: nothing changes.")
+        .paragraph(t.fill(why, "username", &user.username))
+        .action(t.mail_verify_action, url)
+        .after(t.mail_verify_after)
 }
 
 /// The parked request a sign-up came from, as kept in the token's `data`: its digest
@@ -321,12 +304,12 @@ pub async fn confirm(state: &AppState, token: &str, ip: &str, viewer: Option<i64
                 .write(c, now)?;
             if change {
                 // `user` still has the old address: the notice goes there, without the new one.
-                let what = format!(
-                    "The email address of your account {} was changed: mail for the account now goes to another address.",
-                    user.username
-                );
-                super::notify(c, &settings, &user, "Your email address was changed", &what, now)?;
-                return Ok(Confirmed::Changed { username: user.username });
+                let t = crate::i18n::t();
+                let what = t.fill(t.mail_email_changed, "username", &user.username);
+                super::notify(c, &settings, &user, t.mail_email_changed_subject, &what, now)?;
+                return Ok(Confirmed::Changed {
+                    username: user.username,
+                });
             }
             Ok(Confirmed::Verified {
                 resume: resumable(c, &t.data, now)?.map(Box::new),

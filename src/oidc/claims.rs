@@ -267,20 +267,21 @@ pub fn release(user: &User, rules: &[ClaimRule], scope: &Scope, request: &Claims
 /// Words for a person for what one rule releases, for the consent page:
 /// `roles: your groups mapped to Admin/Editor/Viewer`.
 pub fn describe_rule(rule: &ClaimRule) -> String {
+    let t = crate::i18n::t();
     let what = match rule.source.as_str() {
-        "groups" => "the groups you belong to".to_string(),
-        "preferred_username" => "your username".to_string(),
-        "email" => "your email address".to_string(),
-        "email_verified" => "whether your email address is verified".to_string(),
-        "name" => "your name".to_string(),
-        "sub" => "your account identifier".to_string(),
+        "groups" => t.claim_groups.to_string(),
+        "preferred_username" => t.claim_username.to_string(),
+        "email" => t.claim_email.to_string(),
+        "email_verified" => t.claim_email_verified.to_string(),
+        "name" => t.claim_name.to_string(),
+        "sub" => t.claim_sub.to_string(),
         "group_values" => {
             let mut values: Vec<&str> = rule.values.iter().map(|(_, v)| v.as_str()).collect();
             values.extend(rule.default.as_deref());
             values.dedup();
-            format!("your groups mapped to {}", values.join("/"))
+            t.fill(t.claim_groups_mapped, "values", values.join("/"))
         }
-        other => format!("your {other}"),
+        other => t.fill(t.claim_other, "source", other),
     };
     format!("{}: {what}", rule.claim)
 }

@@ -53,6 +53,7 @@ pub fn document(cx: &Ctx<'_>) -> Value {
         "code_challenge_methods_supported": ["S256"],
         "claims_supported": supported_claims(),
         "claims_parameter_supported": true,
+        "ui_locales_supported": crate::i18n::supported(),
         "acr_values_supported": [super::issue::ACR_PASSWORD, super::issue::ACR_MFA],
         // RFC 9101: request objects by value, and by reference only as PAR's URNs.
         "request_parameter_supported": true,

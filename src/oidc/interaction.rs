@@ -54,6 +54,25 @@ pub enum Pending {
     },
 }
 
+impl Pending {
+    /// The authorization request's `ui_locales`, through the steps that carry it.
+    pub fn ui_locales(&self) -> Option<&str> {
+        match self {
+            Pending::Login(r) | Pending::Consent(r) => r.ui_locales.as_deref(),
+            Pending::Mfa { then, .. } | Pending::Federation { then, .. } => then.ui_locales(),
+            Pending::DeviceLogin(_) | Pending::DeviceApprove(_) | Pending::Portal(_) => None,
+        }
+    }
+
+    /// Parsed, the step is what the pages of its sign-in are rendered in
+    /// (`i18n::prefer`): its application's `ui_locales` unless the person picked.
+    fn speak(self) -> Self {
+        let locale = self.ui_locales().and_then(crate::i18n::from_ui_locales);
+        crate::i18n::prefer(locale, crate::i18n::Source::Application);
+        self
+    }
+}
+
 /// Who signed in, how (RFC 8176 `amr`), and from where (shown on the account page).
 #[derive(Debug, Clone)]
 pub struct SignIn {
@@ -218,7 +237,9 @@ pub async fn resume_named(cx: &Ctx<'_>, name: &str, browser: Option<&TokenHash>)
     if !browser.is_some_and(|b| same(b, &parked.browser_hash)) {
         return Err(ResumeError::Forged);
     }
-    serde_json::from_str(&parked.params).map_err(|_| ResumeError::Expired)
+    serde_json::from_str(&parked.params)
+        .map(Pending::speak)
+        .map_err(|_| ResumeError::Expired)
 }
 
 /// Swaps the first-factor step for the second-factor step: the login form's record is
@@ -268,7 +289,9 @@ pub async fn resume(
     if !browser_ok || !same(&TokenHash::of(csrf), &parked.csrf_hash) {
         return Err(ResumeError::Forged);
     }
-    serde_json::from_str(&parked.params).map_err(|_| ResumeError::Expired)
+    serde_json::from_str(&parked.params)
+        .map(Pending::speak)
+        .map_err(|_| ResumeError::Expired)
 }
 
 /// Where a completed sign-in leads.

@@ -179,6 +179,7 @@ pub async fn run(
         idp: None,
         resource: Vec::new(),
         dpop_jkt: None,
+        ui_locales: None,
     };
     let response = issue_code(cx, &req, session).await.map_err(|e| match e {
         AuthorizeError::Server(e) => e,

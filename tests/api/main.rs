@@ -37,6 +37,7 @@ mod introspection_jwt;
 mod invite;
 mod jar;
 mod keys;
+mod languages;
 mod litestream;
 mod logout;
 mod mail;

@@ -12,7 +12,15 @@ use std::time::{Duration, Instant};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TESSERA: &str = env!("CARGO_BIN_EXE_tessera");
 /// What build.rs counts as the sources of the binary (its `BUILT_FROM`).
-const BUILT_FROM: &[&str] = &["src", "templates", "static", "Cargo.toml", "Cargo.lock", "build.rs"];
+const BUILT_FROM: &[&str] = &[
+    "src",
+    "templates",
+    "static",
+    "locales",
+    "Cargo.toml",
+    "Cargo.lock",
+    "build.rs",
+];
 
 fn packaging(name: &str) -> String {
     let path = Path::new(ROOT).join("packaging").join(name);

@@ -40,6 +40,10 @@ pub struct AuthRequest {
     /// RFC 9449 §10 `dpop_jkt`: the key the code will be bound to.
     #[serde(default)]
     pub dpop_jkt: Option<String>,
+    /// `ui_locales` (Core §3.1.2.1): the languages the application would like the
+    /// pages in, preferred first; the first one Tessera speaks is used.
+    #[serde(default)]
+    pub ui_locales: Option<String>,
 }
 
 /// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
@@ -259,6 +263,7 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
             .map(str::to_string),
         resource,
         dpop_jkt,
+        ui_locales: get("ui_locales")?.map(|v| v.chars().take(256).collect()),
     })
 }
 
