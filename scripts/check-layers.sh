@@ -23,8 +23,8 @@ forbid '\b(postgres|postgres_native_tls|native_tls)::' 'src/db/sql\.rs:|src/db/p
 forbid '\bactix_web\b|\bactix_rt\b' 'src/http/|src/startup\.rs:|src/main\.rs:' 'actix is used only in src/http/, startup.rs and main.rs'
 forbid '\bjosekit::' 'src/crypto/' 'josekit is used only in src/crypto/'
 forbid '\bopenidconnect::' 'src/federation/' 'openidconnect (upstream sign-in) is used only in src/federation/'
-# Handlers and commands make one call into a use case (oidc/, auth/, account/, admin/, lifecycle/);
+# Handlers and commands make one call into a use case (oidc/, auth/, account/, admin/, branding/, lifecycle/);
 # the storage operations are those layers' business.
-forbid 'db::[a-z_]+::[a-z_]+\(|\.db\.(read|write)\(' 'src/(db|oidc|auth|account|admin|apply|lifecycle|federation|forward_auth|audit\.rs|startup\.rs|metrics\.rs)' 'src/http/ and src/cli/ call use cases, not storage operations'
+forbid 'db::[a-z_]+::[a-z_]+\(|\.db\.(read|write)\(' 'src/(db|oidc|auth|account|admin|apply|branding|lifecycle|federation|forward_auth|audit\.rs|startup\.rs|metrics\.rs)' 'src/http/ and src/cli/ call use cases, not storage operations'
 
 exit $status

@@ -46,6 +46,10 @@ pub struct RawSettings {
     pub signup_domains: Option<String>,
     pub org_name: Option<String>,
     pub default_locale: Option<String>,
+    /// Branding files and colour (`branding::Defaults`).
+    pub logo: Option<String>,
+    pub accent_color: Option<String>,
+    pub stylesheet: Option<String>,
     pub mail_per_hour: Option<String>,
     pub account_deletion: Option<String>,
     pub listen: Option<String>,
@@ -120,6 +124,9 @@ struct FileSettings {
     signup_domains: Option<toml::Value>,
     org_name: Option<toml::Value>,
     default_locale: Option<toml::Value>,
+    logo: Option<toml::Value>,
+    accent_color: Option<toml::Value>,
+    stylesheet: Option<toml::Value>,
     mail_per_hour: Option<toml::Value>,
     account_deletion: Option<toml::Value>,
     listen: Option<toml::Value>,
@@ -269,6 +276,9 @@ pub struct Settings {
     /// The language of pages and mail when neither the application (`ui_locales`)
     /// nor the browser (`Accept-Language`) names one Tessera speaks.
     pub default_locale: crate::i18n::Locale,
+    /// The logo, accent colour and stylesheet the flags give; the admin page's take
+    /// precedence.
+    pub branding: crate::branding::Defaults,
     /// Mails one account (or one address) may be sent per hour.
     pub mail_per_hour: i64,
     /// Whether people delete their own accounts or ask an administrator to approve.
@@ -374,6 +384,7 @@ impl Default for Settings {
             signup_domains: Vec::new(),
             org_name: "Tessera".to_string(),
             default_locale: crate::i18n::Locale::En,
+            branding: crate::branding::Defaults::default(),
             mail_per_hour: 5,
             account_deletion: AccountDeletion::SelfService,
             key_reload_every: 10,
@@ -482,6 +493,15 @@ impl Settings {
                 ));
             }
             s.org_name = v.to_string();
+        }
+        {
+            let (accent, logo, sheet) = (
+                pick(&raw.accent_color, &file.accent_color),
+                pick(&raw.logo, &file.logo),
+                pick(&raw.stylesheet, &file.stylesheet),
+            );
+            s.branding = crate::branding::Defaults::load(accent.as_deref(), logo.as_deref(), sheet.as_deref())
+                .map_err(|(key, e)| invalid(key, e))?;
         }
         if let Some(v) = pick(&raw.default_locale, &file.default_locale) {
             s.default_locale = crate::i18n::Locale::from_tag(&v).ok_or_else(|| {

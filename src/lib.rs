@@ -5,6 +5,7 @@ pub mod admin;
 pub mod apply;
 pub mod audit;
 pub mod auth;
+pub mod branding;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -70,6 +70,15 @@ struct Common {
     /// The language of pages and mail when neither the application nor the browser asks for one Tessera speaks: en, de, fr, es, it, nl or pt [default: en]
     #[arg(long, global = true, env = "TESSERA_DEFAULT_LOCALE", value_name = "TAG")]
     default_locale: Option<String>,
+    /// A logo for the pages, PNG or SVG, at most 256 KiB (the admin page's takes precedence)
+    #[arg(long, global = true, env = "TESSERA_LOGO", value_name = "FILE")]
+    logo: Option<String>,
+    /// The pages' accent colour, #rrggbb (the admin page's takes precedence)
+    #[arg(long, global = true, env = "TESSERA_ACCENT_COLOR", value_name = "COLOR")]
+    accent_color: Option<String>,
+    /// An extra stylesheet for the pages, served as its own resource (the admin page's takes precedence)
+    #[arg(long, global = true, env = "TESSERA_STYLESHEET", value_name = "FILE")]
+    stylesheet: Option<String>,
     /// Mails one account or address may be sent per hour [default: 5]
     #[arg(long, global = true, env = "TESSERA_MAIL_PER_HOUR", value_name = "N")]
     mail_per_hour: Option<String>,
@@ -407,6 +416,9 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         signup_domains: common.signup_domains.clone(),
         org_name: common.org_name.clone(),
         default_locale: common.default_locale.clone(),
+        logo: common.logo.clone(),
+        accent_color: common.accent_color.clone(),
+        stylesheet: common.stylesheet.clone(),
         mail_per_hour: common.mail_per_hour.clone(),
         account_deletion: common.account_deletion.clone(),
         sqlite_autocheckpoint: common.sqlite_autocheckpoint.clone(),

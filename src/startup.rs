@@ -101,6 +101,7 @@ impl Application {
         let log_key = log_key(&db).await?;
         let clients = crate::oidc::client_cache::ClientCache::new(&settings);
         let dpop_nonces = dpop_nonce_key(&db).await?;
+        let branding = crate::branding::Cache::new(&settings);
         let state = AppState {
             issuer: Arc::from(config::issuer_text(&issuer)),
             settings: Arc::new(settings),
@@ -120,6 +121,7 @@ impl Application {
             forward_auth: Arc::default(),
             replication,
             backups: Arc::default(),
+            branding,
         };
         if let Some(path) = state.settings.apply_file.clone() {
             // Before the listener serves: the first request already sees the file's
@@ -188,6 +190,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         .map_err(|e| StartupError::Keys(e.to_string()))?;
     let hasher = Hasher::start(1, settings.bcrypt_cost)?;
     let log_key = log_key(&db).await?;
+    let branding = crate::branding::Cache::new(&settings);
     Ok(AppState {
         issuer: Arc::from(config::issuer_text(&issuer)),
         limits: crate::auth::limits::RateLimits::new(false),
@@ -208,6 +211,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         forward_auth: Arc::default(),
         replication: None,
         backups: Arc::default(),
+        branding,
     })
 }
 
@@ -365,13 +369,17 @@ fn server(listener: TcpListener, state: AppState) -> Result<Server, StartupError
                 let method = req.method().clone();
                 let state = state.clone();
                 let (locale, source) = http::lang::choose(&state, &req);
+                let path = req.path().to_string();
                 let call = match http::guard::upgrade_refused(req.request()) {
                     Some(refused) => Err(req.into_response(refused)),
                     None => Ok(srv.call(req)),
                 };
                 async move {
                     let mut res = match call {
-                        Ok(fut) => crate::i18n::scope(locale, source, fut).await?.map_into_boxed_body(),
+                        Ok(fut) => {
+                            let page = http::branding::scope(&state, &path, fut);
+                            crate::i18n::scope(locale, source, page).await?.map_into_boxed_body()
+                        }
                         Err(refused) => refused,
                     };
                     http::cors::decorate(&state, &mut res).await;

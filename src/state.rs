@@ -40,6 +40,8 @@ pub struct AppState {
     pub replication: Option<Arc<crate::replica::shipper::Shipper>>,
     /// Scheduled backups' counters (`--backup-dir`).
     pub backups: Arc<crate::replica::backups::Stats>,
+    /// The branding pages show, as this node last read it.
+    pub branding: crate::branding::Cache,
 }
 
 impl AppState {

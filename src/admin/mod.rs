@@ -3,6 +3,7 @@
 //! actor and, for edits, the record before and after.
 
 pub mod apps;
+pub mod branding;
 pub mod claims;
 pub mod clients;
 pub mod groups;

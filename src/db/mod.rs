@@ -7,6 +7,7 @@
 
 pub mod apps;
 pub mod audit;
+pub mod branding;
 pub mod claim_rules;
 pub mod clients;
 pub mod consents;

@@ -145,6 +145,7 @@ pub async fn show_login(
     request: &AuthRequest,
 ) -> HttpResponse {
     let client_name = client_name(state, &request.client_id).await;
+    super::branding::for_client(&request.client_id);
     let hint = request.login_hint.as_deref().unwrap_or_default();
     login_page(req, state, cx, pending, &client_name, hint).await
 }
@@ -181,6 +182,7 @@ pub async fn login_page(
 
 pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64, parked: &Parked) -> HttpResponse {
     let client_name = client_name(state, &request.client_id).await;
+    super::branding::for_client(&request.client_id);
     let username = match crate::account::username(state, user_id).await {
         Ok(name) => name.unwrap_or_default(),
         Err(e) => return errors::server_page(e),

@@ -98,7 +98,10 @@ fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>>
 /// What the login form says the sign-in is for (also `signup`'s forms).
 pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
     match pending {
-        Pending::Login(r) => client_name(state, &r.client_id).await,
+        Pending::Login(r) => {
+            super::branding::for_client(&r.client_id);
+            client_name(state, &r.client_id).await
+        }
         Pending::Portal(_) => crate::i18n::t().signin_for_account.to_string(),
         _ => crate::i18n::t().signin_for_device.to_string(),
     }

@@ -16,6 +16,7 @@ mod admin_registration;
 pub mod admin_users;
 pub mod assets;
 pub mod authorize;
+pub mod branding;
 mod charts;
 pub mod cookies;
 pub mod cors;
@@ -29,6 +30,7 @@ pub mod invite;
 pub mod lang;
 pub mod login;
 pub mod logout;
+mod multipart;
 mod openapi;
 pub mod pages;
 pub mod par;
@@ -52,6 +54,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     // App presets ("Add an application"): ahead of `/admin/clients/{id}` and the
     // admin API scope's catch-all.
     admin_presets::routes(cfg);
+    branding::routes(cfg);
     // Claim mapping, token preview and test sign-in: ahead of the admin API scope's
     // catch-all and of `/admin/clients/{id}/{action}`.
     admin_claims::routes(cfg);

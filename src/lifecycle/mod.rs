@@ -52,7 +52,11 @@ pub fn queue(
         tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
         return Ok(Queued::Limited);
     }
-    let rendered = message.render(&settings.org_name);
+    // The name the admin page stored, else `--org-name`'s: what the pages show.
+    let org = db::branding::get(conn)?
+        .org_name
+        .unwrap_or_else(|| settings.org_name.clone());
+    let rendered = message.render(&org);
     db::outbox::queue(
         conn,
         &db::outbox::NewMail {

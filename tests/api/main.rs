@@ -7,6 +7,7 @@ mod admin_api;
 mod admin_ui;
 mod apply;
 mod authorize;
+mod branding;
 mod browser;
 mod claim_mapping;
 mod claims;

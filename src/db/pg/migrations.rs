@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_federation.sql"),
     include_str!("migrations/0005_apps.sql"),
     include_str!("migrations/0006_protocol2.sql"),
+    include_str!("migrations/0007_branding.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -460,6 +460,23 @@ pub(in crate::db) const TABLES: &[Table] = &[
         name: "resources",
         columns: &[("uri", T), ("scopes", T), ("created_at", I)],
     },
+    Table {
+        name: "branding",
+        columns: &[
+            ("id", I),
+            ("org_name", T),
+            ("accent_color", T),
+            ("stylesheet", T),
+            ("logo", B),
+            ("logo_type", T),
+            ("version", I),
+            ("updated_at", I),
+        ],
+    },
+    Table {
+        name: "client_logos",
+        columns: &[("client_id", T), ("logo", B), ("logo_type", T), ("updated_at", I)],
+    },
 ];
 
 /// Tables deliberately left out of an export.

@@ -1,0 +1,321 @@
+//! Branding: the organisation's name, logo, accent colour and extra stylesheet, and
+//! each application's own logo, as every node shows them. They are stored in the
+//! database (`db::branding`), checked before they are (`check_*`, `svg`), and held by
+//! each node for `TTL` seconds, so a change made on one node shows on the others
+//! within that time. The logos and the stylesheet are served as resources of their
+//! own (`http::branding`), never inlined, so the pages' CSP stays as it is.
+
+pub mod svg;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::db::{self, Db};
+
+/// Seconds a node trusts its copy.
+pub const TTL: i64 = 5;
+/// The largest logo accepted, in bytes.
+pub const MAX_LOGO: usize = 256 * 1024;
+/// The largest extra stylesheet accepted, in bytes.
+pub const MAX_STYLESHEET: usize = 64 * 1024;
+
+/// The branding the flags give (`--logo`, `--accent-color`, `--stylesheet`; the name is
+/// `--org-name`'s), read and checked when the settings are: each shows unless the
+/// admin page stored its own.
+#[derive(Debug, Clone, Default)]
+pub struct Defaults {
+    pub accent_color: Option<String>,
+    /// The logo's bytes and media type.
+    pub logo: Option<(Arc<[u8]>, &'static str)>,
+    pub stylesheet: Option<Arc<str>>,
+}
+
+impl Defaults {
+    /// Reads and checks the flags' files; the error names the flag.
+    pub fn load(
+        accent_color: Option<&str>,
+        logo: Option<&str>,
+        stylesheet: Option<&str>,
+    ) -> Result<Self, (&'static str, String)> {
+        let accent_color = accent_color
+            .map(|v| check_color(v).map_err(|e| ("accent_color", e)))
+            .transpose()?;
+        let logo = match logo {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| ("logo", format!("cannot read {path}: {e}")))?;
+                let kind = check_logo(&bytes).map_err(|e| ("logo", format!("{path}: {e}")))?;
+                Some((Arc::from(bytes), kind))
+            }
+            None => None,
+        };
+        let stylesheet = match stylesheet {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| ("stylesheet", format!("cannot read {path}: {e}")))?;
+                check_stylesheet(&text).map_err(|e| ("stylesheet", format!("{path}: {e}")))?;
+                Some(Arc::from(text))
+            }
+            None => None,
+        };
+        Ok(Self {
+            accent_color,
+            logo,
+            stylesheet,
+        })
+    }
+}
+
+/// What a page shows, as one node last read it.
+#[derive(Debug, Clone, Default)]
+pub struct Branding {
+    /// The stored name, else `--org-name`'s.
+    pub org_name: String,
+    pub accent_color: Option<String>,
+    pub has_stylesheet: bool,
+    pub has_logo: bool,
+    /// Grows with each change; the resources' URLs carry it (`?v=`), so a browser
+    /// fetches a changed logo at once and keeps an unchanged one.
+    pub version: i64,
+    /// Applications with a logo, and its version.
+    pub client_logos: HashMap<String, i64>,
+}
+
+impl Branding {
+    /// The theme resource's URL, when there is anything to theme.
+    pub fn theme_url(&self) -> Option<String> {
+        (self.accent_color.is_some() || self.has_stylesheet).then(|| format!("/branding/theme.css?v={}", self.version))
+    }
+
+    pub fn logo_url(&self) -> Option<String> {
+        self.has_logo.then(|| format!("/branding/logo?v={}", self.version))
+    }
+
+    /// The application's logo URL, when it has one.
+    pub fn client_logo_url(&self, client_id: &str) -> Option<String> {
+        let version = self.client_logos.get(client_id)?;
+        let id = url::form_urlencoded::byte_serialize(client_id.as_bytes()).collect::<String>();
+        Some(format!("/branding/client-logo?client_id={id}&v={version}"))
+    }
+
+    /// The stylesheet of `theme_url`: the accent colour as the stylesheet's variable,
+    /// then the deployment's own rules.
+    pub fn theme_css(&self, stylesheet: Option<&str>) -> String {
+        let mut css = String::new();
+        if let Some(color) = &self.accent_color {
+            css.push_str(&format!(":root {{ --accent: {color}; }}\n"));
+        }
+        if let Some(extra) = stylesheet {
+            css.push_str(extra);
+            css.push('\n');
+        }
+        css
+    }
+}
+
+/// One node's copy of the branding, refreshed after `TTL`.
+#[derive(Clone)]
+pub struct Cache {
+    default_name: Arc<str>,
+    defaults: Arc<Defaults>,
+    held: Arc<RwLock<Option<Held>>>,
+}
+
+/// A copy and when it was read.
+type Held = (Arc<Branding>, i64);
+
+impl Cache {
+    pub fn new(settings: &crate::config::Settings) -> Self {
+        Self {
+            default_name: settings.org_name.as_str().into(),
+            defaults: Arc::new(settings.branding.clone()),
+            held: Arc::default(),
+        }
+    }
+
+    /// What the flags gave.
+    pub fn defaults(&self) -> &Defaults {
+        &self.defaults
+    }
+
+    /// The branding as of at most `TTL` seconds ago. A failed read keeps showing what
+    /// was read before (or the defaults): a page is never refused for its logo.
+    pub async fn get(&self, db: &Db, now: i64) -> Arc<Branding> {
+        if let Some((b, at)) = self.held.read().ok().and_then(|h| h.clone()) {
+            if now - at < TTL && now >= at {
+                return b;
+            }
+        }
+        match db
+            .read(|c| Ok((db::branding::get(c)?, db::branding::client_logo_versions(c)?)))
+            .await
+        {
+            Ok((stored, logos)) => {
+                let d = &self.defaults;
+                let b = Arc::new(Branding {
+                    org_name: stored.org_name.unwrap_or_else(|| self.default_name.to_string()),
+                    accent_color: stored.accent_color.or_else(|| d.accent_color.clone()),
+                    has_stylesheet: stored.stylesheet.is_some() || d.stylesheet.is_some(),
+                    has_logo: stored.logo_type.is_some() || d.logo.is_some(),
+                    version: stored.version,
+                    client_logos: logos.into_iter().collect(),
+                });
+                if let Ok(mut h) = self.held.write() {
+                    *h = Some((b.clone(), now));
+                }
+                b
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the branding; showing the last one read");
+                self.held
+                    .read()
+                    .ok()
+                    .and_then(|h| h.as_ref().map(|(b, _)| b.clone()))
+                    .unwrap_or_else(|| {
+                        Arc::new(Branding {
+                            org_name: self.default_name.to_string(),
+                            accent_color: self.defaults.accent_color.clone(),
+                            has_stylesheet: self.defaults.stylesheet.is_some(),
+                            has_logo: self.defaults.logo.is_some(),
+                            ..Branding::default()
+                        })
+                    })
+            }
+        }
+    }
+
+    /// Forgets this node's copy (after a change made here).
+    pub fn forget(&self) {
+        if let Ok(mut h) = self.held.write() {
+            *h = None;
+        }
+    }
+}
+
+/// The stored logo, else the flags': its bytes and media type.
+pub async fn logo(state: &crate::state::AppState) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
+    Ok(match state.db.read(db::branding::logo).await? {
+        Some(found) => Some(found),
+        None => state
+            .branding
+            .defaults()
+            .logo
+            .as_ref()
+            .map(|(b, k)| (b.to_vec(), (*k).to_string())),
+    })
+}
+
+/// An application's own logo.
+pub async fn client_logo(
+    state: &crate::state::AppState,
+    client_id: &str,
+) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
+    let id = client_id.to_string();
+    state.db.read(move |c| db::branding::client_logo(c, &id)).await
+}
+
+/// What the admin page stored (without the logo's bytes).
+pub async fn stored(state: &crate::state::AppState) -> Result<db::branding::Settings, db::DbError> {
+    state.db.read(db::branding::get).await
+}
+
+/// The theme stylesheet's text (`Branding::theme_css`); empty when there is nothing to
+/// theme.
+pub async fn theme(state: &crate::state::AppState) -> Result<String, db::DbError> {
+    let brand = state.branding.get(&state.db, state.clock.now()).await;
+    let sheet = stored(state)
+        .await?
+        .stylesheet
+        .or_else(|| state.branding.defaults().stylesheet.as_deref().map(str::to_string));
+    Ok(brand.theme_css(sheet.as_deref()))
+}
+
+/// A logo's media type, after checking its bytes: a PNG by its signature, or an SVG
+/// that `svg::check` accepts.
+pub fn check_logo(bytes: &[u8]) -> Result<&'static str, String> {
+    if bytes.is_empty() {
+        return Err("the file is empty".into());
+    }
+    if bytes.len() > MAX_LOGO {
+        return Err(format!("the file is larger than {} KiB", MAX_LOGO / 1024));
+    }
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Ok("image/png");
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| "the file is neither a PNG nor an SVG".to_string())?;
+    svg::check(text)?;
+    Ok("image/svg+xml")
+}
+
+/// `#rgb` or `#rrggbb`, lowercased.
+pub fn check_color(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let hex = t.strip_prefix('#').unwrap_or("");
+    if (hex.len() == 3 || hex.len() == 6) && hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(t.to_ascii_lowercase())
+    } else {
+        Err("must be a colour as #rrggbb or #rgb".into())
+    }
+}
+
+/// An extra stylesheet: UTF-8 text within `MAX_STYLESHEET`, with no `</` (it is only
+/// ever served as `text/css`, but a stylesheet has no business holding markup).
+pub fn check_stylesheet(text: &str) -> Result<(), String> {
+    if text.len() > MAX_STYLESHEET {
+        return Err(format!("is larger than {} KiB", MAX_STYLESHEET / 1024));
+    }
+    if text.contains("</") {
+        return Err("must be CSS, not markup".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logo_is_a_png_or_a_checked_svg_within_the_size_limit() {
+        assert_eq!(check_logo(b"\x89PNG\r\n\x1a\n...."), Ok("image/png"));
+        let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><rect width="10" height="10" fill="#123"/></svg>"##;
+        assert_eq!(check_logo(svg.as_bytes()), Ok("image/svg+xml"));
+        assert!(check_logo(b"").is_err());
+        assert!(check_logo(b"GIF89a").is_err());
+        assert!(check_logo(&vec![b' '; MAX_LOGO + 1]).is_err());
+        assert!(check_logo(br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#).is_err());
+    }
+
+    #[test]
+    fn colours_are_hex_and_stylesheets_are_css() {
+        assert_eq!(check_color(" #A1b2C3 "), Ok("#a1b2c3".into()));
+        assert_eq!(check_color("#abc"), Ok("#abc".into()));
+        for bad in ["red", "#abcd", "#ggg", "", "#12345g", "#fff; } body { x"] {
+            assert!(check_color(bad).is_err(), "{bad}");
+        }
+        assert!(check_stylesheet("main { max-width: 30rem; }").is_ok());
+        assert!(check_stylesheet("</style><script>").is_err());
+        assert!(check_stylesheet(&"a".repeat(MAX_STYLESHEET + 1)).is_err());
+    }
+
+    #[test]
+    fn the_theme_puts_the_accent_before_the_deployments_rules() {
+        let b = Branding {
+            accent_color: Some("#0a7".into()),
+            has_stylesheet: true,
+            version: 3,
+            ..Branding::default()
+        };
+        assert_eq!(b.theme_url().as_deref(), Some("/branding/theme.css?v=3"));
+        assert_eq!(
+            b.theme_css(Some("h1 { color: red; }")),
+            ":root { --accent: #0a7; }\nh1 { color: red; }\n"
+        );
+        assert_eq!(Branding::default().theme_url(), None);
+        let mut b = Branding::default();
+        b.client_logos.insert("a b".into(), 7);
+        assert_eq!(
+            b.client_logo_url("a b").as_deref(),
+            Some("/branding/client-logo?client_id=a+b&v=7")
+        );
+        assert_eq!(b.client_logo_url("other"), None);
+    }
+}
