@@ -349,7 +349,7 @@ async fn finish_sign_in(
         cookie: &cookie,
         user_agent: who.user_agent.as_deref(),
         ip: who.ip.as_deref().unwrap_or_default(),
-        at: &super::portal::when(cx.now),
+        at: &crate::i18n::t().datetime(cx.now),
         trust: remember,
     };
     // The session is open: a failure to record the browser is logged, never undoes it.

@@ -132,20 +132,11 @@ pub fn csrf_refused() -> HttpResponse {
     )
 }
 
-/// Formats Unix seconds as `YYYY-MM-DD HH:MM UTC` for pages.
+/// Unix seconds as `YYYY-MM-DD HH:MM UTC`, the form a date input and the audit
+/// filter read (people see `Messages::datetime`).
 pub fn when(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
+    let (y, m, d) = crate::i18n::civil(unix.div_euclid(86_400));
     let secs = unix.rem_euclid(86_400);
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
 }
 

@@ -48,7 +48,7 @@ fn weekdays(locale: Locale) -> [&'static str; 7] {
 
 /// Year, month (1–12) and day of a count of days since 1970-01-01 (H. Hinnant's
 /// `civil_from_days`).
-fn civil(days: i64) -> (i64, usize, i64) {
+pub fn civil(days: i64) -> (i64, usize, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -14,6 +14,8 @@
 
 mod format;
 
+pub use format::civil;
+
 use std::cell::Cell;
 
 include!(concat!(env!("OUT_DIR"), "/messages.rs"));

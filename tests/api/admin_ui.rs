@@ -81,18 +81,10 @@ async fn every_admin_page_refuses_non_admins() {
     }
 }
 
-async fn admin_browser(app: &TestApp) -> (reqwest::Client, String) {
-    let root = app.add_user("root").await;
-    app.make_admin(root.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    (b, csrf)
-}
-
 #[tokio::test]
 async fn administrators_manage_users_through_the_pages() {
     let app = spawn_app().await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let page = b.get(app.url("/admin")).send().await.unwrap().text().await.unwrap();
     assert_eq!(text_of(&page, "stat-users").as_deref(), Some("1"));
 
@@ -288,7 +280,7 @@ async fn administrators_manage_users_through_the_pages() {
 #[tokio::test]
 async fn administrators_register_clients_groups_and_keys_through_the_pages() {
     let app = spawn_app().await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let form = b.get(app.url("/admin/clients/new")).send().await.unwrap();
     assert_eq!(form.status(), 200);
     let bad = b

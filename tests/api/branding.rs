@@ -64,14 +64,6 @@ async fn login_page(app: &TestApp, client: &str) -> String {
     resp.text().await.unwrap()
 }
 
-async fn admin(app: &TestApp) -> (reqwest::Client, String) {
-    let root = app.add_user("root").await;
-    app.make_admin(root.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    (b, csrf)
-}
-
 #[tokio::test]
 async fn the_flags_brand_the_pages_through_resources_of_their_own() {
     let dir = tempfile::tempdir().unwrap();
@@ -143,7 +135,7 @@ async fn the_admin_page_stores_branding_that_takes_precedence_on_each_backend() 
         let app = spawn_on(&backend).await;
         app.add_client("rp", false).await;
         app.add_client("other", false).await;
-        let (b, csrf) = admin(&app).await;
+        let (b, csrf) = app.admin_browser().await;
         let page = b.get(app.url("/admin/branding")).send().await.unwrap();
         assert_eq!(page.status(), 200);
         assert!(login_page(&app, "rp").await.find("brand-logo").is_none(), "no logo yet");
@@ -268,7 +260,7 @@ async fn every_node_shows_what_one_node_stored() {
     };
     let nodes = spawn_nodes(&url, 2).await;
     nodes[0].add_client("rp", false).await;
-    let (b, csrf) = admin(&nodes[0]).await;
+    let (b, csrf) = nodes[0].admin_browser().await;
     let saved = upload(
         &nodes[0],
         &b,

@@ -535,6 +535,16 @@ impl TestApp {
         self.csrf(browser).await
     }
 
+    /// An administrator `root`, signed in to Tessera's pages: the browser and its CSRF
+    /// token.
+    pub async fn admin_browser(&self) -> (reqwest::Client, String) {
+        let root = self.add_user("root").await;
+        self.make_admin(root.id).await;
+        let b = browser();
+        let csrf = self.portal_login(&b, "root", PASSWORD).await;
+        (b, csrf)
+    }
+
     /// The CSRF token on the account page of a signed-in browser.
     pub async fn csrf(&self, browser: &reqwest::Client) -> String {
         let html = browser

@@ -199,13 +199,6 @@ async fn the_preview_equals_the_claims_of_real_tokens() {
 }
 
 /// An administrator's browser, signed in; its CSRF token.
-async fn admin_browser(app: &TestApp) -> (reqwest::Client, String) {
-    let admin = app.add_user("root").await;
-    app.make_admin(admin.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    (b, csrf)
-}
 
 #[tokio::test]
 async fn the_client_page_edits_rules_and_shows_the_preview() {
@@ -213,7 +206,7 @@ async fn the_client_page_edits_rules_and_shows_the_preview() {
     let alice = app.add_user("alice").await;
     join(&app, alice.id, "grafana-editors").await;
     app.add_client("grafana", false).await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let form = [
         ("csrf", csrf.as_str()),
         ("claim", "role"),
@@ -314,7 +307,7 @@ async fn test_sign_in_passes_every_check_then_revokes_the_grant() {
         }]
     })
     .await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let resp = b
         .post(app.url("/admin/clients/grafana/test"))
         .form(&[("csrf", csrf.as_str())])
@@ -378,7 +371,7 @@ async fn test_sign_in_shows_the_refusal_of_a_client_the_admin_may_not_use() {
     join(&app, member.id, "finance").await;
     app.add_client_with("books", false, |c| c.allowed_groups = vec!["finance".into()])
         .await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let html = b
         .post(app.url("/admin/clients/books/test"))
         .form(&[("csrf", csrf.as_str())])

@@ -455,14 +455,6 @@ async fn the_api_names_each_wrong_field_and_refuses_strangers() {
     assert!(stored(&app, "acme").await.is_some(), "nothing was deleted");
 }
 
-async fn admin_browser(app: &TestApp) -> (reqwest::Client, String) {
-    let root = app.add_user("root").await;
-    app.make_admin(root.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    (b, csrf)
-}
-
 async fn page(b: &reqwest::Client, url: String) -> (u16, String) {
     let resp = b.get(url).send().await.unwrap();
     (resp.status().as_u16(), resp.text().await.unwrap())
@@ -472,7 +464,7 @@ async fn page(b: &reqwest::Client, url: String) -> (u16, String) {
 async fn administrators_add_see_and_delete_providers_through_the_pages() {
     let app = spawn_app().await;
     add_group(&app, "staff").await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let (status, html) = page(&b, app.url("/admin/providers")).await;
     assert_eq!(status, 200);
     assert!(
@@ -541,7 +533,7 @@ async fn administrators_add_see_and_delete_providers_through_the_pages() {
 #[tokio::test]
 async fn the_add_form_shows_its_problems_and_needs_its_csrf_token() {
     let app = spawn_app().await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let form = |csrf: &str| {
         vec![
             ("csrf", csrf.to_string()),
@@ -747,7 +739,7 @@ async fn the_api_lists_and_removes_a_users_links() {
 #[tokio::test]
 async fn administrators_see_and_unlink_links_on_the_user_page() {
     let app = spawn_app().await;
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let ada = app.add_user("ada").await;
     let bob = app.add_user("bob").await;
     linked(&app, ada.id, "acme-sub-1").await;
@@ -881,7 +873,7 @@ async fn a_replaced_secret_is_stored_sealed_and_keeps_the_links() {
     assert_eq!(links(&app, ada.id).await.len(), 1);
 
     // The provider's page.
-    let (b, csrf) = admin_browser(&app).await;
+    let (b, csrf) = app.admin_browser().await;
     let resp = b
         .post(app.url("/admin/providers/acme/secret"))
         .form(&[("csrf", csrf.as_str()), ("client_secret", "via-the-page")])
