@@ -339,7 +339,16 @@ try {
   await small.goto(`${BASE}/account`);
   await noSideways(small, "login page");
   await snap(small, "phone-login");
+  // The picker shows the same sign-in in German, and the German pages (longer words)
+  // still fit the phone.
+  await submit(small, "#lang-de");
+  check((await small.getAttribute("html", "lang")) === "de", "the picker switches the page to German");
+  check((await small.textContent("h1")).trim() === "Anmelden", "the sign-in heading in German");
+  check((await small.getAttribute("#lang-de", "aria-current")) === "true", "the picker marks German");
+  await noSideways(small, "login page in German");
+  await snap(small, "phone-login-de");
   await signIn(small, ADMIN);
+  check((await small.getAttribute("html", "lang")) === "de", "the pick holds after signing in");
   await noSideways(small, "account page");
   await snap(small, "phone-account");
   for (const path of ["/admin", "/admin/users", "/admin/clients/new", "/admin/clients/new-app", "/admin/audit"]) {
