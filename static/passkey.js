@@ -22,24 +22,51 @@
 
   const login = document.getElementById("passkey-login");
   if (login) {
-    login.hidden = false;
-    login.addEventListener("click", async () => {
-      const form = document.getElementById("passkey-form");
+    const form = document.getElementById("passkey-form");
+    // The challenge for this page's sign-in; `quiet` for the autofill's, which must not
+    // greet a person with an error they did not cause.
+    const options = async (quiet) => {
       const body = new URLSearchParams({ request_id: form.request_id.value, csrf: form.csrf.value });
       const resp = await fetch("/login/passkey/options", { method: "POST", body });
-      if (!resp.ok) return fail(await problem(resp));
+      if (!resp.ok) { if (!quiet) fail(await problem(resp)); return null; }
       const o = await resp.json();
-      let cred;
-      try {
-        cred = await navigator.credentials.get({ publicKey: {
-          challenge: dec(o.challenge), rpId: o.rpId, timeout: o.timeout,
-          userVerification: o.userVerification, allowCredentials: [] } });
-      } catch (_) { return fail(said("unused", "No passkey was used. Try again, or sign in with your password.")); }
+      return { challenge: dec(o.challenge), rpId: o.rpId, timeout: o.timeout,
+        userVerification: o.userVerification, allowCredentials: [] };
+    };
+    const send = (cred) => {
       form.credential_id.value = enc(cred.rawId);
       form.client_data.value = enc(cred.response.clientDataJSON);
       form.authenticator_data.value = enc(cred.response.authenticatorData);
       form.signature.value = enc(cred.response.signature);
       form.submit();
+    };
+    // Conditional UI (WebAuthn §5.1.4.1, mediation "conditional"): the browser offers
+    // the account's passkeys in the username field's autofill, with no dialog until
+    // one is picked; the button below asks at once and cancels this first.
+    let waiting = null;
+    const username = document.querySelector("input[autocomplete~=webauthn]");
+    if (username && PublicKeyCredential.isConditionalMediationAvailable) {
+      PublicKeyCredential.isConditionalMediationAvailable().then(async (available) => {
+        if (!available) return;
+        const publicKey = await options(true);
+        if (!publicKey) return;
+        waiting = new AbortController();
+        let cred;
+        try {
+          cred = await navigator.credentials.get({ mediation: "conditional", signal: waiting.signal, publicKey });
+        } catch (_) { return; }
+        if (cred) send(cred);
+      }).catch(() => {});
+    }
+    login.hidden = false;
+    login.addEventListener("click", async () => {
+      if (waiting) { waiting.abort(); waiting = null; }
+      const publicKey = await options(false);
+      if (!publicKey) return;
+      let cred;
+      try { cred = await navigator.credentials.get({ publicKey }); }
+      catch (_) { return fail(said("unused", "No passkey was used. Try again, or sign in with your password.")); }
+      send(cred);
     });
   }
 

@@ -326,6 +326,19 @@ try {
   check((await page.textContent("#passkeys")).includes("Test laptop"), "the passkey is listed");
   await snap(page, "account-passkey-added");
   await signOut(page);
+  // Conditional UI: the login page asks for a passkey in the username field's autofill
+  // (autocomplete="username webauthn"); the virtual authenticator answers as a person
+  // picking it there would, and the sign-in completes without a click.
+  await page.goto(`${rp.base}/start`);
+  await page.waitForURL(`${rp.base}/cb**`);
+  check((await page.textContent("#who")) === USER.username, "signed in by picking the passkey from autofill");
+  check((await page.textContent("#amr")) === "swk user mfa", "amr says key and user verification");
+  await snap(page, "client-signed-in-passkey-autofill");
+  // A browser without conditional UI (from the next page on): the button asks at once.
+  await signOut(page);
+  await page.addInitScript(() => {
+    PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);
+  });
   await page.goto(`${rp.base}/start`);
   check(await page.isVisible("#passkey-login"), "the login page offers the passkey");
   await Promise.all([page.waitForURL(`${rp.base}/cb**`), page.click("#passkey-login")]);
@@ -338,6 +351,8 @@ try {
   const small = await phone.newPage();
   await small.goto(`${BASE}/account`);
   await noSideways(small, "login page");
+  check((await small.getAttribute("#username", "autocomplete")) === "username webauthn",
+    "the username field offers passkeys in its autofill");
   await snap(small, "phone-login");
   // The picker shows the same sign-in in German, and the German pages (longer words)
   // still fit the phone.
