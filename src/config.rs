@@ -52,6 +52,7 @@ pub struct RawSettings {
     pub stylesheet: Option<String>,
     pub mail_per_hour: Option<String>,
     pub account_deletion: Option<String>,
+    pub passkey_mode: Option<String>,
     pub listen: Option<String>,
     pub issuer: Option<String>,
     pub bcrypt_cost: Option<String>,
@@ -129,6 +130,7 @@ struct FileSettings {
     stylesheet: Option<toml::Value>,
     mail_per_hour: Option<toml::Value>,
     account_deletion: Option<toml::Value>,
+    passkey_mode: Option<toml::Value>,
     listen: Option<toml::Value>,
     issuer: Option<toml::Value>,
     bcrypt_cost: Option<toml::Value>,
@@ -283,6 +285,8 @@ pub struct Settings {
     pub mail_per_hour: i64,
     /// Whether people delete their own accounts or ask an administrator to approve.
     pub account_deletion: AccountDeletion,
+    /// How the login page asks: username and password together, or the username first.
+    pub passkey_mode: PasskeyMode,
     /// How often (seconds) each node looks for signing keys another node or the CLI
     /// added; a rotated key is published this long (and a margin) before it signs.
     /// Not a flag: tests shorten it.
@@ -346,6 +350,17 @@ pub enum AccountDeletion {
     Approval,
 }
 
+/// `--passkey-mode`: how the login page offers passkeys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasskeyMode {
+    /// The username and password together; passkeys in the username field's
+    /// autofill and behind a button.
+    Offer,
+    /// The username first; an account with a passkey is then asked for it, with its
+    /// password as the alternative, and any other for its password.
+    UsernameFirst,
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
@@ -387,6 +402,7 @@ impl Default for Settings {
             branding: crate::branding::Defaults::default(),
             mail_per_hour: 5,
             account_deletion: AccountDeletion::SelfService,
+            passkey_mode: PasskeyMode::Offer,
             key_reload_every: 10,
             replicate_to: None,
             replicate_retention: 7 * 24 * 3600,
@@ -522,6 +538,18 @@ impl Settings {
                     return Err(invalid(
                         "account_deletion",
                         format!("`{other}` is not self or approval"),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = pick(&raw.passkey_mode, &file.passkey_mode) {
+            s.passkey_mode = match v.trim() {
+                "offer" => PasskeyMode::Offer,
+                "username-first" => PasskeyMode::UsernameFirst,
+                other => {
+                    return Err(invalid(
+                        "passkey_mode",
+                        format!("`{other}` is not offer or username-first"),
                     ))
                 }
             };
@@ -991,9 +1019,13 @@ mod tests {
             org_name: Some("Example Org".into()),
             mail_per_hour: Some("12".into()),
             account_deletion: Some("approval".into()),
+            passkey_mode: Some("username-first".into()),
+            default_locale: Some("pt-BR".into()),
             ..Default::default()
         };
         let s = Settings::load(&raw).unwrap();
+        assert_eq!(s.passkey_mode, PasskeyMode::UsernameFirst);
+        assert_eq!(s.default_locale, crate::i18n::Locale::Pt);
         assert_eq!(s.signup, Signup::Invite);
         assert_eq!(s.signup_domains, ["example.org", "example.com"]);
         assert_eq!((s.org_name.as_str(), s.mail_per_hour), ("Example Org", 12));
@@ -1001,6 +1033,8 @@ mod tests {
         let defaults = Settings::load(&RawSettings::default()).unwrap();
         assert_eq!((defaults.signup, defaults.mail_per_hour), (Signup::Off, 5));
         assert_eq!(defaults.account_deletion, AccountDeletion::SelfService);
+        assert_eq!(defaults.passkey_mode, PasskeyMode::Offer);
+        assert_eq!(defaults.default_locale, crate::i18n::Locale::En);
         for (raw, name) in [
             (
                 RawSettings {
@@ -1036,6 +1070,27 @@ mod tests {
                     ..Default::default()
                 },
                 "org_name",
+            ),
+            (
+                RawSettings {
+                    passkey_mode: Some("passkeys-please".into()),
+                    ..Default::default()
+                },
+                "passkey_mode",
+            ),
+            (
+                RawSettings {
+                    default_locale: Some("sv".into()),
+                    ..Default::default()
+                },
+                "default_locale",
+            ),
+            (
+                RawSettings {
+                    accent_color: Some("red".into()),
+                    ..Default::default()
+                },
+                "accent_color",
             ),
         ] {
             let e = Settings::load(&raw).unwrap_err().to_string();

@@ -85,6 +85,14 @@ struct Common {
     /// Whether people delete their own accounts (self) or an administrator approves (approval) [default: self]
     #[arg(long, global = true, env = "TESSERA_ACCOUNT_DELETION", value_name = "self|approval")]
     account_deletion: Option<String>,
+    /// How the login page offers passkeys: offer (username and password together, passkeys in the username's autofill and a button) or username-first (the username, then the account's passkey or its password) [default: offer]
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_PASSKEY_MODE",
+        value_name = "offer|username-first"
+    )]
+    passkey_mode: Option<String>,
     /// SQLite's automatic checkpoints; false leaves them to a sidecar such as Litestream
     /// (then set it for every tessera command, e.g. in the environment) [default: true]
     #[arg(
@@ -421,6 +429,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         stylesheet: common.stylesheet.clone(),
         mail_per_hour: common.mail_per_hour.clone(),
         account_deletion: common.account_deletion.clone(),
+        passkey_mode: common.passkey_mode.clone(),
         sqlite_autocheckpoint: common.sqlite_autocheckpoint.clone(),
         s3_endpoint: common.s3_endpoint.clone(),
         s3_region: common.s3_region.clone(),

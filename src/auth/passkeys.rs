@@ -211,6 +211,23 @@ pub async fn authenticate(state: &AppState, request_id: &str, a: &Assertion<'_>)
     }
 }
 
+/// Whether the account signing in as `username` (username-first) has a passkey to be
+/// asked for; a disabled or unknown account has none, so it gets the password step
+/// like any account without one.
+pub async fn named_has_passkey(state: &AppState, username: &str) -> Result<bool, DbError> {
+    let name = username.trim().to_string();
+    if name.is_empty() {
+        return Ok(false);
+    }
+    state
+        .db
+        .read(move |c| match db::users::find_by_username(c, &name)? {
+            Some(u) if !u.disabled => Ok(!db::passkeys::list_for_user(c, u.id)?.is_empty()),
+            _ => Ok(false),
+        })
+        .await
+}
+
 pub async fn list(state: &AppState, user_id: i64) -> Result<Vec<Passkey>, DbError> {
     state.db.read(move |c| db::passkeys::list_for_user(c, user_id)).await
 }

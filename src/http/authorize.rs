@@ -174,6 +174,7 @@ pub async fn login_page(
         signup: crate::lifecycle::signup::open(&state.settings),
         providers: super::federation::buttons(state).await,
         cancel: None,
+        step: pages::LoginStep::first(&state.settings),
     };
     let mut resp = pages::render(StatusCode::OK, &page);
     set_browser(&mut resp, state, new_cookie);

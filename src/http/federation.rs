@@ -53,6 +53,7 @@ async fn login_again(
         signup: crate::lifecycle::signup::open(&state.settings),
         providers: buttons(state).await,
         cancel: matches!(pending, Pending::Login(_)).then_some(if unavailable { "unavailable" } else { "denied" }),
+        step: pages::LoginStep::first(&state.settings),
     };
     pages::render(status, &page)
 }

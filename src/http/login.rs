@@ -155,6 +155,13 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
             Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
+            let step = match pages::LoginStep::first(&state.settings) {
+                pages::LoginStep::Both => pages::LoginStep::Both,
+                _ => match crate::auth::passkeys::named_has_passkey(&state, username).await {
+                    Ok(passkey) => pages::LoginStep::Password { passkey },
+                    Err(e) => return errors::server_page(e),
+                },
+            };
             let page = pages::LoginPage {
                 client_name: &purpose(&state, &pending).await,
                 request_id,
@@ -165,6 +172,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 signup: crate::lifecycle::signup::open(&state.settings),
                 providers: super::federation::buttons(&state).await,
                 cancel: None,
+                step,
             };
             return pages::render(StatusCode::UNAUTHORIZED, &page);
         }
@@ -501,10 +509,54 @@ pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         signup: crate::lifecycle::signup::open(&state.settings),
         providers: super::federation::buttons(&state).await,
         cancel: None,
+        step: pages::LoginStep::first(&state.settings),
     };
     let mut resp = pages::render(StatusCode::OK, &page);
     let _ = resp.add_cookie(&super::lang::cookie(&state, picked));
     resp
+}
+
+/// `--passkey-mode username-first`: the username alone, then the step for that account:
+/// its passkey first when it has one (its password remaining the alternative), else
+/// its password. An empty username (another account) asks for the username again.
+/// The parked sign-in is peeked, not used up.
+pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = read_form(&req, &body) else {
+        return bad_request_page(crate::i18n::t().err_signin_form);
+    };
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
+    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
+    let pending = match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
+        Ok(_) => return resume_error(ResumeError::Expired),
+        Err(e) => return resume_error(e),
+    };
+    let username = params::field(&form, "username").trim();
+    let step = if username.is_empty() {
+        pages::LoginStep::Username
+    } else {
+        match crate::auth::passkeys::named_has_passkey(&state, username).await {
+            Ok(passkey) => pages::LoginStep::Password { passkey },
+            Err(e) => return errors::server_page(e),
+        }
+    };
+    let page = pages::LoginPage {
+        client_name: &purpose(&state, &pending).await,
+        request_id,
+        csrf,
+        username,
+        error: None,
+        mail: state.settings.smtp.is_some(),
+        signup: crate::lifecycle::signup::open(&state.settings),
+        providers: super::federation::buttons(&state).await,
+        cancel: None,
+        step,
+    };
+    pages::render(StatusCode::OK, &page)
 }
 
 /// "Send a new code" on the second-factor page: at most one code a minute (and the

@@ -83,6 +83,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/authorize", web::post().to(authorize::authorize_post))
         .route("/login", web::post().to(login::login))
         .route("/login/language", web::post().to(login::language))
+        .route("/login/username", web::post().to(login::username))
         .route("/login/mfa", web::post().to(login::mfa))
         .route("/login/mfa/resend", web::post().to(login::resend))
         .route("/login/email", web::post().to(signin_link::start))

@@ -23,6 +23,48 @@ pub struct LoginPage<'a> {
     /// After an upstream failed: offer to return to the application, telling it
     /// `access_denied` or (`unavailable`) `temporarily_unavailable`.
     pub cancel: Option<&'a str>,
+    pub step: LoginStep,
+}
+
+/// What the login form asks for (`--passkey-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginStep {
+    /// Username and password together (`offer`).
+    Both,
+    /// The username alone (`username-first`), posted to `/login/username`.
+    Username,
+    /// The named account's password, and its passkey first when it has one.
+    Password { passkey: bool },
+}
+
+impl LoginStep {
+    /// Where a login page starts under `settings`.
+    pub fn first(settings: &crate::config::Settings) -> Self {
+        match settings.passkey_mode {
+            crate::config::PasskeyMode::Offer => LoginStep::Both,
+            crate::config::PasskeyMode::UsernameFirst => LoginStep::Username,
+        }
+    }
+
+    fn asks_username(self) -> bool {
+        matches!(self, LoginStep::Both | LoginStep::Username)
+    }
+
+    fn asks_password(self) -> bool {
+        matches!(self, LoginStep::Both | LoginStep::Password { .. })
+    }
+
+    fn passkey_first(self) -> bool {
+        matches!(self, LoginStep::Password { passkey: true })
+    }
+
+    fn is_username(self) -> bool {
+        self == LoginStep::Username
+    }
+
+    fn is_password(self) -> bool {
+        matches!(self, LoginStep::Password { .. })
+    }
 }
 
 #[derive(Template)]

@@ -380,6 +380,7 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         signup: signup::open(&state.settings),
         providers: super::federation::buttons(&state).await,
         cancel: None,
+        step: pages::LoginStep::first(&state.settings),
     };
     pages::render(StatusCode::OK, &page)
 }

@@ -89,6 +89,66 @@ fn setup_admin_client_user_totp_journey_in_chromium() {
     assert!(pngs >= 35, "a screenshot per page ({pngs})");
 }
 
+/// Username-first sign-in in Chromium with its virtual authenticator (driven by
+/// tests/browser/passkey_modes.mjs): the username, then the password or the account's
+/// passkey. Screenshots land in test-artifacts/browser-passkeys/.
+#[test]
+fn username_first_sign_in_with_a_passkey_in_chromium() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tessera.db");
+    let db_arg = db.to_str().unwrap().to_string();
+    let port = free_port();
+    let issuer = format!("http://localhost:{port}");
+    let env = [
+        ("TESSERA_PASSKEY_MODE", "username-first"),
+        ("TESSERA_ISSUER", issuer.as_str()),
+    ];
+    crate::helpers::tessera_ok(&["--db", &db_arg, "init"], &env, None);
+    crate::helpers::tessera_ok(
+        &["--db", &db_arg, "user", "add", "nora", "--password-stdin"],
+        &env,
+        Some("nora's long passphrase\n"),
+    );
+    let mut server = Command::new(BIN)
+        .arg("--db")
+        .arg(&db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("TESSERA_BCRYPT_COST", "4")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < ready, "the server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shots = format!("{root}/test-artifacts/browser-passkeys");
+    let _ = std::fs::remove_dir_all(&shots);
+    let out = Command::new("node")
+        .arg(format!("{root}/tests/browser/passkey_modes.mjs"))
+        .current_dir(format!("{root}/tests/browser"))
+        .env("BASE", &issuer)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the passkey journey failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("passkey modes complete"));
+}
+
 /// A single-page app on another origin: the pinned oidc-client-ts in Chromium, driven
 /// by tests/browser/spa.mjs, signs in with PKCE, renews with its refresh token and
 /// through a prompt=none iframe, and signs out at the end_session_endpoint — after

@@ -192,3 +192,147 @@ async fn an_administrator_can_remove_a_users_passkeys() {
     assert_eq!(reset.json::<Value>().await.unwrap()["passkeys"], 0);
     assert_eq!(passkey_sign_in(&app, &mut a).await.0.status(), 401);
 }
+
+/// `POST /login/username` of username-first: the next step's page.
+async fn name_step(
+    app: &TestApp,
+    b: &reqwest::Client,
+    fields: &std::collections::HashMap<String, String>,
+    username: &str,
+) -> String {
+    let resp = b
+        .post(app.url("/login/username"))
+        .form(&[
+            ("request_id", fields["request_id"].as_str()),
+            ("csrf", fields["csrf"].as_str()),
+            ("username", username),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.text().await.unwrap()
+}
+
+fn has_input(page: &str, name: &str, kind: &str) -> bool {
+    page.contains(&format!("name=\"{name}\" type=\"{kind}\""))
+        || page.contains(&format!("type=\"{kind}\" name=\"{name}\""))
+}
+
+#[tokio::test]
+async fn username_first_asks_an_account_with_a_passkey_for_it_and_any_other_for_its_password() {
+    let app = spawn_with(|s| s.passkey_mode = tessera::config::PasskeyMode::UsernameFirst).await;
+    app.add_user("ada").await;
+    app.add_user("bob").await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    let rp = RelyingParty::of_issuer(&app.address).unwrap();
+    let mut a = Authenticator::new(&rp).unwrap();
+    {
+        let b = browser();
+        let csrf = app.portal_login(&b, "ada", PASSWORD).await;
+        assert_eq!(register(&app, &b, &csrf, &mut a, "Phone").await.status(), 201);
+    }
+
+    // The first page asks for the username alone.
+    let b = browser();
+    let first = b
+        .get(app.authorize_url("rp", &[]))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(first.contains("action=\"/login/username\""), "{first}");
+    assert!(first.contains("autocomplete=\"username webauthn\""));
+    assert!(!first.contains("name=\"password\""), "no password field yet");
+    let fields = form_fields(&first);
+
+    // An account with a passkey is asked for it first, its password the alternative.
+    let page = name_step(&app, &b, &fields, "ada").await;
+    assert!(text_of(&page, "signing-in-as").unwrap().contains("ada"));
+    assert!(
+        text_of(&page, "or-password").is_some(),
+        "the password stays an alternative"
+    );
+    let passkey_at = page.find("id=\"passkey-login\"").unwrap();
+    assert!(
+        passkey_at < page.find("name=\"password\"").unwrap(),
+        "the passkey comes first"
+    );
+    let options: Value = b
+        .post(app.url("/login/passkey/options"))
+        .form(&[("request_id", &fields["request_id"]), ("csrf", &fields["csrf"])])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (cdj, ad, sig) = a.get(options["challenge"].as_str().unwrap());
+    let signed = b
+        .post(app.url("/login/passkey"))
+        .form(&[
+            ("request_id", fields["request_id"].clone()),
+            ("csrf", fields["csrf"].clone()),
+            ("credential_id", b64(&a.credential_id)),
+            ("client_data", b64(&cdj)),
+            ("authenticator_data", b64(&ad)),
+            ("signature", b64(&sig)),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed.status(), 303, "no password was asked for");
+    let tokens = app.exchange("rp", &secret, &redirect_params(&signed)["code"]).await;
+    let (_, claims) = jwt_parts(tokens["id_token"].as_str().unwrap());
+    assert_eq!(claims["amr"], json!(["swk", "user", "mfa"]));
+
+    // An account without one, and a name no account has, are asked for a password alike.
+    let b = browser();
+    let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
+    for name in ["bob", "nobody"] {
+        let page = name_step(&app, &b, &fields, name).await;
+        assert!(text_of(&page, "or-password").is_none(), "{name}: no passkey first");
+        assert!(
+            has_input(&page, "password", "password"),
+            "{name}: the password is asked for"
+        );
+        assert!(
+            page.contains(&format!("name=\"username\" value=\"{name}\"")),
+            "{name}: the name is kept"
+        );
+    }
+    // A wrong password keeps the step; another account starts over; the right one signs in.
+    let wrong = app.submit_login(&b, fields.clone(), "bob", "not it").await;
+    assert_eq!(wrong.status(), 401);
+    let wrong = wrong.text().await.unwrap();
+    assert!(text_of(&wrong, "login-error").is_some());
+    assert!(text_of(&wrong, "signing-in-as").unwrap().contains("bob"), "{wrong}");
+    let again = name_step(&app, &b, &fields, "").await;
+    assert!(again.contains("action=\"/login/username\"") && !again.contains("name=\"password\""));
+    let done = app.submit_login(&b, fields, "bob", PASSWORD).await;
+    assert_eq!(done.status(), 303);
+}
+
+#[tokio::test]
+async fn the_username_step_refuses_a_forged_form() {
+    let app = spawn_with(|s| s.passkey_mode = tessera::config::PasskeyMode::UsernameFirst).await;
+    app.add_client("rp", false).await;
+    let b = browser();
+    let mut fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
+    fields.insert("csrf".into(), "forged".into());
+    let resp = b
+        .post(app.url("/login/username"))
+        .form(&[
+            ("request_id", &fields["request_id"]),
+            ("csrf", &fields["csrf"]),
+            ("username", &"ada".to_string()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let resp = b.post(app.url("/login/username")).body("x").send().await.unwrap();
+    assert_eq!(resp.status(), 400, "not a form");
+}
