@@ -427,7 +427,7 @@ mod tests {
     fn code_escapes_the_text_and_sets_the_values_as_code() {
         assert_eq!(
             code2("Send {iss} & {sid} <now>", "iss", "iss", "sid", "s'd"),
-            "Send <code>iss</code> &amp; <code>s&#39;d</code> &lt;now&gt;"
+            "Send <code>iss</code> &amp; <code>s&#x27;d</code> &lt;now&gt;"
         );
         assert_eq!(code("a {b} {c}.", "c", "<x>"), "a {b} <code>&lt;x&gt;</code>.");
         assert_eq!(around("{link}: why", "link"), ("", ": why"));
