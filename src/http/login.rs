@@ -477,41 +477,63 @@ async fn resume_mfa(req: &HttpRequest, state: &AppState, request_id: &str, csrf:
     }
 }
 
-/// The login page's language picker: the same parked sign-in (peeked, not used up)
-/// shown again in the picked language, which this browser then keeps (a cookie that
-/// outranks the application's `ui_locales` and the browser's `Accept-Language`).
-pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
-    {
-        return refused;
+/// The login form's own posts that show it again (the picker, the username step):
+/// the form, after the origin and rate checks, and its parked sign-in, peeked, not
+/// used up.
+async fn reposted(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &Bytes,
+) -> Result<(HashMap<String, String>, Pending), HttpResponse> {
+    if let Some(refused) = guard::cross_origin(req, state).or_else(|| guard::limit_page(req, state, Bucket::Login)) {
+        return Err(refused);
     }
-    let Some(form) = read_form(&req, &body) else {
-        return bad_request_page(crate::i18n::t().err_form);
+    let form = read_form(req, body).ok_or_else(|| bad_request_page(crate::i18n::t().err_signin_form))?;
+    let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
+    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
+    match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => Ok((form, p)),
+        Ok(_) => Err(resume_error(ResumeError::Expired)),
+        Err(e) => Err(resume_error(e)),
+    }
+}
+
+/// The login page again for a parked sign-in, at `step`.
+async fn login_form(
+    state: &AppState,
+    form: &HashMap<String, String>,
+    pending: &Pending,
+    username: &str,
+    step: pages::LoginStep,
+) -> HttpResponse {
+    let page = pages::LoginPage {
+        client_name: &purpose(state, pending).await,
+        request_id: params::field(form, "request_id"),
+        csrf: params::field(form, "csrf"),
+        username,
+        error: None,
+        mail: state.settings.smtp.is_some(),
+        signup: crate::lifecycle::signup::open(&state.settings),
+        providers: super::federation::buttons(state).await,
+        cancel: None,
+        step,
+    };
+    pages::render(StatusCode::OK, &page)
+}
+
+/// The login page's language picker: the same parked sign-in shown again in the
+/// picked language, which this browser then keeps (a cookie that outranks the
+/// application's `ui_locales` and the browser's `Accept-Language`).
+pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (form, pending) = match reposted(&req, &state, &body).await {
+        Ok(found) => found,
+        Err(resp) => return resp,
     };
     let Some(picked) = crate::i18n::Locale::from_tag(params::field(&form, "lang")) else {
         return bad_request_page(crate::i18n::t().err_language);
     };
-    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
-    };
     crate::i18n::prefer(Some(picked), crate::i18n::Source::Picked);
-    let page = pages::LoginPage {
-        client_name: &purpose(&state, &pending).await,
-        request_id,
-        csrf,
-        username: "",
-        error: None,
-        mail: state.settings.smtp.is_some(),
-        signup: crate::lifecycle::signup::open(&state.settings),
-        providers: super::federation::buttons(&state).await,
-        cancel: None,
-        step: pages::LoginStep::first(&state.settings),
-    };
-    let mut resp = pages::render(StatusCode::OK, &page);
+    let mut resp = login_form(&state, &form, &pending, "", pages::LoginStep::first(&state.settings)).await;
     let _ = resp.add_cookie(&super::lang::cookie(&state, picked));
     resp
 }
@@ -519,21 +541,10 @@ pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
 /// `--passkey-mode username-first`: the username alone, then the step for that account:
 /// its passkey first when it has one (its password remaining the alternative), else
 /// its password. An empty username (another account) asks for the username again.
-/// The parked sign-in is peeked, not used up.
 pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
-    {
-        return refused;
-    }
-    let Some(form) = read_form(&req, &body) else {
-        return bad_request_page(crate::i18n::t().err_signin_form);
-    };
-    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
+    let (form, pending) = match reposted(&req, &state, &body).await {
+        Ok(found) => found,
+        Err(resp) => return resp,
     };
     let username = params::field(&form, "username").trim();
     let step = if username.is_empty() {
@@ -544,19 +555,7 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
             Err(e) => return errors::server_page(e),
         }
     };
-    let page = pages::LoginPage {
-        client_name: &purpose(&state, &pending).await,
-        request_id,
-        csrf,
-        username,
-        error: None,
-        mail: state.settings.smtp.is_some(),
-        signup: crate::lifecycle::signup::open(&state.settings),
-        providers: super::federation::buttons(&state).await,
-        cancel: None,
-        step,
-    };
-    pages::render(StatusCode::OK, &page)
+    login_form(&state, &form, &pending, username, step).await
 }
 
 /// "Send a new code" on the second-factor page: at most one code a minute (and the

@@ -37,6 +37,21 @@ fn free_port() -> u16 {
         .unwrap()
 }
 
+/// The binary serving `db` on `port` with the settings in `env` (bcrypt at its
+/// cheapest: the browser tests measure pages, not hashing).
+fn serve(db: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(BIN)
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("TESSERA_BCRYPT_COST", "4")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn setup_admin_client_user_totp_journey_in_chromium() {
     if !ready() {
@@ -112,16 +127,7 @@ fn username_first_sign_in_with_a_passkey_in_chromium() {
         &env,
         Some("nora's long passphrase\n"),
     );
-    let mut server = Command::new(BIN)
-        .arg("--db")
-        .arg(&db)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("TESSERA_BCRYPT_COST", "4")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = serve(&db, port, &env);
     let ready = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(std::time::Instant::now() < ready, "the server did not start");
@@ -376,16 +382,7 @@ fn mail_journeys_in_chromium() {
             break;
         }
     }
-    let mut server = Command::new(BIN)
-        .arg("--db")
-        .arg(&db)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("TESSERA_BCRYPT_COST", "4")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = serve(&db, port, &env);
     said.extend(lines.map_while(Result::ok));
     let out = journey.wait_with_output().unwrap();
     let _ = server.kill();
