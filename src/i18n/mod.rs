@@ -289,7 +289,7 @@ pub fn markup(text: &str, element: &str, values: &[(&str, &dyn std::fmt::Display
 }
 
 /// HTML-escapes text for `markup`.
-pub fn escape(text: &str) -> String {
+fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
