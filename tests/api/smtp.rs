@@ -204,7 +204,18 @@ impl Received {
     /// The decoded body of the part of this MIME type (`text/plain`, `text/html`), or
     /// the whole body of a single-part message.
     pub fn part(&self, mime: &str) -> String {
-        let parts: Vec<&str> = self.data.split("\n--").collect();
+        // Split on the message's own boundary: a quoted-printable line of a body may
+        // itself start with "--" (a wrapped link token).
+        let boundary = self.header("Content-Type").and_then(|ct| {
+            ct.split(';').find_map(|p| {
+                let (k, v) = p.split_once('=')?;
+                k.trim()
+                    .eq_ignore_ascii_case("boundary")
+                    .then(|| v.trim().trim_matches('"').to_string())
+            })
+        });
+        let delimiter = format!("\n--{}", boundary.unwrap_or_default());
+        let parts: Vec<&str> = self.data.split(delimiter.as_str()).collect();
         for p in parts.iter().skip(1) {
             let (head, body) = p.split_once("\n\n").unwrap_or((p, ""));
             let head_lower = head.to_ascii_lowercase();
