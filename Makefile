@@ -34,6 +34,7 @@ lint: ## Format check, clippy with warnings as errors, the layering check, scrip
 	node --check tests/browser/federation.mjs
 	node --check tests/browser/forward_auth.mjs
 	node --check tests/browser/passkey_modes.mjs
+	node --check tests/browser/passkey_only.mjs
 	for f in tests/interop/*.mjs; do node --check "$$f"; done
 	for f in tests/browser/spa/*.js; do node --check "$$f"; done
 	node --check static/passkey.js

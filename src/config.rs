@@ -359,6 +359,17 @@ pub enum PasskeyMode {
     /// The username first; an account with a passkey is then asked for it, with its
     /// password as the alternative, and any other for its password.
     UsernameFirst,
+    /// Username-first sign-in, and accounts without passwords: an invitation or a
+    /// sign-up makes a passkey instead of a password, and a reset replaces the password
+    /// with a passkey. Accounts that have a password keep it until then.
+    PasskeyOnly,
+}
+
+impl PasskeyMode {
+    /// Whether new accounts get a passkey instead of a password.
+    pub fn passkey_only(self) -> bool {
+        self == PasskeyMode::PasskeyOnly
+    }
 }
 
 fn cores() -> usize {
@@ -546,10 +557,11 @@ impl Settings {
             s.passkey_mode = match v.trim() {
                 "offer" => PasskeyMode::Offer,
                 "username-first" => PasskeyMode::UsernameFirst,
+                "passkey-only" => PasskeyMode::PasskeyOnly,
                 other => {
                     return Err(invalid(
                         "passkey_mode",
-                        format!("`{other}` is not offer or username-first"),
+                        format!("`{other}` is not offer, username-first or passkey-only"),
                     ))
                 }
             };
@@ -1034,6 +1046,13 @@ mod tests {
         assert_eq!((defaults.signup, defaults.mail_per_hour), (Signup::Off, 5));
         assert_eq!(defaults.account_deletion, AccountDeletion::SelfService);
         assert_eq!(defaults.passkey_mode, PasskeyMode::Offer);
+        let only = RawSettings {
+            passkey_mode: Some("passkey-only".into()),
+            ..Default::default()
+        };
+        let only = Settings::load(&only).unwrap().passkey_mode;
+        assert_eq!(only, PasskeyMode::PasskeyOnly);
+        assert!(only.passkey_only() && !PasskeyMode::UsernameFirst.passkey_only());
         assert_eq!(defaults.default_locale, crate::i18n::Locale::En);
         for (raw, name) in [
             (

@@ -85,12 +85,12 @@ struct Common {
     /// Whether people delete their own accounts (self) or an administrator approves (approval) [default: self]
     #[arg(long, global = true, env = "TESSERA_ACCOUNT_DELETION", value_name = "self|approval")]
     account_deletion: Option<String>,
-    /// How the login page offers passkeys: offer (username and password together, passkeys in the username's autofill and a button) or username-first (the username, then the account's passkey or its password) [default: offer]
+    /// How the login page offers passkeys: offer (username and password together, passkeys in the username's autofill and a button) username-first (the username, then the account's passkey or its password) or passkey-only (username-first, and new accounts and resets get a passkey instead of a password) [default: offer]
     #[arg(
         long,
         global = true,
         env = "TESSERA_PASSKEY_MODE",
-        value_name = "offer|username-first"
+        value_name = "offer|username-first|passkey-only"
     )]
     passkey_mode: Option<String>,
     /// SQLite's automatic checkpoints; false leaves them to a sidecar such as Litestream

@@ -1,5 +1,6 @@
-// Passkeys on the login and account pages: progressive enhancement. Without
-// JavaScript or WebAuthn the buttons stay hidden and password sign-in works as before.
+// Passkeys on the login, account, confirmation and mailed-link pages: progressive
+// enhancement. Without JavaScript or WebAuthn the buttons stay hidden and password
+// sign-in works as before.
 "use strict";
 (function () {
   if (!window.PublicKeyCredential || !navigator.credentials) return;
@@ -67,6 +68,55 @@
       try { cred = await navigator.credentials.get({ publicKey }); }
       catch (_) { return fail(said("unused", "No passkey was used. Try again, or sign in with your password.")); }
       send(cred);
+    });
+  }
+
+  // A passkey made through a mailed link (an invitation, a reset, a sign-up's
+  // confirmation): the form's fields ask for the options, the new credential goes
+  // back in the same form.
+  const enrol = document.getElementById("passkey-enrol");
+  if (enrol) {
+    const form = document.getElementById("passkey-enrol-form");
+    enrol.hidden = false;
+    enrol.addEventListener("click", async () => {
+      const copy = form.dataset.copy;
+      if (copy) form.elements[copy].value = document.getElementById(copy).value;
+      const resp = await fetch(form.dataset.options, { method: "POST", body: new URLSearchParams(new FormData(form)) });
+      if (!resp.ok) return fail(await problem(resp));
+      const o = await resp.json();
+      o.challenge = dec(o.challenge);
+      o.user.id = dec(o.user.id);
+      o.excludeCredentials = o.excludeCredentials.map((c) => ({ type: c.type, id: dec(c.id) }));
+      let cred;
+      try { cred = await navigator.credentials.create({ publicKey: o }); }
+      catch (_) { return fail(said("uncreated", "No passkey was created.")); }
+      form.client_data.value = enc(cred.response.clientDataJSON);
+      form.attestation_object.value = enc(cred.response.attestationObject);
+      form.submit();
+    });
+  }
+
+  // Confirming who one is with one of the account's own passkeys.
+  const confirm = document.getElementById("passkey-confirm");
+  if (confirm) {
+    const form = document.getElementById("passkey-confirm-form");
+    confirm.hidden = false;
+    confirm.addEventListener("click", async () => {
+      const resp = await fetch("/account/confirm/passkey/options",
+        { method: "POST", headers: { "X-CSRF-Token": form.dataset.csrf } });
+      if (!resp.ok) return fail(await problem(resp));
+      const o = await resp.json();
+      const publicKey = { challenge: dec(o.challenge), rpId: o.rpId, timeout: o.timeout,
+        userVerification: o.userVerification,
+        allowCredentials: o.allowCredentials.map((c) => ({ type: c.type, id: dec(c.id) })) };
+      let cred;
+      try { cred = await navigator.credentials.get({ publicKey }); }
+      catch (_) { return fail(said("unused", "No passkey was used.")); }
+      form.credential_id.value = enc(cred.rawId);
+      form.client_data.value = enc(cred.response.clientDataJSON);
+      form.authenticator_data.value = enc(cred.response.authenticatorData);
+      form.signature.value = enc(cred.response.signature);
+      form.submit();
     });
   }
 

@@ -102,41 +102,77 @@ pub fn delete(conn: &Tx<'_>, user_id: i64, id: i64) -> Result<Option<String>, Db
     Ok(name)
 }
 
-/// A challenge's binding: the user registering, or the login request signing in.
+/// A challenge's binding: the user registering, the login request signing in, the
+/// mailed link a passkey is made through, or the signed-in user confirming who they are.
 pub enum Binding {
     Register(i64),
     Login(TokenHash),
+    /// A link's digest (invitation, reset, verification) and the subject of the account
+    /// the passkey is for, which becomes its user handle.
+    Enrol(TokenHash, String),
+    Reauth(i64),
 }
 
 pub fn create_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, expires_at: i64) -> Result<(), DbError> {
-    let (purpose, user, request) = match binding {
-        Binding::Register(uid) => ("register", Some(*uid), None),
-        Binding::Login(r) => ("login", None, Some(r.as_bytes().to_vec())),
+    let (purpose, user, request, subject) = match binding {
+        Binding::Register(uid) => ("register", Some(*uid), None, None),
+        Binding::Login(r) => ("login", None, Some(r.as_bytes().to_vec()), None),
+        Binding::Enrol(link, sub) => ("enrol", None, Some(link.as_bytes().to_vec()), Some(sub.as_str())),
+        Binding::Reauth(uid) => ("reauth", Some(*uid), None, None),
     };
     conn.exec(
-        "INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, request_hash, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        args![hash.as_bytes(), purpose, user, request, expires_at],
+        "INSERT INTO webauthn_challenges (challenge_hash, purpose, user_id, request_hash, expires_at, subject)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        args![hash.as_bytes(), purpose, user, request, expires_at, subject],
     )?;
     Ok(())
 }
 
 /// Spends a challenge issued for this binding; `false` when unknown, used, expired or
-/// issued for something else.
+/// issued for something else. An enrolment's subject must match as well.
 pub fn consume_challenge(conn: &Tx<'_>, hash: &TokenHash, binding: &Binding, now: i64) -> Result<Claim, DbError> {
     let n = match binding {
-        Binding::Register(uid) => conn.exec(
-            "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'register'
-             AND user_id = ?2 AND used_at IS NULL AND expires_at > ?3",
-            args![hash.as_bytes(), uid, now],
-        )?,
+        Binding::Register(uid) | Binding::Reauth(uid) => {
+            let purpose = if matches!(binding, Binding::Register(_)) {
+                "register"
+            } else {
+                "reauth"
+            };
+            conn.exec(
+                "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = ?4
+                 AND user_id = ?2 AND used_at IS NULL AND expires_at > ?3",
+                args![hash.as_bytes(), uid, now, purpose],
+            )?
+        }
         Binding::Login(r) => conn.exec(
             "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'login'
              AND request_hash = ?2 AND used_at IS NULL AND expires_at > ?3",
             args![hash.as_bytes(), r.as_bytes(), now],
         )?,
+        Binding::Enrol(link, sub) => conn.exec(
+            "UPDATE webauthn_challenges SET used_at = ?3 WHERE challenge_hash = ?1 AND purpose = 'enrol'
+             AND request_hash = ?2 AND subject = ?4 AND used_at IS NULL AND expires_at > ?3",
+            args![hash.as_bytes(), link.as_bytes(), now, sub.as_str()],
+        )?,
     };
     Ok(Claim::of(n))
+}
+
+/// The subject a live enrolment challenge was issued for through this link, to spend it
+/// with (`consume_challenge`) in the same transaction.
+pub fn enrolment_subject(
+    conn: &Tx<'_>,
+    hash: &TokenHash,
+    link: &TokenHash,
+    now: i64,
+) -> Result<Option<String>, DbError> {
+    let subject: Option<Option<String>> = conn.row(
+        "SELECT subject FROM webauthn_challenges WHERE challenge_hash = ?1 AND purpose = 'enrol'
+         AND request_hash = ?2 AND used_at IS NULL AND expires_at > ?3",
+        args![hash.as_bytes(), link.as_bytes(), now],
+        |r| r.get(0),
+    )?;
+    Ok(subject.flatten())
 }
 
 /// Removes every passkey of a user (a lost device, an administrator's reset).

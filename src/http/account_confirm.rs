@@ -1,5 +1,6 @@
-//! `/account/confirm`: the current password asked again before a credential is added
-//! (an authenticator app, a passkey, a link to an upstream account), so that a stolen session cannot plant a way
+//! `/account/confirm`: the current password (or one of the account's passkeys) asked
+//! again before a credential is added (an authenticator app, a passkey, a link to an
+//! upstream account), so that a stolen session cannot plant a way
 //! back in that outlives a password change. A confirmation holds for
 //! `REAUTH_WINDOW` seconds.
 
@@ -51,9 +52,22 @@ struct ConfirmPage<'a> {
     csrf: &'a str,
     next: &'a str,
     error: Option<&'a str>,
+    /// The account has a password to confirm with.
+    password: bool,
+    /// The account has a passkey to confirm with.
+    passkey: bool,
 }
 
-fn page(v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
+async fn page(state: &AppState, v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
+    let uid = v.user.id;
+    let passkey = match state
+        .db
+        .read(move |c| crate::db::passkeys::count_for_user(c, uid))
+        .await
+    {
+        Ok(n) => n > 0,
+        Err(e) => return errors::server_page(e),
+    };
     let next = match next {
         "totp" => "totp",
         "link" => "link",
@@ -65,6 +79,8 @@ fn page(v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> Http
             csrf: &v.csrf,
             next,
             error,
+            password: crate::auth::password::has_password(&v.user.password_hash),
+            passkey,
         },
     )
 }
@@ -78,7 +94,7 @@ pub async fn confirm_get(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         .find(|(k, _)| k == "next")
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
-    page(&v, StatusCode::OK, &next, None)
+    page(&state, &v, StatusCode::OK, &next, None).await
 }
 
 pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -101,13 +117,71 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 .log(&state)
                 .await;
             return page(
+                &state,
                 &v,
                 StatusCode::UNAUTHORIZED,
                 &next,
                 Some(crate::i18n::t().acct_confirm_wrong),
-            );
+            )
+            .await;
         }
         Err(resp) => return resp,
+    }
+    let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
+    match marked {
+        Ok(()) => errors::redirect(next_path(&next)),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// `POST /account/confirm/passkey/options`: the challenge for confirming with one of
+/// the account's own passkeys (the page's script asks, with the CSRF header).
+pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Some(limited) = guard::limit_json(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let v = match super::passkeys::json_viewer(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match crate::auth::passkeys::reauth_options(&state, &v.user).await {
+        Ok(options) => super::passkeys::options_json(Some(options)),
+        Err(e) => errors::passkey_json(e),
+    }
+}
+
+/// `POST /account/confirm/passkey`: a confirmation with one of the account's passkeys,
+/// the way an account without a password confirms (a passkey with user verification
+/// proves as much as the password does).
+pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
+        return limited;
+    }
+    let (v, form) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let get = |n: &str| params::field(&form, n);
+    let next = get("next").to_string();
+    let assertion = crate::auth::passkeys::Assertion {
+        credential_id: get("credential_id"),
+        client_data: get("client_data"),
+        authenticator_data: get("authenticator_data"),
+        signature: get("signature"),
+    };
+    match crate::auth::passkeys::reauthenticate(&state, &v.user, &assertion).await {
+        Ok(()) => {}
+        Err(crate::auth::passkeys::PasskeyError::Refused(why)) => {
+            Event::new("account.reauth_failed")
+                .actor(&v.user.username)
+                .target(&v.user.username)
+                .ip(Some(super::guard::ip_text(&req, &state)))
+                .detail(serde_json::json!({"method": "passkey", "reason": why}))
+                .log(&state)
+                .await;
+            return page(&state, &v, StatusCode::UNAUTHORIZED, &next, Some(why)).await;
+        }
+        Err(crate::auth::passkeys::PasskeyError::Server(e)) => return errors::server_page(e),
     }
     let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
     match marked {

@@ -1,6 +1,6 @@
 //! Invitations in the browser: `/invite`, the link's page where the invitee chooses a
-//! username and password (GET shows it, only the POST acts: mail scanners follow
-//! links), and `/admin/invitations`, where administrators invite and revoke.
+//! username and a password or a passkey (GET shows it, only the POSTs act: mail
+//! scanners follow links), and `/admin/invitations`, where administrators invite and revoke.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -9,9 +9,10 @@ use askama::Template;
 
 use super::admin::{error_page, posted, posted_to};
 use super::portal::{self, Viewer};
-use super::{errors, guard, pages, params};
+use super::{errors, guard, pages, params, passkeys};
 use crate::admin::{self, invitations::InvitationInput, AdminError};
 use crate::auth::limits::Bucket;
+use crate::auth::passkeys::PasskeyError;
 use crate::db::groups::Group;
 use crate::domain::Problems;
 use crate::i18n::t;
@@ -30,6 +31,15 @@ struct InvitePage<'a> {
     admin: bool,
     username: &'a str,
     problems: Problems,
+    /// `--passkey-mode passkey-only`: a passkey, no password fields.
+    passkey_only: bool,
+}
+
+impl InvitePage<'_> {
+    /// Why the passkey was refused, shown beside its button.
+    fn passkey_error(&self) -> &str {
+        self.problems.get("passkey").map(String::as_str).unwrap_or_default()
+    }
 }
 
 fn dead_link() -> HttpResponse {
@@ -72,6 +82,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
                 admin,
                 username: &suggested,
                 problems: Problems::default(),
+                passkey_only: state.settings.passkey_mode.passkey_only(),
             },
         ),
         Ok(Opened::Dead) => dead_link(),
@@ -96,7 +107,66 @@ pub async fn accept(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         confirm: get("confirm"),
         ip: guard::ip_text(&req, &state),
     };
-    match invite::accept(&state, &choice).await {
+    let result = invite::accept(&state, &choice).await;
+    answer(&state, &choice, result).await
+}
+
+/// `POST /invite/passkey/options`: the passkey an invitee makes instead of a password,
+/// for the username typed on the page (the page's script asks).
+pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_json(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = passkeys::link_form(&req, &body) else {
+        return passkeys::bad_json();
+    };
+    let get = |n: &str| params::field(&form, n);
+    match invite::passkey_options(&state, get("token"), get("username")).await {
+        Ok(Ok(options)) => passkeys::options_json(Some(options)),
+        Ok(Err(Accepted::Invalid(problems))) => passkeys::problem_json(&problems),
+        Ok(Err(_)) => passkeys::options_json(None),
+        Err(e) => errors::passkey_json(e),
+    }
+}
+
+/// `POST /invite/passkey`: the page's form with the passkey made: the account is made
+/// with it and no password.
+pub async fn accept_passkey(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = passkeys::link_form(&req, &body) else {
+        return dead_link();
+    };
+    let get = |n: &str| params::field(&form, n);
+    let choice = Choice {
+        token: get("token"),
+        username: get("username"),
+        password: "",
+        confirm: "",
+        ip: guard::ip_text(&req, &state),
+    };
+    let result = match passkeys::made(&state, &form) {
+        Ok(made) => invite::accept_with_passkey(&state, &choice, made).await,
+        Err(PasskeyError::Refused(why)) => Ok(Accepted::Invalid(Problems::from([(
+            "passkey".to_string(),
+            why.to_string(),
+        )]))),
+        Err(PasskeyError::Server(e)) => return errors::server_page(e),
+    };
+    answer(&state, &choice, result).await
+}
+
+/// The page after an acceptance: the account made, or the form again with what to
+/// correct.
+async fn answer(
+    state: &AppState,
+    choice: &Choice<'_>,
+    result: Result<Accepted, crate::error::Internal>,
+) -> HttpResponse {
+    match result {
         Ok(Accepted::Created { username }) => pages::render(
             StatusCode::OK,
             &InvitePage {
@@ -107,11 +177,12 @@ pub async fn accept(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
                 admin: false,
                 username: "",
                 problems: Problems::default(),
+                passkey_only: false,
             },
         ),
         Ok(Accepted::Invalid(problems)) => {
             // The form again, as the link shows it, with what to correct.
-            let (email, admin) = match invite::open(&state, choice.token).await {
+            let (email, admin) = match invite::open(state, choice.token).await {
                 Ok(Opened::Live { email, admin, .. }) => (email, admin),
                 Ok(Opened::Dead) => return dead_link(),
                 Ok(Opened::Off) => return off(),
@@ -125,6 +196,7 @@ pub async fn accept(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
                 admin,
                 username: choice.username,
                 problems,
+                passkey_only: state.settings.passkey_mode.passkey_only(),
             };
             pages::render(StatusCode::BAD_REQUEST, &page)
         }

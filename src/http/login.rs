@@ -157,8 +157,8 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
             let step = match pages::LoginStep::first(&state.settings) {
                 pages::LoginStep::Both => pages::LoginStep::Both,
-                _ => match crate::auth::passkeys::named_has_passkey(&state, username).await {
-                    Ok(passkey) => pages::LoginStep::Password { passkey },
+                _ => match crate::auth::passkeys::named(&state, username).await {
+                    Ok(named) => pages::LoginStep::named(named),
                     Err(e) => return errors::server_page(e),
                 },
             };
@@ -538,9 +538,9 @@ pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     resp
 }
 
-/// `--passkey-mode username-first`: the username alone, then the step for that account:
-/// its passkey first when it has one (its password remaining the alternative), else
-/// its password. An empty username (another account) asks for the username again.
+/// `--passkey-mode username-first` (and `passkey-only`): the username alone, then the
+/// step for that account: its passkey first when it has one (its password remaining
+/// the alternative when it has one), else its password. An empty username (another account) asks for the username again.
 pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     let (form, pending) = match reposted(&req, &state, &body).await {
         Ok(found) => found,
@@ -550,8 +550,8 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     let step = if username.is_empty() {
         pages::LoginStep::Username
     } else {
-        match crate::auth::passkeys::named_has_passkey(&state, username).await {
-            Ok(passkey) => pages::LoginStep::Password { passkey },
+        match crate::auth::passkeys::named(&state, username).await {
+            Ok(named) => pages::LoginStep::named(named),
             Err(e) => return errors::server_page(e),
         }
     };

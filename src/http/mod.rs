@@ -116,6 +116,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/account/profile", web::post().to(account::profile))
         .route("/account/confirm", web::get().to(account_confirm::confirm_get))
         .route("/account/confirm", web::post().to(account_confirm::confirm_post))
+        .route(
+            "/account/confirm/passkey",
+            web::post().to(account_confirm::passkey_post),
+        )
+        .route(
+            "/account/confirm/passkey/options",
+            web::post().to(account_confirm::passkey_options),
+        )
         .route("/account/password", web::post().to(account::password))
         .route("/account/sessions/end", web::post().to(account::end_one))
         .route("/account/sessions/end-others", web::post().to(account::end_others))
@@ -127,14 +135,26 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/password/forgot", web::post().to(reset::forgot_submit))
         .route("/password/reset", web::get().to(reset::reset_page))
         .route("/password/reset", web::post().to(reset::reset_submit))
+        .route("/password/reset/passkey", web::post().to(reset::passkey_submit))
+        .route(
+            "/password/reset/passkey/options",
+            web::post().to(reset::passkey_options),
+        )
         .route("/signup", web::get().to(signup::page))
         .route("/signup", web::post().to(signup::submit))
         .route("/signup/start", web::post().to(signup::start))
         .route("/signup/continue", web::post().to(signup::resume_login))
         .route("/email/verify", web::get().to(signup::verify_page))
         .route("/email/verify", web::post().to(signup::verify_confirm))
+        .route("/email/verify/passkey", web::post().to(signup::verify_passkey))
+        .route(
+            "/email/verify/passkey/options",
+            web::post().to(signup::verify_passkey_options),
+        )
         .route("/invite", web::get().to(invite::page))
         .route("/invite", web::post().to(invite::accept))
+        .route("/invite/passkey", web::post().to(invite::accept_passkey))
+        .route("/invite/passkey/options", web::post().to(invite::passkey_options))
         .route("/admin/invitations", web::get().to(invite::admin_list))
         .route("/admin/invitations", web::post().to(invite::admin_create))
         .route("/admin/invitations/{id}/revoke", web::post().to(invite::admin_revoke))

@@ -33,8 +33,9 @@ pub enum LoginStep {
     Both,
     /// The username alone (`username-first`), posted to `/login/username`.
     Username,
-    /// The named account's password, and its passkey first when it has one.
-    Password { passkey: bool },
+    /// The named account's step: its passkey first when it has one, and its password
+    /// (left out for an account that has a passkey and no password).
+    Password { passkey: bool, password: bool },
 }
 
 impl LoginStep {
@@ -42,7 +43,15 @@ impl LoginStep {
     pub fn first(settings: &crate::config::Settings) -> Self {
         match settings.passkey_mode {
             crate::config::PasskeyMode::Offer => LoginStep::Both,
-            crate::config::PasskeyMode::UsernameFirst => LoginStep::Username,
+            crate::config::PasskeyMode::UsernameFirst | crate::config::PasskeyMode::PasskeyOnly => LoginStep::Username,
+        }
+    }
+
+    /// The step after the username for an account with these credentials.
+    pub fn named(c: crate::auth::passkeys::Named) -> Self {
+        LoginStep::Password {
+            passkey: c.passkey,
+            password: c.password || !c.passkey,
         }
     }
 
@@ -51,11 +60,16 @@ impl LoginStep {
     }
 
     fn asks_password(self) -> bool {
-        matches!(self, LoginStep::Both | LoginStep::Password { .. })
+        matches!(self, LoginStep::Both | LoginStep::Password { password: true, .. })
+    }
+
+    /// Whether the page has the username and password form at all.
+    fn has_form(self) -> bool {
+        self.asks_username() || self.asks_password()
     }
 
     fn passkey_first(self) -> bool {
-        matches!(self, LoginStep::Password { passkey: true })
+        matches!(self, LoginStep::Password { passkey: true, .. })
     }
 
     fn is_username(self) -> bool {
@@ -222,6 +236,18 @@ pub fn error_page(status: StatusCode, title: &str, message: &str, hint: &str) ->
 mod tests {
     use super::*;
     use base64::Engine;
+
+    #[test]
+    fn the_password_is_left_out_only_for_an_account_with_a_passkey_and_no_password() {
+        use crate::auth::passkeys::Named;
+        let step = |passkey, password| LoginStep::named(Named { passkey, password });
+        assert!(step(true, false).passkey_first() && !step(true, false).asks_password());
+        assert!(!step(true, false).has_form());
+        assert!(step(true, true).passkey_first() && step(true, true).asks_password());
+        // No passkey and no password (an upstream-only account): the password step, as
+        // for any account, so the step tells nothing more.
+        assert!(step(false, false).asks_password() && !step(false, false).passkey_first());
+    }
 
     #[test]
     fn the_frames_csp_adds_frame_src_to_the_default() {

@@ -4,7 +4,9 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::json;
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
 
 use super::guard::{ip_text, user_agent};
 use super::login::{complete_sign_in, resume_error, Resumed};
@@ -12,8 +14,9 @@ use super::portal::{self, Viewer};
 use super::{cookies, errors, guard, pages, params};
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::auth::passkeys::{self, Assertion, PasskeyError};
+use crate::auth::passkeys::{self, Assertion, Made, PasskeyError};
 use crate::crypto::TokenHash;
+use crate::domain::Problems;
 use crate::oidc::interaction::{self, Pending, SignIn, AMR_PASSKEY};
 use crate::state::AppState;
 
@@ -42,7 +45,7 @@ fn reauth_required() -> HttpResponse {
 }
 
 /// The signed-in viewer of a JSON call with the session's CSRF token in the header.
-async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
+pub(super) async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
     if let Some(refused) = guard::cross_origin(req, state) {
         return Err(refused);
     }
@@ -115,8 +118,14 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let id = form.get("id").and_then(|i| i.parse().ok()).unwrap_or(-1);
     match passkeys::remove(&state, &v.user, id).await {
-        Ok(Some(_)) => errors::redirect("/account?done=passkey-removed"),
-        Ok(None) => pages::error_page(
+        Ok(passkeys::Removed::Done(_)) => errors::redirect("/account?done=passkey-removed"),
+        Ok(passkeys::Removed::LastWayIn) => pages::error_page(
+            StatusCode::CONFLICT,
+            crate::i18n::t().passkey_last_title,
+            crate::i18n::t().passkey_last,
+            crate::i18n::t().passkey_last_hint,
+        ),
+        Ok(passkeys::Removed::NotFound) => pages::error_page(
             StatusCode::NOT_FOUND,
             crate::i18n::t().passkey_not_found_title,
             crate::i18n::t().passkey_gone,
@@ -126,7 +135,46 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     }
 }
 
-fn form_of(req: &HttpRequest, body: &Bytes) -> Option<std::collections::HashMap<String, String>> {
+/// The form of a page that makes a passkey through a mailed link.
+pub fn link_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
+    form_of(req, body)
+}
+
+/// A link page's options request that was not a form.
+pub fn bad_json() -> HttpResponse {
+    json_error(
+        StatusCode::BAD_REQUEST,
+        "the form was not sent correctly; reload the page",
+    )
+}
+
+/// Options for a passkey made through a mailed link, or `None` for a dead link.
+pub fn options_json(options: Option<Value>) -> HttpResponse {
+    match options {
+        Some(o) => {
+            let mut b = HttpResponse::Ok();
+            errors::no_store(&mut b);
+            b.json(o)
+        }
+        None => json_error(StatusCode::GONE, crate::i18n::t().acct_passkey_link_dead),
+    }
+}
+
+/// The first thing to correct before a passkey can be made (a username, say), for the
+/// page's script to show.
+pub fn problem_json(problems: &Problems) -> HttpResponse {
+    let said = problems.values().next().map(String::as_str).unwrap_or_default();
+    json_error(StatusCode::BAD_REQUEST, said)
+}
+
+/// The new credential a link page posted, verified (its challenge is spent with the
+/// use case's own changes).
+pub fn made(state: &AppState, form: &HashMap<String, String>) -> Result<Made, PasskeyError> {
+    let get = |n: &str| params::field(form, n);
+    passkeys::verify_creation(state, get("name"), get("client_data"), get("attestation_object"))
+}
+
+fn form_of(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
     params::require_form(req).and_then(|_| params::unique_form(body)).ok()
 }
 

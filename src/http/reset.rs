@@ -1,15 +1,17 @@
 //! `/password/forgot` and `/password/reset`: asking for a reset link by mail, and the
-//! link's page that sets a new password. Shown only when mail is on.
+//! link's page that sets a new password, or makes a passkey for a passkey-only account.
+//! Shown only when mail is on.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::{errors, guard, pages, params};
+use super::{errors, guard, pages, params, passkeys};
 use crate::auth::limits::Bucket;
+use crate::auth::passkeys::PasskeyError;
 use crate::i18n::t;
-use crate::lifecycle::reset::{self, Outcome};
+use crate::lifecycle::reset::{self, Kind, Outcome};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -26,6 +28,19 @@ struct ResetPage<'a> {
     token: &'a str,
     field: &'a str,
     error: &'a str,
+    /// The link makes a passkey instead of a password.
+    passkey: bool,
+}
+
+impl ResetPage<'_> {
+    /// Why the passkey was refused, shown beside its button.
+    fn passkey_error(&self) -> &str {
+        if self.field == "passkey" {
+            self.error
+        } else {
+            ""
+        }
+    }
 }
 
 fn mail_off() -> HttpResponse {
@@ -85,16 +100,17 @@ pub async fn reset_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
     }
     let token = params::link_token(&req);
     match reset::usable(&state, &token).await {
-        Ok(true) => pages::render(
+        Ok(Some(kind)) => pages::render(
             StatusCode::OK,
             &ResetPage {
                 done: None,
                 token: &token,
                 field: "",
                 error: "",
+                passkey: kind == Kind::Passkey,
             },
         ),
-        Ok(false) => dead_link(),
+        Ok(None) => dead_link(),
         Err(e) => errors::server_page(e),
     }
 }
@@ -112,7 +128,47 @@ pub async fn reset_submit(req: HttpRequest, state: web::Data<AppState>, body: By
     let get = |n: &str| params::field(&form, n);
     let token = get("token");
     let ip = guard::ip_text(&req, &state);
-    match reset::finish(&state, token, get("password"), get("confirm"), &ip).await {
+    let result = reset::finish(&state, token, get("password"), get("confirm"), &ip).await;
+    answer(&state, token, result).await
+}
+
+/// `POST /password/reset/passkey/options`: the passkey a reset link makes.
+pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_json(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = passkeys::link_form(&req, &body) else {
+        return passkeys::bad_json();
+    };
+    match reset::passkey_options(&state, params::field(&form, "token")).await {
+        Ok(options) => passkeys::options_json(options),
+        Err(e) => errors::passkey_json(e),
+    }
+}
+
+/// `POST /password/reset/passkey`: the reset page's form with the passkey made.
+pub async fn passkey_submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(form) = passkeys::link_form(&req, &body) else {
+        return dead_link();
+    };
+    let token = params::field(&form, "token");
+    let ip = guard::ip_text(&req, &state);
+    let result = match passkeys::made(&state, &form) {
+        Ok(made) => reset::finish_with_passkey(&state, token, made, &ip).await,
+        Err(PasskeyError::Refused(why)) => Ok(Outcome::Invalid("passkey", why.to_string())),
+        Err(PasskeyError::Server(e)) => return errors::server_page(e),
+    };
+    answer(&state, token, result).await
+}
+
+/// The page after a reset: done, or the form again with what to correct.
+async fn answer(state: &AppState, token: &str, result: Result<Outcome, crate::error::Internal>) -> HttpResponse {
+    match result {
         Ok(Outcome::Done(username)) => pages::render(
             StatusCode::OK,
             &ResetPage {
@@ -120,17 +176,26 @@ pub async fn reset_submit(req: HttpRequest, state: web::Data<AppState>, body: By
                 token: "",
                 field: "",
                 error: "",
+                passkey: false,
             },
         ),
-        Ok(Outcome::Invalid(field, message)) => pages::render(
-            StatusCode::BAD_REQUEST,
-            &ResetPage {
-                done: None,
-                token,
-                field,
-                error: &message,
-            },
-        ),
+        Ok(Outcome::Invalid(field, message)) => {
+            let passkey = match reset::usable(state, token).await {
+                Ok(Some(kind)) => kind == Kind::Passkey,
+                Ok(None) => return dead_link(),
+                Err(e) => return errors::server_page(e),
+            };
+            pages::render(
+                StatusCode::BAD_REQUEST,
+                &ResetPage {
+                    done: None,
+                    token,
+                    field,
+                    error: &message,
+                    passkey,
+                },
+            )
+        }
         Ok(Outcome::Dead) => dead_link(),
         Err(e) => errors::server_page(e),
     }

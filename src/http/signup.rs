@@ -10,8 +10,9 @@ use askama::Template;
 
 use super::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
 use super::login::{purpose, resume_error};
-use super::{cookies, errors, guard, pages, params, portal};
+use super::{cookies, errors, guard, pages, params, passkeys, portal};
 use crate::auth::limits::Bucket;
+use crate::auth::passkeys::PasskeyError;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
 use crate::domain::Problems;
@@ -35,6 +36,10 @@ struct SignupPage<'a> {
     name: &'a str,
     domains: String,
     problems: Problems,
+    /// `--passkey-mode passkey-only`: no password fields.
+    passkey_only: bool,
+    /// The person asked for a passkey instead of a password.
+    passkey: bool,
 }
 
 impl<'a> SignupPage<'a> {
@@ -49,6 +54,8 @@ impl<'a> SignupPage<'a> {
             name: "",
             domains: state.settings.signup_domains.join(", "),
             problems: Problems::default(),
+            passkey_only: state.settings.passkey_mode.passkey_only(),
+            passkey: false,
         }
     }
 }
@@ -66,6 +73,10 @@ struct VerifyPage<'a> {
     change: bool,
     /// Where to sign in first, when a change's link is opened by nobody signed in.
     sign_in: &'a str,
+    /// A sign-up without a password: confirming makes its passkey.
+    passkey: bool,
+    /// Why the passkey was refused.
+    error: &'a str,
 }
 
 /// Sign-up is off (or cannot verify addresses): the pages do not exist.
@@ -203,6 +214,8 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         name: get("name"),
         password: get("password"),
         confirm: get("confirm"),
+        // The second button ("a passkey instead"), or the only way under passkey-only.
+        passkey: state.settings.passkey_mode.passkey_only() || get("credential") == "passkey",
     };
     let ip = guard::ip_text(&req, &state);
     let (status, sent, problems) = match signup::submit(&state, typed, request, &ip).await {
@@ -220,6 +233,8 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         name: typed.name,
         domains: state.settings.signup_domains.join(", "),
         problems,
+        passkey_only: state.settings.passkey_mode.passkey_only(),
+        passkey: typed.passkey,
     };
     pages::render(status, &page)
 }
@@ -248,6 +263,8 @@ pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         csrf: "",
         change: found.change_for.is_some(),
         sign_in: "",
+        passkey: found.needs_passkey,
+        error: "",
     };
     let Some(owner) = found.change_for else {
         return pages::render(StatusCode::OK, &page);
@@ -303,7 +320,76 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let token = params::field(&fields, "token");
-    let (username, resume, change) = match verify::confirm(&state, token, &ip, viewer).await {
+    let result = verify::confirm(&state, token, &ip, viewer, None).await;
+    confirmed(&req, &state, token, result).await
+}
+
+/// `POST /email/verify/passkey/options`: the passkey that confirms a sign-up made
+/// without a password.
+pub async fn verify_passkey_options(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_json(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(fields) = passkeys::link_form(&req, &body) else {
+        return passkeys::bad_json();
+    };
+    match verify::passkey_options(&state, params::field(&fields, "token")).await {
+        Ok(options) => passkeys::options_json(options),
+        Err(e) => errors::passkey_json(e),
+    }
+}
+
+/// `POST /email/verify/passkey`: confirms the address of a sign-up made without a
+/// password by making its passkey.
+pub async fn verify_passkey(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
+    {
+        return refused;
+    }
+    let Some(fields) = passkeys::link_form(&req, &body) else {
+        return dead_link();
+    };
+    let ip = guard::ip_text(&req, &state);
+    let token = params::field(&fields, "token");
+    let result = match passkeys::made(&state, &fields) {
+        Ok(made) => verify::confirm(&state, token, &ip, None, Some(made)).await,
+        Err(PasskeyError::Refused(why)) => {
+            let page = VerifyPage::passkey_again(token, why);
+            return pages::render(StatusCode::BAD_REQUEST, &page);
+        }
+        Err(PasskeyError::Server(e)) => return errors::server_page(e),
+    };
+    confirmed(&req, &state, token, result).await
+}
+
+impl<'a> VerifyPage<'a> {
+    /// The page of a sign-up without a password again, with why its passkey was refused.
+    fn passkey_again(token: &'a str, error: &'a str) -> Self {
+        Self {
+            verified: false,
+            token,
+            username: "",
+            email: "",
+            request_id: "",
+            csrf: "",
+            change: false,
+            sign_in: "",
+            passkey: true,
+            error,
+        }
+    }
+}
+
+/// The page after "Confirm" (or the passkey made): verified, and the sign-in the
+/// sign-up came from parked again for this browser when it is still waiting.
+async fn confirmed(
+    req: &HttpRequest,
+    state: &AppState,
+    token: &str,
+    result: Result<Confirmed, crate::error::Internal>,
+) -> HttpResponse {
+    let (username, resume, change) = match result {
         Ok(Confirmed::Verified { username, resume }) => (username, resume, false),
         Ok(Confirmed::Changed { username }) => (username, None, true),
         Ok(Confirmed::SignInFirst) => {
@@ -319,8 +405,13 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
                     csrf: "",
                     change: true,
                     sign_in: &link,
+                    passkey: false,
+                    error: "",
                 },
             );
+        }
+        Ok(Confirmed::Passkey(why)) => {
+            return pages::render(StatusCode::BAD_REQUEST, &VerifyPage::passkey_again(token, why))
         }
         Ok(Confirmed::OtherAccount) => return other_account(),
         Ok(Confirmed::Dead) => return dead_link(),
@@ -335,17 +426,19 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
         csrf: "",
         change,
         sign_in: "",
+        passkey: false,
+        error: "",
     };
     let Some(pending) = resume else {
         return pages::render(StatusCode::OK, &page);
     };
-    let (value, new_cookie) = browser_cookie(&req, &state);
+    let (value, new_cookie) = browser_cookie(req, state);
     match interaction::park(&state.ctx(), pending.as_ref(), &TokenHash::of(&value)).await {
         Ok(parked) => {
             page.request_id = parked.request_id.expose();
             page.csrf = parked.csrf.expose();
             let mut resp = pages::render(StatusCode::OK, &page);
-            set_browser(&mut resp, &state, new_cookie);
+            set_browser(&mut resp, state, new_cookie);
             resp
         }
         Err(e) => {

@@ -1,13 +1,16 @@
 //! Invitations: an administrator (admin pages, API or `tessera user invite`) invites an
 //! address; the link, mailed or handed over, opens a page where the invitee chooses a
-//! username and a password, and the account is made with the invitation's groups and
+//! username and a password or a passkey (only a passkey under `--passkey-mode
+//! passkey-only`), and the account is made with the invitation's groups and
 //! role. A link works once, for 7 days; a new invitation to the address voids the last.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{link_token, queue, Queued};
 use crate::audit::Event;
+use crate::auth::passkeys::{self, Made, PasskeyError};
+use crate::auth::password::NO_PASSWORD;
 use crate::config::{Settings, Signup};
 use crate::crypto::random::random_id;
 use crate::crypto::TokenHash;
@@ -91,10 +94,12 @@ pub fn create_in(
         t.mail_invite
     };
     let org = &settings.org_name;
-    let message = Message::new(t.fill(t.mail_invite_subject, "org", org), t.mail_invite_greeting)
-        .paragraph(t.fill(body, "org", org))
-        .action(t.mail_invite_action, &link)
-        .after(t.mail_invite_after);
+    let mut message = Message::new(t.fill(t.mail_invite_subject, "org", org), t.mail_invite_greeting)
+        .paragraph(t.fill(body, "org", org));
+    if settings.passkey_mode.passkey_only() {
+        message = message.paragraph(t.mail_invite_passkey.to_string());
+    }
+    let message = message.action(t.mail_invite_action, &link).after(t.mail_invite_after);
     let queued = queue(conn, settings, email.as_str(), None, "invite", &message, now)?;
     Ok(Created {
         id,
@@ -214,10 +219,7 @@ fn taken() -> String {
 /// Checks the username and password: the rules of a sign-up (the setup page's, less
 /// its longer minimum), and for an invitation to administer, the setup page's own.
 fn check(choice: &Choice<'_>, admin: bool) -> Problems {
-    let mut problems = Problems::new();
-    if let Err(e) = Username::parse(choice.username.trim()) {
-        problems.insert("username".into(), e.0);
-    }
+    let mut problems = check_username(choice.username);
     let password = if admin {
         crate::auth::setup::password_problem(choice.password, choice.username.trim())
     } else {
@@ -232,6 +234,33 @@ fn check(choice: &Choice<'_>, admin: bool) -> Problems {
     problems
 }
 
+fn check_username(username: &str) -> Problems {
+    let mut problems = Problems::new();
+    if let Err(e) = Username::parse(username.trim()) {
+        problems.insert("username".into(), e.0);
+    }
+    problems
+}
+
+/// The live invitation a link names.
+async fn live(state: &AppState, token: &str) -> Result<Option<email_tokens::Token>, DbError> {
+    let Some(digest) = digest_of(token) else {
+        return Ok(None);
+    };
+    let now = state.clock.now();
+    state
+        .db
+        .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
+        .await
+}
+
+/// How the account is to be signed in to: a password's hash, or a passkey made through
+/// the link (a passkey-only account).
+enum Credential {
+    Password(String),
+    Passkey(Box<Made>),
+}
+
 /// Accepts an invitation: the account is created with the invited address (verified:
 /// the link proved it), its groups and role, and the link is spent, all in one
 /// transaction; of two parallel acceptances one wins.
@@ -239,32 +268,120 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
     if !enabled(&state.settings) {
         return Ok(Accepted::Off);
     }
-    let Some(digest) = digest_of(choice.token) else {
+    let Some(token) = live(state, choice.token).await? else {
         return Ok(Accepted::Dead);
     };
-    let now = state.clock.now();
-    let found = state
-        .db
-        .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
-        .await?;
-    let Some(token) = found else {
-        return Ok(Accepted::Dead);
-    };
-    let grants = Grants::of(&token);
-    let problems = check(choice, grants.admin);
+    if state.settings.passkey_mode.passkey_only() {
+        // A form made up to set a password where the deployment gives none.
+        return Ok(Accepted::Invalid(Problems::from([(
+            "password".into(),
+            crate::i18n::t().acct_passkey_only.into(),
+        )])));
+    }
+    let problems = check(choice, Grants::of(&token).admin);
     if !problems.is_empty() {
         return Ok(Accepted::Invalid(problems));
     }
-    let username = choice.username.trim().to_string();
     // Hashed before the transaction: nothing slow under the write lock.
     let hash = state.hasher.hash(choice.password).await?;
+    create(state, token, choice, Credential::Password(hash)).await
+}
+
+/// The options of the passkey an invitee makes instead of a password, for the
+/// username they chose (checked now, and again when the account is made). The
+/// account's subject is chosen here and bound to the challenge.
+pub async fn passkey_options(
+    state: &AppState,
+    token: &str,
+    username: &str,
+) -> Result<Result<Value, Accepted>, PasskeyError> {
+    if !enabled(&state.settings) {
+        return Ok(Err(Accepted::Off));
+    }
+    if live(state, token).await?.is_none() {
+        return Ok(Err(Accepted::Dead));
+    }
+    let problems = check_username(username);
+    if !problems.is_empty() {
+        return Ok(Err(Accepted::Invalid(problems)));
+    }
+    let name = username.trim().to_string();
+    let lookup = name.clone();
+    if state
+        .db
+        .read(move |c| db::users::find_by_username(c, &lookup))
+        .await?
+        .is_some()
+    {
+        return Ok(Err(Accepted::Invalid(Problems::from([("username".into(), taken())]))));
+    }
+    let Some(link) = digest_of(token) else {
+        return Ok(Err(Accepted::Dead));
+    };
+    let sub = random_id();
+    let who = passkeys::Enrolee {
+        link: &link,
+        sub: &sub,
+        username: &name,
+        user_id: None,
+    };
+    Ok(Ok(passkeys::enrolment_options(state, &who).await?))
+}
+
+/// Accepts an invitation with a passkey instead of a password: the account (with no
+/// password) and its passkey are made together, with the subject the ceremony was
+/// started for, and the link is spent in the same transaction.
+pub async fn accept_with_passkey(state: &AppState, choice: &Choice<'_>, made: Made) -> Result<Accepted, Internal> {
+    if !enabled(&state.settings) {
+        return Ok(Accepted::Off);
+    }
+    let Some(token) = live(state, choice.token).await? else {
+        return Ok(Accepted::Dead);
+    };
+    let problems = check_username(choice.username);
+    if !problems.is_empty() {
+        return Ok(Accepted::Invalid(problems));
+    }
+    create(state, token, choice, Credential::Passkey(Box::new(made))).await
+}
+
+async fn create(
+    state: &AppState,
+    token: email_tokens::Token,
+    choice: &Choice<'_>,
+    credential: Credential,
+) -> Result<Accepted, Internal> {
+    let grants = Grants::of(&token);
+    let now = state.clock.now();
+    let username = choice.username.trim().to_string();
     let (name, ip) = (username.clone(), choice.ip.clone());
+    let link = digest_of(choice.token);
     let written = state
         .db
         .write(move |c| {
             if db::users::find_by_username(c, &name)?.is_some() {
                 return Ok(Accepted::Invalid(Problems::from([("username".into(), taken())])));
             }
+            let (sub, hash, made) = match &credential {
+                Credential::Password(hash) => (random_id(), hash.as_str(), None),
+                Credential::Passkey(made) => {
+                    let spent = match &link {
+                        Some(link) => passkeys::spend_enrolment(c, made, link, now)?,
+                        None => None,
+                    };
+                    let Some(sub) = spent else {
+                        return Ok(Accepted::Invalid(passkey_problem(
+                            crate::i18n::t().acct_passkey_expired,
+                        )));
+                    };
+                    if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
+                        return Ok(Accepted::Invalid(passkey_problem(
+                            crate::i18n::t().acct_passkey_registered,
+                        )));
+                    }
+                    (sub, NO_PASSWORD, Some(made))
+                }
+            };
             if !email_tokens::claim(c, token.id, now)?.won() {
                 return Ok(Accepted::Dead);
             }
@@ -273,11 +390,11 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
             let id = db::users::insert(
                 c,
                 &db::users::NewUser {
-                    sub: &random_id(),
+                    sub: &sub,
                     username: &name,
                     email: Some(&token.email),
                     name: None,
-                    password_hash: &hash,
+                    password_hash: hash,
                     is_admin: grants.admin,
                     now,
                 },
@@ -293,8 +410,14 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
                 .actor(&name)
                 .target(&name)
                 .ip(Some(ip))
-                .detail(json!({"invitation": token.id, "email": token.email, "groups": grants.groups, "admin": grants.admin}))
+                .detail(json!({
+                    "invitation": token.id, "email": token.email, "groups": grants.groups,
+                    "admin": grants.admin, "passkey": made.is_some(),
+                }))
                 .write(c, now)?;
+            if let Some(made) = made {
+                passkeys::store_in(c, id, &name, made, now)?;
+            }
             Ok(Accepted::Created { username: name })
         })
         .await;
@@ -303,6 +426,11 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
         Err(DbError::Conflict) => Ok(Accepted::Invalid(Problems::from([("username".into(), taken())]))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A problem with the passkey, shown where the page offers it.
+fn passkey_problem(message: &str) -> Problems {
+    Problems::from([("passkey".into(), message.to_string())])
 }
 
 #[cfg(test)]

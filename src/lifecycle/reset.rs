@@ -1,8 +1,14 @@
 //! Password reset by mail: one answer for every request, whether or not an account
 //! matches; a single-use link valid an hour (only its digest stored, earlier links
-//! voided); and a reset that ends every session and grant of the account.
+//! voided); and a reset that ends every session and grant of the account. For a
+//! passkey-only account (and every account under `--passkey-mode passkey-only`) the
+//! link makes a passkey instead, which replaces the password.
+
+use serde_json::Value;
 
 use crate::audit::Event;
+use crate::auth::passkeys::{self, Made, PasskeyError};
+use crate::auth::password::NO_PASSWORD;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens};
 use crate::error::Internal;
@@ -80,24 +86,54 @@ pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Intern
     Ok(())
 }
 
-/// Whether a reset link still works (for showing its form).
-pub async fn usable(state: &AppState, token: &str) -> Result<bool, Internal> {
-    Ok(holder(state, token).await?.is_some())
+/// What a live reset link sets: a password, or a passkey (under `--passkey-mode
+/// passkey-only`, and for an account that has passkeys and no password).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Password,
+    Passkey,
 }
 
-/// The username of the account a live reset link is for.
-async fn holder(state: &AppState, token: &str) -> Result<Option<String>, Internal> {
+/// The account a live reset link is for.
+struct Holder {
+    id: i64,
+    sub: String,
+    username: String,
+    kind: Kind,
+}
+
+/// What a live reset link sets, or `None` when it is dead (for showing its form).
+pub async fn usable(state: &AppState, token: &str) -> Result<Option<Kind>, Internal> {
+    Ok(holder(state, token).await?.map(|h| h.kind))
+}
+
+async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Internal> {
     if token.is_empty() || token.len() > 128 {
         return Ok(None);
     }
     let (digest, now) = (TokenHash::of(token), state.clock.now());
+    let passkey_only = state.settings.passkey_mode.passkey_only();
     Ok(state
         .db
         .read(move |c| {
             let Some(uid) = email_tokens::find(c, &digest, email_tokens::RESET, now)?.and_then(|t| t.user_id) else {
                 return Ok(None);
             };
-            Ok(db::users::find_by_id(c, uid)?.map(|u| u.username))
+            let Some(u) = db::users::find_by_id(c, uid)? else {
+                return Ok(None);
+            };
+            let passkey_account =
+                !crate::auth::password::has_password(&u.password_hash) && db::passkeys::count_for_user(c, uid)? > 0;
+            Ok(Some(Holder {
+                id: u.id,
+                sub: u.sub,
+                username: u.username,
+                kind: if passkey_only || passkey_account {
+                    Kind::Passkey
+                } else {
+                    Kind::Password
+                },
+            }))
         })
         .await?)
 }
@@ -105,19 +141,21 @@ async fn holder(state: &AppState, token: &str) -> Result<Option<String>, Interna
 /// What a reset attempt came to.
 #[derive(Debug)]
 pub enum Outcome {
-    /// The password is changed; the account's username.
+    /// The password (or passkey) is set; the account's username.
     Done(String),
-    /// The new password breaks a rule, or the two differ: (field, message).
+    /// The new password breaks a rule, or the two differ, or the passkey was refused:
+    /// (field, message).
     Invalid(&'static str, String),
     /// Unknown, used, voided or expired link.
     Dead,
 }
 
-/// Sets the new password through the link (the rules of every chosen password): the link is spent (of two parallel uses one
-/// wins), earlier links voided, trusted devices forgotten, the lockout count cleared,
-/// then every session ends with back-channel logout and every grant is revoked,
-/// offline ones included, as after an administrator's reset. A second factor stays
-/// enrolled and is asked at the next sign-in.
+/// Sets the new password through the link (the rules of every chosen password): the
+/// link is spent (of two parallel uses one wins), earlier links voided, trusted devices
+/// forgotten, the lockout count cleared, then every session ends with back-channel
+/// logout and every grant is revoked, offline ones included, as after an
+/// administrator's reset. A second factor stays enrolled and is asked at the next
+/// sign-in.
 pub async fn finish(
     state: &AppState,
     token: &str,
@@ -125,10 +163,13 @@ pub async fn finish(
     confirm: &str,
     ip: &str,
 ) -> Result<Outcome, Internal> {
-    let Some(username) = holder(state, token).await? else {
+    let Some(holder) = holder(state, token).await? else {
         return Ok(Outcome::Dead);
     };
-    if let Some(problem) = crate::domain::password_problem(password, &username) {
+    if holder.kind == Kind::Passkey {
+        return Ok(Outcome::Invalid("password", crate::i18n::t().acct_passkey_only.into()));
+    }
+    if let Some(problem) = crate::domain::password_problem(password, &holder.username) {
         return Ok(Outcome::Invalid("password", problem));
     }
     if password != confirm {
@@ -138,6 +179,40 @@ pub async fn finish(
         ));
     }
     let hash = state.hasher.hash(password).await?;
+    spend(state, token, ip, Replacement::Password(hash)).await
+}
+
+/// The options of the passkey a reset makes, for the link's account.
+pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
+    let Some(holder) = holder(state, token).await? else {
+        return Ok(None);
+    };
+    let link = TokenHash::of(token);
+    let who = passkeys::Enrolee {
+        link: &link,
+        sub: &holder.sub,
+        username: &holder.username,
+        user_id: Some(holder.id),
+    };
+    Ok(Some(passkeys::enrolment_options(state, &who).await?))
+}
+
+/// Resets with a passkey made through the link: it is added and the account's password,
+/// if it had one, is removed (the passkey replaces it), with everything else a reset
+/// does.
+pub async fn finish_with_passkey(state: &AppState, token: &str, made: Made, ip: &str) -> Result<Outcome, Internal> {
+    if holder(state, token).await?.is_none() {
+        return Ok(Outcome::Dead);
+    }
+    spend(state, token, ip, Replacement::Passkey(Box::new(made))).await
+}
+
+enum Replacement {
+    Password(String),
+    Passkey(Box<Made>),
+}
+
+async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
     let (digest, now) = (TokenHash::of(token), state.clock.now());
     let settings = state.settings.clone();
     let ip = ip.to_string();
@@ -145,22 +220,41 @@ pub async fn finish(
         .db
         .write(move |c| {
             let Some(t) = email_tokens::find(c, &digest, email_tokens::RESET, now)? else {
-                return Ok(None);
+                return Ok(Outcome::Dead);
             };
             let Some(uid) = t.user_id else {
-                return Ok(None);
+                return Ok(Outcome::Dead);
             };
-            if !email_tokens::claim(c, t.id, now)?.won() {
-                return Ok(None);
-            }
             let Some(user) = db::users::find_by_id(c, uid)? else {
-                return Ok(None);
+                return Ok(Outcome::Dead);
             };
             // A link mailed to an address the account no longer has is dead.
             if !user.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(&t.email)) {
-                return Ok(None);
+                return Ok(Outcome::Dead);
             }
-            db::users::set_password_by_id(c, uid, &hash, now)?;
+            if let Replacement::Passkey(made) = &new {
+                let t = crate::i18n::t();
+                if passkeys::spend_enrolment(c, made, &digest, now)?.as_deref() != Some(user.sub.as_str()) {
+                    return Ok(Outcome::Invalid("passkey", t.acct_passkey_expired.into()));
+                }
+                if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
+                    return Ok(Outcome::Invalid("passkey", t.acct_passkey_registered.into()));
+                }
+            }
+            if !email_tokens::claim(c, t.id, now)?.won() {
+                return Ok(Outcome::Dead);
+            }
+            let method = match &new {
+                Replacement::Password(hash) => {
+                    db::users::set_password_by_id(c, uid, hash, now)?;
+                    "password"
+                }
+                Replacement::Passkey(made) => {
+                    db::users::set_password_by_id(c, uid, NO_PASSWORD, now)?;
+                    passkeys::store_in(c, uid, &user.username, made, now)?;
+                    "passkey"
+                }
+            };
             db::users::clear_failures(c, uid)?;
             // The link reached the address: it is the owner's.
             db::users::set_email_verified(c, uid, true)?;
@@ -178,23 +272,27 @@ pub async fn finish(
             Event::new("password.reset")
                 .actor(&user.username)
                 .ip(Some(ip.as_str()))
+                .detail(serde_json::json!({ "method": method }))
                 .write(c, now)?;
             let t = crate::i18n::t();
+            let (subject, said) = match method {
+                "passkey" => (t.mail_passkey_reset_subject, t.mail_passkey_reset),
+                _ => (t.mail_password_changed_subject, t.mail_password_reset),
+            };
             super::notify(
                 c,
                 &settings,
                 &user,
-                t.mail_password_changed_subject,
-                &t.fill(t.mail_password_reset, "username", &user.username),
+                subject,
+                &t.fill(said, "username", &user.username),
                 now,
             )?;
-            Ok(Some(user))
+            Ok(Outcome::Done(user.username))
         })
         .await?;
-    let Some(user) = done else {
-        return Ok(Outcome::Dead);
-    };
-    wake(state);
-    state.logout_wakeup.notify_one();
-    Ok(Outcome::Done(user.username))
+    if matches!(done, Outcome::Done(_)) {
+        wake(state);
+        state.logout_wakeup.notify_one();
+    }
+    Ok(done)
 }

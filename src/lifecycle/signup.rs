@@ -33,6 +33,9 @@ pub struct Form<'a> {
     pub name: &'a str,
     pub password: &'a str,
     pub confirm: &'a str,
+    /// A passkey instead of a password: the account is made without one, and its
+    /// passkey is made when the mailed link confirms the address.
+    pub passkey: bool,
 }
 
 /// What a sign-up came to.
@@ -90,10 +93,16 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
             "name",
             (name.chars().count() > 200).then(|| crate::i18n::t().acct_error_name_too_long.to_string()),
         ),
-        ("password", password_problem(form.password, form.username.trim())),
+        (
+            "password",
+            (!form.passkey)
+                .then(|| password_problem(form.password, form.username.trim()))
+                .flatten(),
+        ),
         (
             "confirm",
-            (form.password != form.confirm).then(|| crate::i18n::t().acct_error_passwords_differ.to_string()),
+            (!form.passkey && form.password != form.confirm)
+                .then(|| crate::i18n::t().acct_error_passwords_differ.to_string()),
         ),
     ]
     .into_iter()
@@ -121,7 +130,8 @@ fn taken() -> Problems {
 /// `account.signup`, in one transaction. A taken username is said (usernames are not
 /// secret here, and the administrator's form says the same); a taken address is not:
 /// its owner is mailed instead and the answer is the one of a sign-up. Both paths hash
-/// the password and make one write, so the timing does not tell them apart either.
+/// the password (or, with a passkey instead, neither does) and make one write, so the
+/// timing does not tell them apart either.
 pub async fn submit(
     state: &AppState,
     form: Form<'_>,
@@ -132,7 +142,11 @@ pub async fn submit(
         Ok(c) => c,
         Err(problems) => return Ok(Outcome::Invalid(problems)),
     };
-    let password_hash = state.hasher.hash(form.password).await?;
+    let password_hash = if form.passkey {
+        crate::auth::password::NO_PASSWORD.to_string()
+    } else {
+        state.hasher.hash(form.password).await?
+    };
     let link = Link::new(state);
     let forgot = state.url("/password/forgot");
     let (settings, now, ip) = (state.settings.clone(), state.clock.now(), ip.to_string());
@@ -231,6 +245,7 @@ mod tests {
             name: "",
             password,
             confirm: password,
+            passkey: false,
         }
     }
 

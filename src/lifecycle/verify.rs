@@ -11,9 +11,10 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::audit::Event;
+use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::config::Settings;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, users::User, DbError, Tx};
@@ -218,6 +219,18 @@ pub struct Usable {
     pub email: String,
     /// For a pending change of address: the account that must be signed in to confirm.
     pub change_for: Option<i64>,
+    /// The account has no way to sign in yet (a sign-up without a password): confirming
+    /// makes its passkey.
+    pub needs_passkey: bool,
+}
+
+/// Whether an account has no credential at all: no password, no passkey, no upstream
+/// account. Such an account comes from a sign-up with a passkey instead of a password,
+/// and its address is confirmed by making the passkey.
+fn needs_passkey(conn: &Tx<'_>, user: &User) -> Result<bool, DbError> {
+    Ok(!crate::auth::password::has_password(&user.password_hash)
+        && db::passkeys::count_for_user(conn, user.id)? == 0
+        && db::identities::of_user(conn, user.id)?.is_empty())
 }
 
 /// What the confirmation page names, or `None` for an unknown, used, voided or expired
@@ -227,12 +240,44 @@ pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Int
         return Ok(None);
     }
     let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let found = state.db.read(move |c| live(c, &digest, now)).await?;
-    Ok(found.map(|(t, u)| Usable {
+    let found = state
+        .db
+        .read(move |c| match live(c, &digest, now)? {
+            Some((t, u)) => Ok(Some((needs_passkey(c, &u)?, t, u))),
+            None => Ok(None),
+        })
+        .await?;
+    Ok(found.map(|(needs_passkey, t, u)| Usable {
         change_for: change_of(&t.data).map(|_| u.id),
+        needs_passkey: needs_passkey && change_of(&t.data).is_none(),
         username: u.username,
         email: t.email,
     }))
+}
+
+/// The options of the passkey that confirms a sign-up made without a password.
+pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
+    if !well_formed(token) {
+        return Ok(None);
+    }
+    let (digest, now) = (TokenHash::of(token), state.clock.now());
+    let found = state
+        .db
+        .read(move |c| match live(c, &digest, now)? {
+            Some((t, u)) if change_of(&t.data).is_none() && needs_passkey(c, &u)? => Ok(Some(u)),
+            _ => Ok(None),
+        })
+        .await?;
+    let Some(user) = found else {
+        return Ok(None);
+    };
+    let who = passkeys::Enrolee {
+        link: &digest,
+        sub: &user.sub,
+        username: &user.username,
+        user_id: Some(user.id),
+    };
+    Ok(Some(passkeys::enrolment_options(state, &who).await?))
 }
 
 /// What pressing "Confirm" came to.
@@ -252,6 +297,9 @@ pub enum Confirmed {
     SignInFirst,
     /// A change confirms only in a browser signed in as its account: another is.
     OtherAccount,
+    /// The account has no credential yet and confirms by making its passkey; the
+    /// message says what to do.
+    Passkey(&'static str),
 }
 
 /// Spends the link (of two parallel uses one wins), marks the address verified, lets
@@ -260,7 +308,16 @@ pub enum Confirmed {
 /// browser, to be the link's account; then the account takes the new address, its
 /// unused reset, sign-in and second-factor mail (sent to the old address) is void,
 /// `account.email_changed` is written and the old address is told.
-pub async fn confirm(state: &AppState, token: &str, ip: &str, viewer: Option<i64>) -> Result<Confirmed, Internal> {
+///
+/// An account with no credential yet (a sign-up without a password) confirms only
+/// with `made`, the passkey made through this link, stored in the same transaction.
+pub async fn confirm(
+    state: &AppState,
+    token: &str,
+    ip: &str,
+    viewer: Option<i64>,
+    made: Option<Made>,
+) -> Result<Confirmed, Internal> {
     if !well_formed(token) {
         return Ok(Confirmed::Dead);
     }
@@ -280,8 +337,24 @@ pub async fn confirm(state: &AppState, token: &str, ip: &str, viewer: Option<i64
                     Some(_) => {}
                 }
             }
+            let made = match (change, needs_passkey(c, &user)?, &made) {
+                (false, true, None) => return Ok(Confirmed::Passkey(crate::i18n::t().acct_verify_needs_passkey)),
+                (false, true, Some(made)) => {
+                    if passkeys::spend_enrolment(c, made, &digest, now)?.as_deref() != Some(user.sub.as_str()) {
+                        return Ok(Confirmed::Passkey(crate::i18n::t().acct_passkey_expired));
+                    }
+                    if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
+                        return Ok(Confirmed::Passkey(crate::i18n::t().acct_passkey_registered));
+                    }
+                    Some(made)
+                }
+                _ => None,
+            };
             if !email_tokens::claim(c, t.id, now)?.won() {
                 return Ok(Confirmed::Dead);
+            }
+            if let Some(made) = made {
+                passkeys::store_in(c, user.id, &user.username, made, now)?;
             }
             if change {
                 use email_tokens::{MFA, RESET, SIGNIN};

@@ -104,6 +104,55 @@ fn setup_admin_client_user_totp_journey_in_chromium() {
     assert!(pngs >= 35, "a screenshot per page ({pngs})");
 }
 
+/// Starts a server on a fresh database with `env` (after `setup` has run the CLI on
+/// it; its output is handed to the script as `from_setup`), runs the Chromium script
+/// `script` against it and checks it printed `done`. Screenshots land in
+/// test-artifacts/`shots`/.
+fn passkey_script(
+    script: &str,
+    shots: &str,
+    env: &[(&str, &str)],
+    setup: impl FnOnce(&str, &[(&str, &str)]) -> Vec<(String, String)>,
+    done: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tessera.db");
+    let db_arg = db.to_str().unwrap().to_string();
+    let port = free_port();
+    let issuer = format!("http://localhost:{port}");
+    let mut env = env.to_vec();
+    env.push(("TESSERA_ISSUER", issuer.as_str()));
+    crate::helpers::tessera_ok(&["--db", &db_arg, "init"], &env, None);
+    let from_setup = setup(&db_arg, &env);
+    let mut server = serve(&db, port, &env);
+    let ready = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < ready, "the server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shots = format!("{root}/test-artifacts/{shots}");
+    let _ = std::fs::remove_dir_all(&shots);
+    let out = Command::new("node")
+        .arg(format!("{root}/tests/browser/{script}"))
+        .current_dir(format!("{root}/tests/browser"))
+        .env("BASE", &issuer)
+        .env("SHOTS", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .envs(from_setup)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(done));
+}
+
 /// Username-first sign-in in Chromium with its virtual authenticator (driven by
 /// tests/browser/passkey_modes.mjs): the username, then the password or the account's
 /// passkey. Screenshots land in test-artifacts/browser-passkeys/.
@@ -112,47 +161,50 @@ fn username_first_sign_in_with_a_passkey_in_chromium() {
     if !ready() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tessera.db");
-    let db_arg = db.to_str().unwrap().to_string();
-    let port = free_port();
-    let issuer = format!("http://localhost:{port}");
-    let env = [
-        ("TESSERA_PASSKEY_MODE", "username-first"),
-        ("TESSERA_ISSUER", issuer.as_str()),
-    ];
-    crate::helpers::tessera_ok(&["--db", &db_arg, "init"], &env, None);
-    crate::helpers::tessera_ok(
-        &["--db", &db_arg, "user", "add", "nora", "--password-stdin"],
+    let env = [("TESSERA_PASSKEY_MODE", "username-first")];
+    let setup = |db: &str, env: &[(&str, &str)]| {
+        crate::helpers::tessera_ok(
+            &["--db", db, "user", "add", "nora", "--password-stdin"],
+            env,
+            Some("nora's long passphrase\n"),
+        );
+        Vec::new()
+    };
+    passkey_script(
+        "passkey_modes.mjs",
+        "browser-passkeys",
         &env,
-        Some("nora's long passphrase\n"),
+        setup,
+        "passkey modes complete",
     );
-    let mut server = serve(&db, port, &env);
-    let ready = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < ready, "the server did not start");
-        std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
+/// Passkey-only accounts in Chromium with its virtual authenticator (driven by
+/// tests/browser/passkey_only.mjs): an invitation accepted with a passkey and no
+/// password, the username step asking for the passkey alone, and a confirmation with
+/// it. Screenshots land in test-artifacts/browser-passkey-only/.
+#[test]
+fn passkey_only_accounts_in_chromium() {
+    if !ready() {
+        return;
     }
-    let root = env!("CARGO_MANIFEST_DIR");
-    let shots = format!("{root}/test-artifacts/browser-passkeys");
-    let _ = std::fs::remove_dir_all(&shots);
-    let out = Command::new("node")
-        .arg(format!("{root}/tests/browser/passkey_modes.mjs"))
-        .current_dir(format!("{root}/tests/browser"))
-        .env("BASE", &issuer)
-        .env("SHOTS", &shots)
-        .env("CHROMIUM", CHROMIUM)
-        .output()
-        .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the passkey journey failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let env = [("TESSERA_PASSKEY_MODE", "passkey-only"), ("TESSERA_SIGNUP", "invite")];
+    let setup = |db: &str, env: &[(&str, &str)]| {
+        let out = crate::helpers::tessera_ok(&["--db", db, "user", "invite", "iris@example.org"], env, None);
+        let link = out
+            .split_whitespace()
+            .find(|w| w.contains("/invite?token="))
+            .expect("the invitation link is printed")
+            .to_string();
+        vec![("INVITE".to_string(), link)]
+    };
+    passkey_script(
+        "passkey_only.mjs",
+        "browser-passkey-only",
+        &env,
+        setup,
+        "passkey-only complete",
     );
-    assert!(stdout.contains("passkey modes complete"));
 }
 
 /// A single-page app on another origin: the pinned oidc-client-ts in Chromium, driven

@@ -76,7 +76,7 @@ fn on_app(app: &TestApp, link: &str) -> String {
     link.to_string()
 }
 
-fn token_of(link: &str) -> String {
+pub(crate) fn token_of(link: &str) -> String {
     url::Url::parse(link)
         .unwrap()
         .query_pairs()

@@ -50,6 +50,7 @@ mod openapi;
 mod outbox;
 mod packaging;
 mod par;
+mod passkey_accounts;
 mod passkeys;
 mod password_grant;
 mod presets;

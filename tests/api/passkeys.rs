@@ -40,9 +40,22 @@ pub(crate) async fn register(
 }
 
 /// Opens the login page of an authorization and signs in with the passkey.
-async fn passkey_sign_in(app: &TestApp, a: &mut Authenticator) -> (reqwest::Response, Vec<(String, String)>) {
-    let b = browser();
-    let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
+pub(crate) async fn passkey_sign_in(
+    app: &TestApp,
+    a: &mut Authenticator,
+) -> (reqwest::Response, Vec<(String, String)>) {
+    passkey_sign_in_at(app, &browser(), &app.authorize_url("rp", &[]), a).await
+}
+
+/// Opens the login page at `url` in `b` and signs in with the passkey: the answer and
+/// the form posted.
+pub(crate) async fn passkey_sign_in_at(
+    app: &TestApp,
+    b: &reqwest::Client,
+    url: &str,
+    a: &mut Authenticator,
+) -> (reqwest::Response, Vec<(String, String)>) {
+    let fields = app.open_login(b, url).await;
     let base = [
         ("request_id", fields["request_id"].clone()),
         ("csrf", fields["csrf"].clone()),

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_apps.sql"),
     include_str!("migrations/0013_protocol2.sql"),
     include_str!("migrations/0014_branding.sql"),
+    include_str!("migrations/0015_passkey_accounts.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -348,6 +348,7 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("request_hash", B),
             ("expires_at", I),
             ("used_at", I),
+            ("subject", T),
         ],
     },
     // Queued back-channel logouts: the new nodes' deliverer sends what the old ones
