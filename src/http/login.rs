@@ -102,7 +102,10 @@ pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
             super::branding::for_client(&r.client_id);
             client_name(state, &r.client_id).await
         }
-        Pending::Portal(_) => crate::i18n::t().signin_for_account.to_string(),
+        Pending::Portal(_) => {
+            let t = crate::i18n::t();
+            t.fill(t.signin_for_account, "org", super::branding::shown().org_name)
+        }
         _ => crate::i18n::t().signin_for_device.to_string(),
     }
 }

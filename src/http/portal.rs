@@ -89,8 +89,9 @@ pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, Http
             return Err(limited);
         }
         let pending = Pending::Portal(return_path(req));
-        let purpose = crate::i18n::t().acct_portal_purpose;
-        return Err(login_page(req, state, &state.ctx(), pending, purpose, "").await);
+        let t = crate::i18n::t();
+        let purpose = t.fill(t.acct_portal_purpose, "org", super::branding::shown().org_name);
+        return Err(login_page(req, state, &state.ctx(), pending, &purpose, "").await);
     }
     let t = crate::i18n::t();
     Err(pages::error_page(

@@ -170,6 +170,16 @@ async fn the_admin_page_stores_branding_that_takes_precedence_on_each_backend() 
             .await
             .unwrap();
         assert!(css.contains("--accent: #123abc") && css.contains("border-top"), "{css}");
+        // The account's own sign-in names the stored organisation.
+        let portal = plain_client()
+            .get(app.url("/account"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(portal.contains("your Acme Cooperative account"), "{portal}");
 
         // A drawing that would run script is refused, and nothing changes.
         let evil = r#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
