@@ -393,6 +393,39 @@ try {
   await small.setViewportSize({ width: 360, height: 740 });
   await small.reload();
   await noSideways(small, "dashboard after resizing back");
+
+  // 13. The login page in other languages (the browser's Accept-Language picks them),
+  // then branded through the admin page: a name, a colour and an SVG logo.
+  for (const [locale, lang, heading] of [["fr-FR", "fr", "Connexion"], ["es-ES", "es", "Iniciar sesión"]]) {
+    const speaking = await browser.newContext({ locale });
+    const p = await speaking.newPage();
+    await p.goto(`${BASE}/account`);
+    check((await p.getAttribute("html", "lang")) === lang, `Accept-Language ${locale} gives ${lang}`);
+    check((await p.textContent("h1")).trim() === heading, `the sign-in heading in ${lang}`);
+    await snap(p, `login-${lang}`);
+    await speaking.close();
+  }
+  await small.setViewportSize({ width: 1280, height: 900 });
+  await small.goto(`${BASE}/admin/branding`);
+  await small.fill("#org-name", "Example Co-op");
+  await small.fill("#accent-color", "#0b7a3e");
+  const logo = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 120 32"><rect width="32" height="32" rx="6" fill="#0b7a3e"/>' +
+    '<circle cx="16" cy="16" r="8" fill="#fff"/><rect x="40" y="10" width="76" height="12" rx="3" fill="#1d2330"/></svg>';
+  await small.setInputFiles("#logo", { name: "logo.svg", mimeType: "image/svg+xml", buffer: Buffer.from(logo) });
+  await submit(small, "#branding-form button[type=submit]");
+  check(!(await small.isVisible(".field-error")), "the branding is stored");
+  const visitor = await browser.newContext();
+  const branded = await visitor.newPage();
+  await branded.goto(`${BASE}/account`);
+  check(await branded.isVisible("#brand-logo"), "the login page shows the logo");
+  check((await branded.getAttribute("#brand-logo", "alt")) === "Example Co-op", "the logo is named by the organisation");
+  const shown = await branded.$eval("#brand-logo", (img) => img.complete && img.naturalWidth > 0);
+  check(shown, "the logo loads as its own resource");
+  check((await branded.textContent(".lead")).includes("your Example Co-op account"), "the sign-in names the organisation");
+  const accent = await branded.$eval("button[type=submit]", (b) => getComputedStyle(b).backgroundColor);
+  check(accent === "rgb(11, 122, 62)", `the accent colour is applied (${accent})`);
+  await snap(branded, "login-branded");
+  await visitor.close();
   console.log("journey complete");
 } finally {
   await browser.close();
