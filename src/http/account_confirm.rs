@@ -59,13 +59,8 @@ struct ConfirmPage<'a> {
 }
 
 async fn page(state: &AppState, v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
-    let uid = v.user.id;
-    let passkey = match state
-        .db
-        .read(move |c| crate::db::passkeys::count_for_user(c, uid))
-        .await
-    {
-        Ok(n) => n > 0,
+    let passkey = match crate::auth::passkeys::list(state, v.user.id).await {
+        Ok(keys) => !keys.is_empty(),
         Err(e) => return errors::server_page(e),
     };
     let next = match next {
