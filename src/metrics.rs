@@ -60,6 +60,8 @@ pub struct Gauges {
     pub hash_queue_depth: usize,
     pub hash_wait_seconds_total: f64,
     pub hash_jobs_total: u64,
+    /// Verifications run two at a time.
+    pub hash_paired_total: u64,
     /// The SQLite writer's counters (none on PostgreSQL).
     pub writer: Option<crate::db::WriterStats>,
     /// The PostgreSQL pool (none on SQLite).
@@ -194,6 +196,13 @@ impl Metrics {
             "Password hashing jobs done.",
             "counter",
             g.hash_jobs_total.to_string(),
+        );
+        gauge(
+            &mut out,
+            "tessera_hash_paired_total",
+            "Password verifications run two at a time.",
+            "counter",
+            g.hash_paired_total.to_string(),
         );
         gauge(
             &mut out,
@@ -346,6 +355,7 @@ mod tests {
             hash_queue_depth: 2,
             hash_wait_seconds_total: 0.5,
             hash_jobs_total: 9,
+            hash_paired_total: 4,
             writer: Some(crate::db::WriterStats {
                 batches: 1,
                 operations: 4,
@@ -375,6 +385,7 @@ mod tests {
         assert!(replicating.contains("tessera_backups_total 4"));
         assert!(replicating.contains("tessera_backup_last_success_timestamp_seconds 1700000000"));
         assert!(text.contains("tessera_writer_operations_total 4"));
+        assert!(text.contains("tessera_hash_paired_total 4"));
         assert!(text.contains("tessera_writer_commit_seconds_total 0.01"));
         assert!(!text.contains("tessera_pg_"), "no pool on SQLite");
         let on_postgres = m.render(&Gauges {

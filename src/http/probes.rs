@@ -67,6 +67,7 @@ pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         hash_queue_depth: state.hasher.queue_depth(),
         hash_wait_seconds_total: hash.wait_micros.load(Ordering::Relaxed) as f64 / 1e6,
         hash_jobs_total: hash.jobs.load(Ordering::Relaxed),
+        hash_paired_total: hash.paired.load(Ordering::Relaxed),
         writer: state.db.writer_stats(),
         pool: state.db.pool_stats(),
         db_bytes,
