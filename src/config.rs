@@ -46,6 +46,7 @@ pub struct RawSettings {
     pub signup_domains: Option<String>,
     pub org_name: Option<String>,
     pub default_locale: Option<String>,
+    pub access_token_alg: Option<String>,
     /// Branding files and colour (`branding::Defaults`).
     pub logo: Option<String>,
     pub accent_color: Option<String>,
@@ -125,6 +126,7 @@ struct FileSettings {
     signup_domains: Option<toml::Value>,
     org_name: Option<toml::Value>,
     default_locale: Option<toml::Value>,
+    access_token_alg: Option<toml::Value>,
     logo: Option<toml::Value>,
     accent_color: Option<toml::Value>,
     stylesheet: Option<toml::Value>,
@@ -278,6 +280,9 @@ pub struct Settings {
     /// The language of pages and mail when neither the application (`ui_locales`)
     /// nor the browser (`Accept-Language`) names one Tessera speaks.
     pub default_locale: crate::i18n::Locale,
+    /// `--access-token-alg`: what access tokens are signed with; `None` signs them as
+    /// the client's ID tokens (RS256 unless the client chose another).
+    pub access_token_alg: Option<crate::crypto::keys::Alg>,
     /// The logo, accent colour and stylesheet the flags give; the admin page's take
     /// precedence.
     pub branding: crate::branding::Defaults,
@@ -410,6 +415,7 @@ impl Default for Settings {
             signup_domains: Vec::new(),
             org_name: "Tessera".to_string(),
             default_locale: crate::i18n::Locale::En,
+            access_token_alg: None,
             branding: crate::branding::Defaults::default(),
             mail_per_hour: 5,
             account_deletion: AccountDeletion::SelfService,
@@ -537,6 +543,14 @@ impl Settings {
                     format!("`{}` is not one of {}", v.trim(), crate::i18n::supported().join(", ")),
                 )
             })?;
+        }
+        if let Some(v) = pick(&raw.access_token_alg, &file.access_token_alg) {
+            s.access_token_alg = Some(crate::crypto::keys::Alg::parse(v.trim()).ok_or_else(|| {
+                invalid(
+                    "access_token_alg",
+                    format!("`{}` is not RS256, ES256 or EdDSA", v.trim()),
+                )
+            })?);
         }
         if let Some(v) = pick(&raw.mail_per_hour, &file.mail_per_hour) {
             s.mail_per_hour = parse_in_range("mail_per_hour", &v, 1, 1000)?;
@@ -1033,9 +1047,11 @@ mod tests {
             account_deletion: Some("approval".into()),
             passkey_mode: Some("username-first".into()),
             default_locale: Some("pt-BR".into()),
+            access_token_alg: Some("EdDSA".into()),
             ..Default::default()
         };
         let s = Settings::load(&raw).unwrap();
+        assert_eq!(s.access_token_alg, Some(crate::crypto::keys::Alg::EdDsa));
         assert_eq!(s.passkey_mode, PasskeyMode::UsernameFirst);
         assert_eq!(s.default_locale, crate::i18n::Locale::Pt);
         assert_eq!(s.signup, Signup::Invite);
@@ -1103,6 +1119,13 @@ mod tests {
                     ..Default::default()
                 },
                 "default_locale",
+            ),
+            (
+                RawSettings {
+                    access_token_alg: Some("HS256".into()),
+                    ..Default::default()
+                },
+                "access_token_alg",
             ),
             (
                 RawSettings {

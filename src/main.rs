@@ -70,6 +70,14 @@ struct Common {
     /// The language of pages and mail when neither the application nor the browser asks for one Tessera speaks: en, de, fr, es, it, nl or pt [default: en]
     #[arg(long, global = true, env = "TESSERA_DEFAULT_LOCALE", value_name = "TAG")]
     default_locale: Option<String>,
+    /// What access tokens are signed with: RS256, ES256 or EdDSA (ES256 and EdDSA cost a fraction of RS256) [default: as the client's ID tokens, RS256 unless the client chose another]
+    #[arg(
+        long,
+        global = true,
+        env = "TESSERA_ACCESS_TOKEN_ALG",
+        value_name = "RS256|ES256|EdDSA"
+    )]
+    access_token_alg: Option<String>,
     /// A logo for the pages, PNG or SVG, at most 256 KiB (the admin page's takes precedence)
     #[arg(long, global = true, env = "TESSERA_LOGO", value_name = "FILE")]
     logo: Option<String>,
@@ -424,6 +432,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         signup_domains: common.signup_domains.clone(),
         org_name: common.org_name.clone(),
         default_locale: common.default_locale.clone(),
+        access_token_alg: common.access_token_alg.clone(),
         logo: common.logo.clone(),
         accent_color: common.accent_color.clone(),
         stylesheet: common.stylesheet.clone(),

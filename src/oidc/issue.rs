@@ -156,7 +156,7 @@ pub fn mint_for_client(
     at.insert("gid".into(), Value::from(grant.id.clone()));
     binding.apply(&mut at);
     Ok(TokenResponse {
-        access_token: jwt::sign(&keys, alg, "at+jwt", at, now)?,
+        access_token: jwt::sign(&keys, cx.settings.access_token_alg.unwrap_or(alg), "at+jwt", at, now)?,
         token_type: binding.token_type(),
         expires_in: ttl,
         scope: scope.to_string(),
@@ -202,7 +202,9 @@ pub fn mint(cx: &Ctx<'_>, m: &Mint<'_>) -> Result<TokenResponse, OAuthError> {
     // RFC 9068 §2.2: an access token may carry further claims; only mapped ones do.
     add_missing(&mut at, released.access_token.claims);
     m.binding.apply(&mut at);
-    let access_token = jwt::sign(&keys, m.alg, "at+jwt", at, now)?;
+    // `--access-token-alg`, else as the ID token (RFC 9068 §2.1: any asymmetric alg).
+    let at_alg = cx.settings.access_token_alg.unwrap_or(m.alg);
+    let access_token = jwt::sign(&keys, at_alg, "at+jwt", at, now)?;
 
     let id_token = if m.scope.contains("openid") {
         let mut id = released.id_token.claims;

@@ -491,3 +491,45 @@ async fn a_retried_refresh_within_the_grace_window_does_not_revoke_the_family() 
         .await;
     assert_eq!(next.status(), 200, "the family is intact");
 }
+
+/// `--access-token-alg`: every access token, at the code exchange and on refresh, is
+/// signed with it, while the ID token keeps the client's algorithm; introspection and
+/// UserInfo accept it.
+#[tokio::test]
+async fn the_access_token_algorithm_setting_signs_access_tokens_and_leaves_id_tokens_alone() {
+    for alg in ["EdDSA", "ES256"] {
+        let app = spawn_with(|s| s.access_token_alg = tessera::crypto::keys::Alg::parse(alg)).await;
+        app.add_user("ada").await;
+        let secret = app.add_client("rp", false).await.unwrap();
+        let tokens = app.tokens("rp", &secret, "ada").await;
+        let (at_header, _) = jwt_parts(tokens["access_token"].as_str().unwrap());
+        let (id_header, _) = jwt_parts(tokens["id_token"].as_str().unwrap());
+        assert_eq!(at_header["alg"], alg);
+        assert_eq!(id_header["alg"], "RS256", "the client's own ID token algorithm");
+        let active = app
+            .introspect(("rp", &secret), tokens["access_token"].as_str().unwrap())
+            .await;
+        assert_eq!(active["active"], true, "{active}");
+        let info = plain_client()
+            .get(app.url("/userinfo"))
+            .bearer_auth(tokens["access_token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(info.status(), 200);
+        let refreshed: serde_json::Value = app
+            .token(
+                Some(("rp", &secret)),
+                &[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+                ],
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(jwt_parts(refreshed["access_token"].as_str().unwrap()).0["alg"], alg);
+        assert_eq!(jwt_parts(refreshed["id_token"].as_str().unwrap()).0["alg"], "RS256");
+    }
+}
