@@ -273,10 +273,7 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
     };
     if state.settings.passkey_mode.passkey_only() {
         // A form made up to set a password where the deployment gives none.
-        return Ok(Accepted::Invalid(Problems::from([(
-            "password".into(),
-            crate::i18n::t().acct_passkey_only.into(),
-        )])));
+        return Ok(Accepted::Invalid(passkey_problem(crate::i18n::t().acct_passkey_only)));
     }
     let problems = check(choice, Grants::of(&token).admin);
     if !problems.is_empty() {

@@ -167,7 +167,8 @@ pub async fn finish(
         return Ok(Outcome::Dead);
     };
     if holder.kind == Kind::Passkey {
-        return Ok(Outcome::Invalid("password", crate::i18n::t().acct_passkey_only.into()));
+        // Shown beside the passkey button, the page's only way.
+        return Ok(Outcome::Invalid("passkey", crate::i18n::t().acct_passkey_only.into()));
     }
     if let Some(problem) = crate::domain::password_problem(password, &holder.username) {
         return Ok(Outcome::Invalid("password", problem));

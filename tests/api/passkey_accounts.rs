@@ -143,6 +143,11 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
         .await
         .unwrap();
     assert_eq!(forced.status(), 400);
+    let said = forced.text().await.unwrap();
+    assert!(
+        text_of(&said, "passkey-error").is_some_and(|e| e.contains("passkeys")),
+        "{said}"
+    );
     assert!(user(&app, "grace").await.is_none());
 
     // The username is checked before the ceremony starts.
@@ -315,6 +320,7 @@ async fn a_reset_link_makes_a_new_passkey_for_a_passkey_only_account_and_ends_it
         .await
         .unwrap();
     assert_eq!(forced.status(), 400, "a passkey-only account gets no password this way");
+    assert!(text_of(&forced.text().await.unwrap(), "passkey-error").is_some());
 
     let (status, o) = options(&app, &b, "/password/reset/passkey", &[("token", &token)]).await;
     assert_eq!(status, 200);
