@@ -42,6 +42,9 @@ const RETENTION_EVERY_MS: i64 = 10 * 60 * 1000;
 pub struct Stats {
     /// Time of the oldest transaction read but not shipped (0: caught up).
     pub oldest_pending_ms: AtomicI64,
+    /// Time of the first commit since the log was last read (0: none), set by the
+    /// commit hook, so that commits made while a slow upload runs count as lag too.
+    pub oldest_unread_ms: AtomicI64,
     pub last_shipped_ms: AtomicI64,
     pub failures: AtomicU64,
     pub shipped_bytes: AtomicU64,
@@ -52,9 +55,14 @@ pub struct Stats {
 impl Stats {
     /// Seconds the replica is behind: the age of the oldest unshipped transaction.
     pub fn lag_seconds(&self, now_ms: i64) -> f64 {
-        match self.oldest_pending_ms.load(Ordering::Relaxed) {
-            0 => 0.0,
-            t => (now_ms - t).max(0) as f64 / 1000.0,
+        let oldest = [&self.oldest_pending_ms, &self.oldest_unread_ms]
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .filter(|t| *t > 0)
+            .min();
+        match oldest {
+            None => 0.0,
+            Some(t) => (now_ms - t).max(0) as f64 / 1000.0,
         }
     }
 }
@@ -98,9 +106,17 @@ impl Shipper {
         clock: Clock,
     ) -> Result<Self, String> {
         let wake = Arc::new(Wake::default());
-        let poke = wake.clone();
-        let tap = db.wal_tap(Box::new(move || poke.poke())).map_err(|e| e.to_string())?;
         let stats = Arc::new(Stats::default());
+        let (poke, hooked, hook_clock) = (wake.clone(), stats.clone(), clock.clone());
+        let tap = db
+            .wal_tap(Box::new(move || {
+                let now = hook_clock.now_millis();
+                let _ = hooked
+                    .oldest_unread_ms
+                    .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+                poke.poke();
+            }))
+            .map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
         let generation = layout::generation_name(clock.now_millis(), rand::random());
         let mut run = Run {
@@ -365,8 +381,11 @@ impl Run {
                 return;
             }
             let now = self.clock.now_millis();
+            // The commits read now date from the first commit since the last read.
+            let committed = self.stats.oldest_unread_ms.swap(0, Ordering::Relaxed);
             if self.pending.is_empty() {
-                self.stats.oldest_pending_ms.store(now, Ordering::Relaxed);
+                let since = if committed > 0 { committed.min(now) } else { now };
+                self.stats.oldest_pending_ms.store(since, Ordering::Relaxed);
             }
             self.frames_since_checkpoint += tail.commits.iter().map(|c| c.len() as u64).sum::<u64>();
             // Transactions read together share their time, so no restore can tell
