@@ -27,6 +27,7 @@ lint: ## Format check, clippy with warnings as errors, the layering check, scrip
 	bash scripts/check-layers.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
+	node --check stress/peer/server.mjs
 	node --check tests/browser/journey.mjs
 	node --check tests/browser/spa.mjs
 	node --check tests/browser/mail.mjs
@@ -48,7 +49,7 @@ interop-deps: ## Install the relying-party libraries the interoperability tests 
 	npm ci --prefix tests/browser --no-audit --no-fund
 
 # Stress runs: k6 when installed, the Rust driver (stress/) otherwise. See stress/README.md.
-.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench
+.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench stress-peer
 stress-server: ## Start Tessera on a fresh DB with the stress client and users; print the env
 	bash stress/server.sh
 stress-smoke: ## 1 VU, 30 s, 1 s think time
@@ -63,3 +64,6 @@ stress-ratelimit: ## 50 login attempts/s; expects 429 with Retry-After
 	bash stress/run.sh ratelimit
 stress-bench: ## bcrypt ceiling, writer commits/s, per-endpoint throughput, storm
 	bash stress/run.sh bench
+stress-peer: ## The same scenarios against Tessera and node oidc-provider, alternating; ratios and server CPU
+	cargo build --release -p tessera -p tessera-stress
+	bash stress/side-by-side.sh

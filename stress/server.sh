@@ -77,6 +77,14 @@ export STRESS_USERS="$users" STRESS_PASSWORD=stress-password STRESS_REDIRECT_URI
 log_of() { if [ "$background" = 1 ]; then echo "$dir/server$1.log"; else echo /dev/stderr; fi; }
 background=0
 [ "${1:-}" = "--background" ] && background=1
+# A server left from an earlier run would answer the readiness check below with
+# another database and client secret.
+for ((i = 0; i < nodes; i++)); do
+    if curl -fsS -o /dev/null "http://127.0.0.1:$((port + i))/healthz" 2>/dev/null; then
+        echo "stress/server.sh: something already answers on port $((port + i)); stop it or set STRESS_PORT" >&2
+        exit 1
+    fi
+done
 targets=
 for ((i = 0; i < nodes; i++)); do
     node="127.0.0.1:$((port + i))"

@@ -1,5 +1,5 @@
 //! Measurements beside the HTTP scenarios: the bcrypt ceiling, the storage writer's
-//! commit rate, and the server's resident memory.
+//! commit rate, and what the server process uses (memory, CPU).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -113,13 +113,29 @@ pub async fn writer(durable: bool, duration: Duration) -> Result<Vec<(String, St
     ])
 }
 
-/// Samples a process's resident memory while a scenario runs.
-pub struct RssSampler {
+/// Samples the server process while a scenario runs: its resident memory every 250 ms,
+/// and the CPU time it used (user + system, from `/proc/PID/stat`) from start to finish.
+pub struct ServerSampler {
     task: Option<Sampling>,
 }
 
-/// The sampling task (returning idle and peak MB) and its stop flag.
-type Sampling = (tokio::task::JoinHandle<(f64, f64)>, Arc<AtomicBool>);
+/// The sampling task and its stop flag.
+type Sampling = (tokio::task::JoinHandle<Usage>, Arc<AtomicBool>);
+
+/// What the server used during a run.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    pub rss_idle_mb: f64,
+    /// (time since the start, MB), every 250 ms.
+    pub rss: Vec<(Duration, f64)>,
+    pub cpu_seconds: f64,
+}
+
+impl Usage {
+    pub fn rss_peak_mb(&self) -> f64 {
+        self.rss.iter().map(|(_, mb)| *mb).fold(self.rss_idle_mb, f64::max)
+    }
+}
 
 fn rss_mb(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -128,28 +144,76 @@ fn rss_mb(pid: u32) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-impl RssSampler {
+/// Linux reports a process's times in USER_HZ, which is 100 on every architecture it
+/// exposes to user space (x86, arm, riscv), whatever the kernel's own tick.
+const USER_HZ: f64 = 100.0;
+
+/// User plus system CPU seconds of `pid` (and of its threads) so far.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    cpu_of_stat(&stat)
+}
+
+/// Fields 14 and 15 of `/proc/PID/stat` (utime, stime), counted after the command name,
+/// which is in parentheses and may itself hold spaces or parentheses.
+fn cpu_of_stat(stat: &str) -> Option<f64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+impl ServerSampler {
     pub fn start(pid: Option<u32>) -> Self {
         let Some(pid) = pid else { return Self { task: None } };
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let task = tokio::spawn(async move {
-            let idle = rss_mb(pid).unwrap_or(0.0);
-            let mut peak = idle;
+            let started = Instant::now();
+            let cpu_before = cpu_seconds(pid).unwrap_or(0.0);
+            let mut usage = Usage {
+                rss_idle_mb: rss_mb(pid).unwrap_or(0.0),
+                ..Usage::default()
+            };
             while !flag.load(Ordering::Relaxed) {
-                peak = peak.max(rss_mb(pid).unwrap_or(0.0));
+                if let Some(mb) = rss_mb(pid) {
+                    usage.rss.push((started.elapsed(), mb));
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
-            (idle, peak)
+            usage.cpu_seconds = (cpu_seconds(pid).unwrap_or(0.0) - cpu_before).max(0.0);
+            usage
         });
         Self {
             task: Some((task, stop)),
         }
     }
 
-    pub async fn finish(self) -> Option<(f64, f64)> {
+    pub async fn finish(self) -> Option<Usage> {
         let (task, stop) = self.task?;
         stop.store(true, Ordering::Relaxed);
         task.await.ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        let stat = "4242 (tessera (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 9 0";
+        assert_eq!(cpu_of_stat(stat), Some(3.8));
+        assert_eq!(cpu_of_stat("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_millis(30) {
+            std::hint::black_box(spin.elapsed());
+        }
+        assert!(cpu_seconds(std::process::id()).is_some_and(|s| s > 0.0));
     }
 }

@@ -138,12 +138,14 @@ mod tests {
                     seconds: 1.0,
                     iterations_per_second: 10.0,
                     steps: vec![step("login", 80.0), step("token", 2.0)],
+                    rss_peak_mb: None,
                 },
                 Level {
                     vus: 100,
                     seconds: 1.0,
                     iterations_per_second: 30.0,
                     steps: vec![step("login", 3000.0), step("token", 3.0)],
+                    rss_peak_mb: None,
                 },
             ],
             ..Default::default()

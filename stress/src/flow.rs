@@ -22,7 +22,14 @@ pub struct Target {
     pub user_prefix: String,
     pub users: usize,
     pub password: String,
+    scope: String,
+    prompt: Option<String>,
 }
+
+/// Redirects followed within the issuer before a response counts as the answer: a
+/// provider may take the browser through interaction pages (oidc-provider's
+/// `/interaction/…` and `/authorize/…` resume), where Tessera answers at once.
+const MAX_HOPS: usize = 6;
 
 /// Cookies of one simulated browser.
 #[derive(Default, Clone)]
@@ -107,6 +114,8 @@ impl Target {
             user_prefix: args.user_prefix.clone(),
             users: args.users.max(1),
             password: args.password.clone(),
+            scope: args.scope.clone(),
+            prompt: args.prompt.clone().filter(|p| !p.is_empty()),
         })
     }
 
@@ -120,17 +129,48 @@ impl Target {
     pub fn authorize_url(&self) -> (String, String) {
         let verifier = random(32);
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-        let query = url::form_urlencoded::Serializer::new(String::new())
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        query
             .append_pair("client_id", &self.client_id)
             .append_pair("redirect_uri", &self.redirect_uri)
             .append_pair("response_type", "code")
-            .append_pair("scope", "openid profile email")
+            .append_pair("scope", &self.scope)
             .append_pair("state", &random(12))
             .append_pair("nonce", &random(12))
             .append_pair("code_challenge", &challenge)
-            .append_pair("code_challenge_method", "S256")
-            .finish();
-        (format!("{}/authorize?{query}", self.targets.issuer()), verifier)
+            .append_pair("code_challenge_method", "S256");
+        if let Some(prompt) = &self.prompt {
+            query.append_pair("prompt", prompt);
+        }
+        (
+            format!("{}/authorize?{}", self.targets.issuer(), query.finish()),
+            verifier,
+        )
+    }
+
+    /// Follows `resp`'s redirects while they stay on the issuer, as a browser would,
+    /// keeping cookies; returns the first answer that is not such a redirect.
+    async fn within_issuer(
+        &self,
+        hop: &mut Hop,
+        jar: &mut Jar,
+        mut resp: reqwest::Response,
+    ) -> Result<reqwest::Response, String> {
+        for _ in 0..MAX_HOPS {
+            let next = match redirect_to(&resp) {
+                Some(location) if self.targets.on_issuer(&location) => location,
+                _ => return Ok(resp),
+            };
+            resp = self
+                .http
+                .get(&*self.targets.follow(hop, &next))
+                .header(COOKIE, jar.header())
+                .send()
+                .await
+                .map_err(kind)?;
+            jar.absorb(&resp);
+        }
+        Err("redirects: too many within the issuer".into())
     }
 
     /// GET /authorize without a session: the login form and its hidden fields.
@@ -143,6 +183,7 @@ impl Target {
             .await
             .map_err(kind)?;
         jar.absorb(&resp);
+        let resp = self.within_issuer(hop, jar, resp).await?;
         if resp.status() != 200 {
             return Err(format!("authorize: status {}", resp.status().as_u16()));
         }
@@ -176,7 +217,8 @@ impl Target {
             .await
             .map_err(kind)?;
         jar.absorb(&resp);
-        code_in_redirect(&resp, 303, "login")
+        let resp = self.within_issuer(hop, jar, resp).await?;
+        code_in_redirect(&resp, "login")
     }
 
     /// GET /authorize with an SSO session: a code without the password.
@@ -189,7 +231,9 @@ impl Target {
             .send()
             .await
             .map_err(kind)?;
-        Ok((code_in_redirect(&resp, 302, "authorize")?, verifier))
+        jar.absorb(&resp);
+        let resp = self.within_issuer(hop, jar, resp).await?;
+        Ok((code_in_redirect(&resp, "authorize")?, verifier))
     }
 
     async fn token_request(&self, hop: &mut Hop, form: &[(&str, &str)], step: &str) -> Result<Tokens, String> {
@@ -265,17 +309,24 @@ fn kind(e: reqwest::Error) -> String {
     }
 }
 
-/// The code in a redirect to the client, which must have the expected status.
-fn code_in_redirect(resp: &reqwest::Response, status: u16, step: &str) -> Result<String, String> {
-    if resp.status() != status {
-        return Err(format!("{step}: status {}", resp.status().as_u16()));
+/// Where a redirect (302, 303 or 307) sends the browser.
+fn redirect_to(resp: &reqwest::Response) -> Option<String> {
+    if !matches!(resp.status().as_u16(), 302 | 303 | 307) {
+        return None;
     }
-    let location = resp
-        .headers()
-        .get(LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    query_value(location, "code").ok_or_else(|| format!("{step}: no code in the redirect"))
+    let location = resp.headers().get(LOCATION)?.to_str().ok()?;
+    Some(location.to_string())
+}
+
+/// The code in a redirect to the client.
+fn code_in_redirect(resp: &reqwest::Response, step: &str) -> Result<String, String> {
+    let Some(location) = redirect_to(resp) else {
+        return Err(format!("{step}: status {}", resp.status().as_u16()));
+    };
+    if let Some(error) = query_value(&location, "error") {
+        return Err(format!("{step}: error {error} in the redirect"));
+    }
+    query_value(&location, "code").ok_or_else(|| format!("{step}: no code in the redirect"))
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub enum Kind {
     Writer,
     /// 50 login attempts per second; expects 429 with Retry-After
     Ratelimit,
+    /// Sign in once and print the access token (for wrk and curl)
+    SignIn,
 }
 
 #[derive(Parser, Debug)]
@@ -69,6 +71,13 @@ struct Args {
     users: usize,
     #[arg(long, env = "STRESS_PASSWORD", default_value = "stress-password")]
     password: String,
+    /// Scopes of each authorization request
+    #[arg(long, env = "STRESS_SCOPE", default_value = "openid profile email")]
+    scope: String,
+    /// `prompt` of each authorization request (a peer that issues refresh tokens only
+    /// for offline_access with prompt=consent needs "consent")
+    #[arg(long, env = "STRESS_PROMPT")]
+    prompt: Option<String>,
     /// Constant number of virtual users (ignored with --stages)
     #[arg(long, default_value_t = 10)]
     vus: usize,
@@ -76,8 +85,8 @@ struct Args {
     #[arg(long, default_value = "30s", value_parser = scenario::parse_duration)]
     duration: Duration,
     /// Ramping stages like k6: "30s:50,30s:100,1m:100,10s:0"
-    #[arg(long, value_parser = scenario::parse_stages)]
-    stages: Option<Vec<Stage>>,
+    #[arg(long, value_parser = scenario::parse_stage_list)]
+    stages: Option<scenario::Stages>,
     /// Pause after each iteration, e.g. 1s, 500ms
     #[arg(long, default_value = "0s", value_parser = scenario::parse_duration)]
     think: Duration,
@@ -107,19 +116,14 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut args = Args::parse();
+    let mut stages: Option<Vec<Stage>> = args.stages.take().map(|s| s.0);
     if let Some(name) = args.preset.clone() {
-        if let Err(e) = scenario::apply_preset(
-            &name,
-            &mut args.vus,
-            &mut args.duration,
-            &mut args.stages,
-            &mut args.think,
-        ) {
+        if let Err(e) = scenario::apply_preset(&name, &mut args.vus, &mut args.duration, &mut stages, &mut args.think) {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     }
-    let plan = Plan::new(args.vus, args.duration, args.stages.clone(), args.think);
+    let plan = Plan::new(args.vus, args.duration, stages, args.think);
     let report = match args.kind {
         Kind::Bcrypt => bench::bcrypt_ceiling(args.bcrypt_cost, Duration::from_secs(5))
             .await
@@ -131,6 +135,22 @@ async fn main() -> ExitCode {
             Ok(target) => scenario::ratelimit(&target, args.duration).await,
             Err(e) => Err(e),
         },
+        Kind::SignIn => {
+            let token = match flow::Target::new(&args).await {
+                Ok(target) => scenario::access_token(&target).await,
+                Err(e) => Err(e),
+            };
+            return match token {
+                Ok(token) => {
+                    println!("{token}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
         kind => {
             let target = flow::Target::new(&args).await;
             match target {
@@ -162,5 +182,31 @@ async fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_scope_and_prompt_parse_from_the_command_line() {
+        let args = Args::try_parse_from([
+            "tessera-stress",
+            "flow",
+            "--stages",
+            "10s:500,1m:500",
+            "--scope",
+            "openid offline_access",
+            "--prompt",
+            "consent",
+        ])
+        .unwrap();
+        let stages = args.stages.unwrap().0;
+        assert_eq!(stages.len(), 2);
+        assert_eq!(stages[1].target, 500);
+        assert_eq!(args.scope, "openid offline_access");
+        assert_eq!(args.prompt.as_deref(), Some("consent"));
+        assert!(Args::try_parse_from(["tessera-stress", "flow", "--stages", "soon"]).is_err());
     }
 }

@@ -30,6 +30,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// The stages given on the command line, as one value (clap would take a `Vec` for
+/// a list of separate values).
+#[derive(Clone, Debug)]
+pub struct Stages(pub Vec<Stage>);
+
+pub fn parse_stage_list(s: &str) -> Result<Stages, String> {
+    parse_stages(s).map(Stages)
+}
+
 /// "30s:50,1m:100" — k6's stages: ramp linearly to `target` VUs over `duration`.
 pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
     s.split(',')
@@ -199,8 +208,20 @@ async fn iteration(kind: Kind, t: &Target, vu: &mut Vu, rec: &mut Recorder, leve
                 }
             }
         }
-        Kind::Bcrypt | Kind::Writer | Kind::Ratelimit => Ok(()),
+        Kind::Bcrypt | Kind::Writer | Kind::Ratelimit | Kind::SignIn => Ok(()),
     }
+}
+
+/// One sign-in's access token, for generators that replay one request (wrk).
+pub async fn access_token(t: &Target) -> Result<String, String> {
+    let mut vu = Vu {
+        id: 0,
+        hop: Hop::default(),
+        jar: Jar::default(),
+        tokens: None,
+    };
+    sign_in(t, &mut vu).await?;
+    Ok(vu.tokens.map(|t| t.access).unwrap_or_default())
 }
 
 /// Signs a VU in once (not measured) so it holds a session and tokens.
@@ -212,12 +233,15 @@ async fn sign_in(t: &Target, vu: &mut Vu) -> Result<(), String> {
     Ok(())
 }
 
-/// A probe of the storm: token, introspect and refresh measured while logins run.
+/// A probe of the storm: the login page (the authorization request a person's click
+/// sends), token, introspect and refresh, measured while logins run.
 async fn probe(t: &Target, vu: &mut Vu, rec: &mut Recorder, level: usize) -> Result<(), String> {
     if vu.tokens.is_none() {
         sign_in(t, vu).await?;
     }
     let hop = &mut vu.hop;
+    let (url, _) = t.authorize_url();
+    timed(rec, "login page", level, t.authorize(hop, &mut Jar::default(), &url)).await?;
     let (code, verifier) = t.code_with_session(hop, &mut vu.jar).await?;
     let tokens = timed(rec, "token", level, t.token(hop, &code, &verifier)).await?;
     timed(rec, "introspect", level, t.introspect(hop, &tokens.access)).await?;
@@ -225,22 +249,39 @@ async fn probe(t: &Target, vu: &mut Vu, rec: &mut Recorder, level: usize) -> Res
     Ok(())
 }
 
+/// Whether a VU of `kind` needs a session and tokens before it is measured.
+fn signs_in_first(kind: Kind, is_probe: bool) -> bool {
+    is_probe || matches!(kind, Kind::TokenOnly | Kind::RefreshOnly | Kind::IntrospectOnly)
+}
+
+/// A VU ready to run: signed in beforehand when its iterations need a session, so
+/// that those logins fall outside the measured time (and the server CPU counted).
+async fn ready_vu(kind: Kind, target: Arc<Target>, id: usize, is_probe: bool) -> Vu {
+    let mut vu = Vu {
+        id,
+        hop: Hop::starting_at(id),
+        jar: Jar::default(),
+        tokens: None,
+    };
+    if signs_in_first(kind, is_probe) && sign_in(&target, &mut vu).await.is_err() {
+        // Counted in the run: the iteration signs in again and records the error.
+        vu.tokens = None;
+        vu.jar = Jar::default();
+    }
+    vu
+}
+
 fn vu_loop(
     kind: Kind,
     target: Arc<Target>,
     plan: Arc<Plan>,
-    id: usize,
+    mut vu: Vu,
     started: Instant,
     is_probe: bool,
 ) -> tokio::task::JoinHandle<Recorder> {
     tokio::spawn(async move {
         let mut rec = Recorder::default();
-        let mut vu = Vu {
-            id,
-            hop: Hop::starting_at(id),
-            jar: Jar::default(),
-            tokens: None,
-        };
+        let id = vu.id;
         let think = if is_probe {
             Duration::from_millis(100)
         } else {
@@ -280,17 +321,27 @@ fn vu_loop(
 pub async fn run(kind: Kind, target: Target, plan: Plan, args: &Args) -> Result<Report, String> {
     let target = Arc::new(target);
     let plan = Arc::new(plan);
-    let started = Instant::now();
-    let memory = crate::bench::RssSampler::start(args.server_pid);
-    let mut handles: Vec<_> = (0..plan.max_vus())
-        .map(|id| vu_loop(kind, target.clone(), plan.clone(), id, started, false))
+    let probe_vus = if kind == Kind::Storm { args.probe_vus } else { 0 };
+    let (vus, probe_vus) = (plan.max_vus(), probe_vus);
+    let readying: Vec<_> = (0..vus + probe_vus)
+        .map(|id| tokio::spawn(ready_vu(kind, target.clone(), id, id >= vus)))
         .collect();
+    let mut ready = Vec::with_capacity(readying.len());
+    for r in readying {
+        ready.push(r.await.map_err(|e| e.to_string())?);
+    }
+    let started = Instant::now();
+    let sampler = crate::bench::ServerSampler::start(args.server_pid);
+    let mut handles = Vec::new();
     let mut probes = Vec::new();
-    if kind == Kind::Storm {
-        let base = plan.max_vus();
-        probes = (0..args.probe_vus)
-            .map(|i| vu_loop(kind, target.clone(), plan.clone(), base + i, started, true))
-            .collect();
+    for vu in ready {
+        let is_probe = vu.id >= vus;
+        let handle = vu_loop(kind, target.clone(), plan.clone(), vu, started, is_probe);
+        if is_probe {
+            probes.push(handle);
+        } else {
+            handles.push(handle);
+        }
     }
     let mut logins = Recorder::default();
     for h in handles.drain(..) {
@@ -312,9 +363,8 @@ pub async fn run(kind: Kind, target: Target, plan: Plan, args: &Args) -> Result<
         Report::build(&name, logins, wall, &plan.levels())
     };
     report = report.sent_to(target.targets.issuer(), target.targets.all());
-    if let Some((idle, peak)) = memory.finish().await {
-        report.notes.push(("server RSS idle".into(), format!("{:.1} MB", idle)));
-        report.notes.push(("server RSS peak".into(), format!("{:.1} MB", peak)));
+    if let Some(usage) = sampler.finish().await {
+        report = report.with_usage(&usage);
     }
     if args.calibrate {
         let ceiling = crate::bench::bcrypt_rate(args.bcrypt_cost, Duration::from_secs(5)).await?;

@@ -87,6 +87,18 @@ pub struct Level {
     pub seconds: f64,
     pub iterations_per_second: f64,
     pub steps: Vec<StepStats>,
+    /// The server's peak resident memory during this level, when it was sampled.
+    pub rss_peak_mb: Option<f64>,
+}
+
+/// What the server process used over the run (`--server-pid`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerUse {
+    pub rss_idle_mb: f64,
+    pub rss_peak_mb: f64,
+    pub cpu_seconds: f64,
+    /// Server CPU per completed iteration (per refresh in refresh-only, per flow in flow).
+    pub cpu_ms_per_iteration: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
@@ -101,11 +113,12 @@ pub struct Report {
     pub steps: Vec<StepStats>,
     pub levels: Vec<Level>,
     pub errors: BTreeMap<String, u64>,
+    pub server: Option<ServerUse>,
     pub notes: Vec<(String, String)>,
 }
 
 /// Step names in flow order, so tables read top to bottom like the flow.
-pub const STEP_ORDER: &[&str] = &["authorize", "login", "token", "introspect", "refresh"];
+pub const STEP_ORDER: &[&str] = &["authorize", "login", "token", "introspect", "refresh", "login page"];
 
 fn ordered(names: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
     let mut list: Vec<&'static str> = names.collect();
@@ -161,6 +174,7 @@ impl Report {
                     seconds: secs,
                     iterations_per_second: if secs > 0.0 { its as f64 / secs } else { 0.0 },
                     steps,
+                    rss_peak_mb: None,
                 }
             })
             .collect();
@@ -179,8 +193,32 @@ impl Report {
             steps,
             levels,
             errors: rec.errors,
+            server: None,
             notes: Vec::new(),
         }
+    }
+
+    /// Adds what the server used: overall, and the peak memory of each level (the
+    /// samples taken within its stretch of the run).
+    pub fn with_usage(mut self, usage: &crate::bench::Usage) -> Self {
+        let mut from = 0.0;
+        for level in &mut self.levels {
+            let to = from + level.seconds;
+            level.rss_peak_mb = usage
+                .rss
+                .iter()
+                .filter(|(t, _)| (from..to).contains(&t.as_secs_f64()))
+                .map(|(_, mb)| *mb)
+                .reduce(f64::max);
+            from = to;
+        }
+        self.server = Some(ServerUse {
+            rss_idle_mb: usage.rss_idle_mb,
+            rss_peak_mb: usage.rss_peak_mb(),
+            cpu_seconds: usage.cpu_seconds,
+            cpu_ms_per_iteration: 1000.0 * usage.cpu_seconds / self.iterations.max(1) as f64,
+        });
+        self
     }
 
     pub fn sent_to(mut self, issuer: &str, targets: &[String]) -> Self {
@@ -240,8 +278,9 @@ impl Report {
                 out += "per VU level:\n";
                 for l in &self.levels {
                     let p95 = |name: &str| l.steps.iter().find(|s| s.step == name).map(|s| s.p95_ms).unwrap_or(0.0);
+                    let rss = l.rss_peak_mb.map(|mb| format!("  RSS {mb:.1} MB")).unwrap_or_default();
                     out += &format!(
-                        "  {:>4} VUs  {:>7.2} it/s  login p95 {:>9.1}  token p95 {:>7.1}  introspect p95 {:>7.1}  refresh p95 {:>7.1}\n",
+                        "  {:>4} VUs  {:>7.2} it/s  login p95 {:>9.1}  token p95 {:>7.1}  introspect p95 {:>7.1}  refresh p95 {:>7.1}{rss}\n",
                         l.vus,
                         l.iterations_per_second,
                         p95("login"),
@@ -251,6 +290,14 @@ impl Report {
                     );
                 }
             }
+        }
+        if let Some(u) = &self.server {
+            out += &format!("server RSS idle: {:.1} MB\n", u.rss_idle_mb);
+            out += &format!("server RSS peak: {:.1} MB\n", u.rss_peak_mb);
+            out += &format!(
+                "server CPU: {:.2} s, {:.3} ms per iteration\n",
+                u.cpu_seconds, u.cpu_ms_per_iteration
+            );
         }
         for (k, v) in &self.notes {
             out += &format!("{k}: {v}\n");
@@ -300,5 +347,32 @@ mod tests {
         assert_eq!(single.targets_line(), "target http://a\n");
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["steps"][0]["step"], "login");
+    }
+
+    #[test]
+    fn server_use_is_split_by_level_and_counted_per_iteration() {
+        let mut rec = Recorder::default();
+        for level in [0, 0, 1, 1] {
+            rec.record("refresh", level, Duration::from_millis(1));
+            rec.iteration(level);
+        }
+        let levels = [(10, Duration::from_secs(2)), (20, Duration::from_secs(2))];
+        let usage = crate::bench::Usage {
+            rss_idle_mb: 10.0,
+            rss: vec![
+                (Duration::from_millis(500), 12.0),
+                (Duration::from_millis(1500), 14.0),
+                (Duration::from_millis(2500), 30.0),
+                (Duration::from_millis(3500), 20.0),
+            ],
+            cpu_seconds: 0.2,
+        };
+        let report = Report::build("refreshonly", rec, Duration::from_secs(4), &levels).with_usage(&usage);
+        assert_eq!(report.levels[0].rss_peak_mb, Some(14.0));
+        assert_eq!(report.levels[1].rss_peak_mb, Some(30.0));
+        let server = report.server.as_ref().unwrap();
+        assert_eq!(server.rss_peak_mb, 30.0);
+        assert!((server.cpu_ms_per_iteration - 50.0).abs() < 1e-9);
+        assert!(report.table().contains("server CPU: 0.20 s, 50.000 ms per iteration"));
     }
 }

@@ -71,6 +71,14 @@ impl Targets {
         }
     }
 
+    /// Whether a redirect to `location` stays on the issuer (its URL, or a path).
+    pub fn on_issuer(&self, location: &str) -> bool {
+        let absolute = location
+            .strip_prefix(self.issuer.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?', '#']));
+        absolute || (location.starts_with('/') && !location.starts_with("//"))
+    }
+
     /// Where `hop`'s next request to the issuer's `path` (`/token`) goes.
     pub fn url(&self, hop: &mut Hop, path: &str) -> String {
         format!("{}{path}", self.base(hop))
@@ -146,6 +154,16 @@ mod tests {
             "http://127.0.0.1:9100/authorize?x=1"
         );
         assert_eq!(t.issuer(), "https://id.example");
+    }
+
+    #[test]
+    fn redirects_on_the_issuer_are_told_from_the_clients() {
+        let t = Targets::new("http://127.0.0.1:9200", None).unwrap();
+        assert!(t.on_issuer("/interaction/abc"));
+        assert!(t.on_issuer("http://127.0.0.1:9200/authorize/abc"));
+        assert!(!t.on_issuer("http://127.0.0.1:9999/callback?code=c"));
+        assert!(!t.on_issuer("http://127.0.0.1:92000/x"));
+        assert!(!t.on_issuer("//evil.example/x"));
     }
 
     #[test]

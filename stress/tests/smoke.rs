@@ -60,6 +60,8 @@ async fn the_driver_runs_the_full_flow_without_errors() {
         .unwrap();
 
     let svg = dir.path().join("chart.svg");
+    let issuer2 = issuer.clone();
+    let secret2 = secret.expose().to_string();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_tessera-stress"))
             .args([
@@ -95,4 +97,42 @@ async fn the_driver_runs_the_full_flow_without_errors() {
     assert!(std::fs::read_to_string(dir.path().join("chart.svg"))
         .unwrap()
         .contains("<svg"));
+
+    // The storm's probes measure the login page beside the token endpoints, and the
+    // server's CPU is read from /proc for the process given.
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera-stress"))
+            .args([
+                "storm",
+                "--vus",
+                "2",
+                "--probe-vus",
+                "1",
+                "--duration",
+                "2s",
+                "--users",
+                "3",
+                "--json",
+            ])
+            .args(["--server-pid", &std::process::id().to_string()])
+            .env("TESSERA_ISSUER", &issuer2)
+            .env("STRESS_CLIENT_SECRET", secret2)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps: Vec<&str> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["authorize", "login", "token", "introspect", "refresh", "login page"]
+    );
+    assert!(report["server"]["cpu_seconds"].as_f64().unwrap() > 0.0, "{report}");
 }
