@@ -20,7 +20,7 @@ pub enum JwtError {
 }
 
 /// A verified token: its header type and claims.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Signed {
     pub typ: Option<String>,
     pub alg: String,
@@ -53,14 +53,22 @@ pub fn verify(keys: &KeySet, token: &str) -> Result<Signed, JwtError> {
     if token.len() > 16 * 1024 {
         return Err(JwtError::Invalid);
     }
+    // The digest covers the whole compact form, signature included: only the very
+    // token verified before is taken as verified.
+    let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    if let Some(signed) = keys.remembered(&digest) {
+        return Ok(signed);
+    }
     let (payload, header) =
         jwt::decode_with_verifier_selector(token, |header| Ok(header.key_id().and_then(|kid| keys.verifier(kid))))
             .map_err(|_| JwtError::Invalid)?;
-    Ok(Signed {
+    let signed = Signed {
         typ: header.token_type().map(str::to_string),
         alg: header.algorithm().unwrap_or_default().to_string(),
         claims: payload.into(),
-    })
+    };
+    keys.remember(digest, &signed);
+    Ok(signed)
 }
 
 /// The `kid` a token's header names, read without verifying anything: only to decide
@@ -129,6 +137,33 @@ mod tests {
         assert!(verify(&keys, &parts.join(".")).is_err());
         assert!(verify(&keys, "not.a.jwt").is_err());
         assert!(verify(&keys, "").is_err());
+    }
+
+    #[test]
+    fn a_verified_token_is_remembered_by_its_key_set_and_only_that_token() {
+        let keys = keys();
+        let mut claims = Map::new();
+        claims.insert("sub".into(), json!("alice"));
+        let token = sign(&keys, Alg::Es256, "at+jwt", claims, 0).unwrap();
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        assert!(keys.remembered(&digest).is_none());
+        verify(&keys, &token).unwrap();
+        let again = keys.remembered(&digest).expect("remembered after the first check");
+        assert_eq!(again.claims["sub"], "alice");
+        assert_eq!(verify(&keys, &token).unwrap().typ.as_deref(), Some("at+jwt"));
+
+        // Another signature over the same header and claims is checked, not taken
+        // for the remembered token.
+        let (head, sig) = token.rsplit_once('.').unwrap();
+        let mut bytes = URL_SAFE_NO_PAD.decode(sig).unwrap();
+        bytes[0] ^= 1;
+        let altered = format!("{head}.{}", URL_SAFE_NO_PAD.encode(bytes));
+        assert!(verify(&keys, &altered).is_err());
+
+        // A new set (a rotation, or a reload after a key is withdrawn) starts empty.
+        let rec = SigningKeyRecord::generate(Alg::Es256, "k2".into(), 0).unwrap();
+        let rotated = KeySet::from_records(&[rec], 0, 0).unwrap();
+        assert!(verify(&rotated, &token).is_err());
     }
 
     #[test]

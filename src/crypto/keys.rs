@@ -1,12 +1,14 @@
 //! Signing keys: generated and parsed once, held in memory, swapped whole on rotation.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use josekit::jwk::alg::ed::EdCurve;
 use josekit::jwk::Jwk;
 use josekit::jws::{EdDSA, JwsSigner, JwsVerifier, ES256, RS256};
 use serde_json::{Map, Value};
+
+use super::jwt::Signed;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -116,7 +118,16 @@ pub struct KeySet {
     active: HashMap<Alg, Vec<ActiveKey>>,
     verifiers: HashMap<String, Box<dyn JwsVerifier>>,
     jwks: String,
+    /// Tokens this set has verified, by the SHA-256 of their compact form: a resource
+    /// server introspects the same access token on every call it serves, and its
+    /// signature (and the parse) need not be checked again. Held with the set, so a
+    /// rotation or a reload (a key withdrawn) drops them; bounded by `REMEMBERED`.
+    verified: Mutex<HashMap<[u8; 32], Signed>>,
 }
+
+/// Verified tokens a key set keeps; when full it starts over (each entry is the
+/// token's claims, a few hundred bytes).
+const REMEMBERED: usize = 2048;
 
 impl KeySet {
     /// Builds the set from stored keys. A key whose `retired_at` is still ahead signs
@@ -179,6 +190,7 @@ impl KeySet {
             active,
             verifiers,
             jwks: Value::Object(doc).to_string(),
+            verified: Mutex::new(HashMap::new()),
         })
     }
 
@@ -202,6 +214,21 @@ impl KeySet {
     /// Whether a key with this `kid` is published in the set.
     pub fn knows(&self, kid: &str) -> bool {
         self.verifiers.contains_key(kid)
+    }
+
+    /// A token this set verified before, by its digest.
+    pub(crate) fn remembered(&self, digest: &[u8; 32]) -> Option<Signed> {
+        self.verified.lock().ok()?.get(digest).cloned()
+    }
+
+    /// Keeps a verified token for `remembered`.
+    pub(crate) fn remember(&self, digest: [u8; 32], signed: &Signed) {
+        if let Ok(mut verified) = self.verified.lock() {
+            if verified.len() >= REMEMBERED {
+                verified.clear();
+            }
+            verified.insert(digest, signed.clone());
+        }
     }
 }
 
