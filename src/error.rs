@@ -19,7 +19,8 @@ pub enum Internal {
 impl From<DbError> for Internal {
     fn from(e: DbError) -> Self {
         match e {
-            DbError::Busy => Internal::Busy,
+            // A full disk was logged where it was found, once per run.
+            DbError::Busy | DbError::Full => Internal::Busy,
             other => {
                 tracing::error!(error = %other, "storage error");
                 Internal::Failed

@@ -23,6 +23,7 @@ pub mod jtis;
 pub mod keys;
 pub mod logout;
 pub mod mfa;
+mod outage;
 pub mod outbox;
 pub mod par;
 pub mod passkeys;
@@ -53,6 +54,10 @@ pub enum DbError {
     /// The writer's queue is full or it did not answer in time: shed load with a 503.
     #[error("database is busy")]
     Busy,
+    /// The disk is full: nothing was written; shed the write with a 503 until there
+    /// is room (reads go on).
+    #[error("the disk is full")]
+    Full,
     #[error("database writer has stopped")]
     WriterGone,
     #[error("commit failed: {0}")]

@@ -352,6 +352,7 @@ mod tests {
         assert_eq!(OAuthError::from(Internal::Busy).code, ErrorCode::TemporarilyUnavailable);
         assert_eq!(OAuthError::from(Internal::Failed).code, ErrorCode::ServerError);
         assert_eq!(Internal::from(crate::db::DbError::Busy), Internal::Busy);
+        assert_eq!(Internal::from(crate::db::DbError::Full), Internal::Busy);
         assert_eq!(Internal::from(crate::db::DbError::NotFound), Internal::Failed);
     }
 

@@ -51,6 +51,12 @@ async fn template() -> &'static std::path::Path {
     path
 }
 
+/// Whether this is the suite's PostgreSQL pass: tests of the SQLite file alone
+/// (replication, a full disk) run once, on the SQLite pass.
+pub fn on_postgres_pass() -> bool {
+    std::env::var("TESSERA_TEST_BACKEND").as_deref() == Ok("postgres")
+}
+
 /// The PostgreSQL cluster the suite runs on when `TESSERA_TEST_BACKEND=postgres`
 /// (`scripts/test.sh` runs it so, after the SQLite run); `None`: SQLite files.
 pub fn postgres_url() -> Option<String> {

@@ -22,6 +22,7 @@ mod cors;
 mod dashboard;
 mod deletion;
 mod device;
+mod disk_full;
 mod dpop;
 mod email_mfa;
 mod failover;

@@ -10,11 +10,8 @@ use tessera::replica::s3::{Credentials, S3Store};
 use tessera::replica::store::{Store, StoreError};
 use tessera::replica::{S3Settings, Target};
 
+use crate::helpers::on_postgres_pass;
 use crate::moto::Moto;
-
-fn on_postgres_pass() -> bool {
-    std::env::var("TESSERA_TEST_BACKEND").as_deref() == Ok("postgres")
-}
 
 /// moto with `bucket` created, or `None` when the test is skipped.
 fn moto_with(bucket: &str) -> Option<Moto> {

@@ -15,11 +15,6 @@ use crate::process::{active, cli, setup, try_code, try_exchange, Server};
 const BIN: &str = env!("CARGO_BIN_EXE_tessera");
 const MASTER_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
-/// Replication concerns the SQLite file: the PostgreSQL pass skips it.
-fn on_postgres_pass() -> bool {
-    std::env::var("TESSERA_TEST_BACKEND").as_deref() == Ok("postgres")
-}
-
 /// The binary's outcome: success, standard output and standard error.
 fn run(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let out = Command::new(BIN)

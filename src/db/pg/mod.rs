@@ -18,7 +18,9 @@ use postgres::types::{IsNull, ToSql, Type};
 
 use super::sql::{Kind, PgSession, Value};
 use super::{DbError, Tx};
-use outage::{Burst, Connections, Report};
+use outage::Connections;
+
+use super::outage::{self as runs, Burst, Report};
 
 pub use connect::Target;
 
@@ -57,6 +59,9 @@ impl From<postgres::Error> for DbError {
             || e.code() == Some(&SqlState::RESTRICT_VIOLATION)
         {
             return DbError::Conflict;
+        }
+        if e.code() == Some(&SqlState::DISK_FULL) {
+            return runs::disk_full(&e);
         }
         if transient(&e) {
             // Each operation cut off by an outage fails here, one per pooled
@@ -280,6 +285,9 @@ impl Postgres {
         }
         // A success ends a run of failed operations (its end is the pool's to say).
         let _ = IN_FLIGHT.ended();
+        if matches!(mode, Mode::Write) {
+            runs::wrote();
+        }
         Ok(out)
     }
 

@@ -33,6 +33,9 @@ impl From<rusqlite::Error> for DbError {
             rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
                 DbError::Conflict
             }
+            rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
+                super::outage::disk_full(&e)
+            }
             _ => DbError::Engine(Box::new(e)),
         }
     }

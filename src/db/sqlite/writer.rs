@@ -16,13 +16,42 @@ use crate::db::{DbError, Tx};
 const MAX_BATCH: usize = 512;
 
 /// Told the outcome of the batch's COMMIT; replies to the waiting request.
-type Completion = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Completion = Box<dyn FnOnce(Result<(), Failure>) + Send>;
+
+/// Why a batch was not committed, as each of its operations is told.
+#[derive(Clone, Debug)]
+enum Failure {
+    /// The disk is full (`SQLITE_FULL`): logged once per run by `outage`.
+    Full,
+    Other(String),
+}
+
+impl Failure {
+    /// Classifies an engine error and logs it: a full disk once per run (`outage`),
+    /// anything else each time, with `what` failed.
+    fn of(e: &rusqlite::Error, what: &str) -> Self {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            let _ = crate::db::outage::disk_full(e);
+            Failure::Full
+        } else {
+            tracing::error!(error = %e, "{what}");
+            Failure::Other(e.to_string())
+        }
+    }
+
+    fn into_error(self) -> DbError {
+        match self {
+            Failure::Full => DbError::Full,
+            Failure::Other(reason) => DbError::Commit(reason),
+        }
+    }
+}
 
 trait WriteJob: Send {
     /// Runs the operation; `true` when it succeeded and its savepoint is to be kept.
     fn run(self: Box<Self>, conn: &Connection) -> (bool, Completion);
     /// Answers without running, when the batch cannot even begin.
-    fn abandon(self: Box<Self>, reason: String);
+    fn abandon(self: Box<Self>, reason: Failure);
 }
 
 struct Job<F, T> {
@@ -45,15 +74,15 @@ where
             // of a write that a crash could still undo.
             let outcome = match commit {
                 Ok(()) => result,
-                Err(e) => Err(DbError::Commit(e)),
+                Err(e) => Err(e.into_error()),
             };
             let _ = reply.send(outcome);
         });
         (ok, completion)
     }
 
-    fn abandon(self: Box<Self>, reason: String) {
-        let _ = self.reply.send(Err(DbError::Commit(reason)));
+    fn abandon(self: Box<Self>, reason: Failure) {
+        let _ = self.reply.send(Err(reason.into_error()));
     }
 }
 
@@ -167,31 +196,37 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
     let started = Instant::now();
     let size = batch.len() as u64;
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        tracing::error!(error = %e, "writer could not begin a transaction");
+        let failure = Failure::of(&e, "writer could not begin a transaction");
         for job in batch {
-            job.abandon(e.to_string());
+            job.abandon(failure.clone());
         }
         return false;
     }
     let mut completions = Vec::with_capacity(batch.len());
+    // Whether the batch writes anything: an operation refused for a full disk is
+    // rolled back to its savepoint, and the empty COMMIT that follows proves no room.
+    let mut kept = false;
     for job in batch {
         if let Err(e) = conn.execute_batch("SAVEPOINT op") {
-            job.abandon(e.to_string());
+            job.abandon(Failure::Other(e.to_string()));
             continue;
         }
         let (ok, completion) = job.run(conn);
+        kept |= ok;
         let end = if ok { "RELEASE op" } else { "ROLLBACK TO op; RELEASE op" };
         if let Err(e) = conn.execute_batch(end) {
             tracing::error!(error = %e, "writer could not close a savepoint");
-            completion(Err(e.to_string()));
+            completion(Err(Failure::Other(e.to_string())));
             continue;
         }
         completions.push(completion);
     }
+    // A full disk fails the COMMIT (the log cannot grow) and rolls the batch back:
+    // every operation in it is told so, and nothing of it is kept.
     let commit = conn.execute_batch("COMMIT").map_err(|e| {
-        tracing::error!(error = %e, "group commit failed; the batch is rolled back");
+        let failure = Failure::of(&e, "group commit failed; the batch is rolled back");
         let _ = conn.execute_batch("ROLLBACK");
-        e.to_string()
+        failure
     });
     // Counted before anyone is answered, so a caller that has its reply sees its
     // operation in the statistics.
@@ -201,6 +236,9 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
         .commit_micros
         .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
     let committed = commit.is_ok();
+    if committed && kept {
+        crate::db::outage::wrote();
+    }
     for completion in completions {
         completion(commit.clone());
     }
