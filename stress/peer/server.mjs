@@ -120,6 +120,7 @@ async function login(req, res) {
   const csrf = Buffer.from(form.get('csrf') ?? '');
   const expected = Buffer.from(csrfOf(details.uid));
   if (uid !== details.uid || csrf.length !== expected.length || !crypto.timingSafeEqual(csrf, expected)) {
+    console.error('POST /login: the form does not match its interaction');
     return refuse(res, 400, 'the sign-in form has expired');
   }
   const username = form.get('username') ?? '';
@@ -145,6 +146,8 @@ http.createServer((req, res) => {
     return;
   }
   handled.catch((err) => {
+    // The reason goes to the log: the driver sees only the status.
+    console.error(`${req.method} ${path}: ${err.name ?? 'Error'}: ${err.error_description ?? err.message ?? err}`);
     if (!res.headersSent) refuse(res, 400, err.message ?? 'bad request');
     else res.end();
   });
