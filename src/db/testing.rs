@@ -16,7 +16,8 @@ pub fn count_rows(conn: &Tx<'_>, table: &str) -> Result<i64, DbError> {
         | "mail_outbox"
         | "email_tokens"
         | "devices"
-        | "forward_auth_tokens" => table,
+        | "forward_auth_tokens"
+        | "login_requests" => table,
         _ => return Err(DbError::Corrupt(format!("no counting of {table}"))),
     };
     conn.one(&format!("SELECT count(*) FROM {table}"), args![], |r| r.get(0))

@@ -148,6 +148,61 @@ async fn of_parallel_uses_of_one_refresh_token_exactly_one_wins() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_parallel_submissions_of_one_login_request_exactly_one_wins_and_the_request_goes() {
+    use tessera::db::sessions;
+    for backend in backends() {
+        let app = spawn_on(&backend).await;
+        let (id, csrf, browser) = (
+            TokenHash::of(Secret::generate().expose()),
+            TokenHash::of(Secret::generate().expose()),
+            TokenHash::of(Secret::generate().expose()),
+        );
+        let now = app.clock.now();
+        app.state
+            .db
+            .write(move |c| {
+                sessions::create_login_request(
+                    c,
+                    &sessions::NewLoginRequest {
+                        id_hash: &id,
+                        csrf_hash: &csrf,
+                        browser_hash: &browser,
+                        params: "{}",
+                        now,
+                        expires_at: now + 900,
+                    },
+                )
+            })
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for _ in 0..30 {
+            let db = app.state.db.clone();
+            tasks.push(tokio::spawn(async move {
+                db.write(move |c| sessions::consume_login_request(c, &id, now))
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut won = 0;
+        for t in tasks {
+            if t.await.unwrap() == Claim::Won {
+                won += 1;
+            }
+        }
+        assert_eq!(won, 1, "{}", label(&backend));
+        // Nothing reads a used request again: it is not kept until its expiry.
+        let left: i64 = app
+            .state
+            .db
+            .read(|c| tessera::db::testing::count_rows(c, "login_requests"))
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "a used login request stays ({})", label(&backend));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn parallel_failed_sign_ins_are_each_counted() {
     for backend in backends() {
         let app = spawn_on(&backend).await;
