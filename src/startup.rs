@@ -117,7 +117,7 @@ impl Application {
             log_key,
             dpop_nonces,
             node: Arc::from(crate::crypto::random::random_id()),
-            upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
+            upstreams: Arc::new(crate::federation::Upstreams::new()),
             forward_auth: Arc::default(),
             replication,
             backups: Arc::default(),
@@ -207,7 +207,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
         // Commands check no DPoP proofs, so their nonce key is never used.
         dpop_nonces: crate::crypto::dpop::NonceKey::generate(),
         node: Arc::from(crate::crypto::random::random_id()),
-        upstreams: Arc::new(crate::federation::Upstreams::new().map_err(StartupError::Keys)?),
+        upstreams: Arc::new(crate::federation::Upstreams::new()),
         forward_auth: Arc::default(),
         replication: None,
         backups: Arc::default(),

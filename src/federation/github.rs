@@ -81,7 +81,7 @@ pub async fn finish(
 
 async fn api(ups: &Upstreams, url: &str, token: &str) -> Result<Value, UpstreamError> {
     let resp = ups
-        .http()
+        .http()?
         .get(url)
         .bearer_auth(token)
         .header(reqwest::header::ACCEPT, "application/vnd.github+json")

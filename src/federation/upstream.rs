@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -74,28 +74,44 @@ pub struct Discovered {
 
 /// The HTTP client for upstreams and the per-issuer cache; shared by every request.
 pub struct Upstreams {
-    http: reqwest::Client,
+    /// Made on the first upstream request: building it loads the system's trusted
+    /// certificates (about a megabyte of heap), which a server whose people never
+    /// sign in through an upstream would pay for nothing.
+    http: OnceLock<Result<reqwest::Client, String>>,
     cache: Mutex<HashMap<String, Arc<Discovered>>>,
 }
 
+impl Default for Upstreams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Upstreams {
-    pub fn new() -> Result<Self, String> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .connect_timeout(Duration::from_secs(5))
-            // A redirect could lead a fetch anywhere; upstream endpoints answer directly.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent("Tessera")
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok(Self {
-            http,
+    pub fn new() -> Self {
+        Self {
+            http: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
-    pub(super) fn http(&self) -> &reqwest::Client {
-        &self.http
+    pub(super) fn http(&self) -> Result<&reqwest::Client, UpstreamError> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .timeout(Duration::from_secs(10))
+                    .connect_timeout(Duration::from_secs(5))
+                    // A redirect could lead a fetch anywhere; upstream endpoints answer directly.
+                    .redirect(reqwest::redirect::Policy::none())
+                    .user_agent("Tessera")
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| {
+                tracing::error!(error = %e, "cannot build the upstream HTTP client");
+                UpstreamError::Unavailable(format!("the HTTP client cannot be built: {e}"))
+            })
     }
 
     /// Drops every cached document (a provider was added or removed; the cache is
@@ -209,7 +225,10 @@ impl Upstreams {
 
     /// GETs a JSON document (bounded in time and size), with a bearer token if given.
     pub(super) async fn get_json(&self, url: &str, bearer: Option<&str>) -> Result<Value, UpstreamError> {
-        let mut req = self.http.get(url).header(reqwest::header::ACCEPT, "application/json");
+        let mut req = self
+            .http()?
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/json");
         if let Some(token) = bearer {
             req = req.bearer_auth(token);
         }
@@ -231,7 +250,7 @@ impl Upstreams {
         basic: Option<(&str, &str)>,
     ) -> Result<(reqwest::StatusCode, Value), UpstreamError> {
         let mut req = self
-            .http
+            .http()?
             .post(url)
             .header(reqwest::header::ACCEPT, "application/json")
             .form(form);

@@ -195,28 +195,28 @@ fn logout_token(cx: &Ctx<'_>, a: &db::logout::Audience, sub: Option<&str>, sid: 
 /// never hold up the person who logged out.
 pub fn spawn_deliverer(state: AppState) {
     tokio::spawn(async move {
-        let http = match reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot build the back-channel logout client");
-                return;
-            }
-        };
+        // Made on the first delivery: building a client loads the system's trusted
+        // certificates (about a megabyte), which a server without back-channel
+        // clients never needs.
+        let mut http = None;
         loop {
             let _ = tokio::time::timeout(Duration::from_secs(5), state.logout_wakeup.notified()).await;
-            deliver_due(&state, &http).await;
+            deliver_due(&state, &mut http).await;
         }
     });
+}
+
+fn delivery_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
 }
 
 /// One pass over the queue, under one context. Each token is signed under a fresh one,
 /// so that its `iat` and `exp` are those of its sending even when the endpoints before
 /// it in the pass were slow to answer.
-async fn deliver_due(state: &AppState, http: &reqwest::Client) {
+async fn deliver_due(state: &AppState, http: &mut Option<reqwest::Client>) {
     let cx = state.ctx();
     let now = cx.now;
     // Claimed for longer than a pass can take (50 sends of at most 5 s each).
@@ -228,6 +228,20 @@ async fn deliver_due(state: &AppState, http: &reqwest::Client) {
             return;
         }
     };
+    if due.is_empty() {
+        return;
+    }
+    if http.is_none() {
+        match delivery_client() {
+            Ok(c) => *http = Some(c),
+            Err(e) => {
+                // The claims lapse with their lease and the next pass tries again.
+                tracing::error!(error = %e, "cannot build the back-channel logout client");
+                return;
+            }
+        }
+    }
+    let Some(http) = http.as_ref() else { return };
     for d in due {
         let token = match logout_token(&state.ctx(), &d.audience, d.sub.as_deref(), &d.sid) {
             Ok(t) => t,
