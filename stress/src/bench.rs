@@ -1,5 +1,5 @@
 //! Measurements beside the HTTP scenarios: the bcrypt ceiling, the storage writer's
-//! commit rate, and what the server process uses (memory, CPU).
+//! commit rate, a signature's cost, and what the server process uses (memory, CPU).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,6 +48,52 @@ pub async fn bcrypt_ceiling(cost: u32, duration: Duration) -> Result<Vec<(String
 
 /// Single-row writes through the group-committing writer, from many concurrent
 /// requests, each acknowledged only once its batch is committed.
+/// Microseconds per signature of an access-token-shaped claim set, for each algorithm
+/// Tessera signs with, through `tessera::crypto::jwt::sign` (header, claims, base64 and
+/// the signature, as a token response pays), one thread, `duration` split among them.
+/// Server CPU per refresh less two of these is what a refresh costs besides signing.
+pub async fn sign(duration: Duration) -> Result<Vec<(String, String)>, String> {
+    use tessera::crypto::keys::{Alg, KeySet};
+    use tessera::crypto::{jwt, SigningKeyRecord};
+    let each = duration / Alg::ALL.len() as u32;
+    tokio::task::spawn_blocking(move || {
+        let now = tessera::clock::Clock::system().now();
+        let mut notes = Vec::new();
+        for alg in Alg::ALL {
+            let rec =
+                SigningKeyRecord::generate(alg, format!("bench-{}", alg.as_str()), now).map_err(|e| e.to_string())?;
+            let keys = KeySet::from_records(&[rec], now, 0).map_err(|e| e.to_string())?;
+            let claims: serde_json::Map<String, serde_json::Value> = [
+                ("iss", serde_json::json!("http://127.0.0.1:9100")),
+                ("sub", serde_json::json!("a3f1c2d4e5b6")),
+                ("aud", serde_json::json!("stress")),
+                ("client_id", serde_json::json!("stress")),
+                ("scope", serde_json::json!("openid profile email offline_access")),
+                ("iat", serde_json::json!(now)),
+                ("exp", serde_json::json!(now + 900)),
+                ("jti", serde_json::json!("Xb2k9vQ4mT7pL1sN8rE3wY6u")),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            let started = Instant::now();
+            let mut n = 0u32;
+            while started.elapsed() < each || n == 0 {
+                jwt::sign(&keys, alg, "at+jwt", claims.clone(), now).map_err(|e| e.to_string())?;
+                n += 1;
+            }
+            let micros = started.elapsed().as_secs_f64() * 1e6 / f64::from(n);
+            notes.push((
+                format!("{} sign", alg.as_str()),
+                format!("{micros:.1} µs ({n} signatures)"),
+            ));
+        }
+        Ok(notes)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
 pub async fn writer(durable: bool, duration: Duration) -> Result<Vec<(String, String)>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut sqlite = Settings::default().sqlite;

@@ -36,6 +36,9 @@ pub enum Kind {
     Bcrypt,
     /// Single-row durable commits per second through the storage writer
     Writer,
+    /// One thread signing access-token-shaped JWTs with the server's own code, per
+    /// algorithm: what a signature costs, to tell it from the rest of a request
+    Sign,
     /// 50 login attempts per second; expects 429 with Retry-After
     Ratelimit,
     /// Sign in once and print the access token (for wrk and curl)
@@ -131,6 +134,7 @@ async fn main() -> ExitCode {
         Kind::Writer => bench::writer(args.durable, args.duration)
             .await
             .map(stats::Report::note),
+        Kind::Sign => bench::sign(args.duration).await.map(stats::Report::note),
         Kind::Ratelimit => match flow::Target::new(&args).await {
             Ok(target) => scenario::ratelimit(&target, args.duration).await,
             Err(e) => Err(e),

@@ -208,7 +208,7 @@ async fn iteration(kind: Kind, t: &Target, vu: &mut Vu, rec: &mut Recorder, leve
                 }
             }
         }
-        Kind::Bcrypt | Kind::Writer | Kind::Ratelimit | Kind::SignIn => Ok(()),
+        Kind::Bcrypt | Kind::Writer | Kind::Sign | Kind::Ratelimit | Kind::SignIn => Ok(()),
     }
 }
 
