@@ -231,17 +231,17 @@ async fn deliver_due(state: &AppState, http: &mut Option<reqwest::Client>) {
     if due.is_empty() {
         return;
     }
-    if http.is_none() {
-        match delivery_client() {
-            Ok(c) => *http = Some(c),
+    let http = match http {
+        Some(c) => &*c,
+        None => match delivery_client() {
+            Ok(c) => &*http.insert(c),
             Err(e) => {
                 // The claims lapse with their lease and the next pass tries again.
                 tracing::error!(error = %e, "cannot build the back-channel logout client");
                 return;
             }
-        }
-    }
-    let Some(http) = http.as_ref() else { return };
+        },
+    };
     for d in due {
         let token = match logout_token(&state.ctx(), &d.audience, d.sub.as_deref(), &d.sid) {
             Ok(t) => t,

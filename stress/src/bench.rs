@@ -46,8 +46,6 @@ pub async fn bcrypt_ceiling(cost: u32, duration: Duration) -> Result<Vec<(String
     ])
 }
 
-/// Single-row writes through the group-committing writer, from many concurrent
-/// requests, each acknowledged only once its batch is committed.
 /// Microseconds per signature of an access-token-shaped claim set, for each algorithm
 /// Tessera signs with, through `tessera::crypto::jwt::sign` (header, claims, base64 and
 /// the signature, as a token response pays), one thread, `duration` split among them.
@@ -94,6 +92,8 @@ pub async fn sign(duration: Duration) -> Result<Vec<(String, String)>, String> {
     .map_err(|e| e.to_string())?
 }
 
+/// Single-row writes through the group-committing writer, from many concurrent
+/// requests, each acknowledged only once its batch is committed.
 pub async fn writer(durable: bool, duration: Duration) -> Result<Vec<(String, String)>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut sqlite = Settings::default().sqlite;
