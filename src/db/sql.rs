@@ -288,6 +288,12 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// Whether every write transaction runs alone (SQLite's one writer), so that a
+    /// row lock taken only to order concurrent writers can be skipped.
+    pub(in crate::db) fn writes_one_at_a_time(&self) -> bool {
+        matches!(self.engine, Engine::Sqlite(_))
+    }
+
     fn values<'v>(args: &'v [&'v dyn ToValue]) -> Vec<Value<'v>> {
         args.iter().map(|a| a.value()).collect()
     }

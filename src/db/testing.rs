@@ -74,6 +74,11 @@ pub fn live_refresh_tokens(conn: &Tx<'_>) -> Result<i64, DbError> {
     )
 }
 
+/// The ids of the access tokens revoked one by one, in order.
+pub fn revoked_jtis(conn: &Tx<'_>) -> Result<Vec<String>, DbError> {
+    conn.rows("SELECT jti FROM revoked_tokens ORDER BY jti", args![], |r| r.get(0))
+}
+
 /// Moves every mailed link and code `secs` into the past, as if that much time had
 /// gone by since it was sent (the tests run on the system clock).
 pub fn age_email_tokens(conn: &Tx<'_>, secs: i64) -> Result<usize, DbError> {

@@ -87,6 +87,71 @@ async fn a_failing_or_panicking_operation_leaves_its_batch_intact() {
     assert_eq!(count(&db).await, 3, "the writer survives a panic");
 }
 
+/// The first operations of a batch run outside any savepoint: one that fails there
+/// rolls back the transaction, which begins again for the rest of the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_begins_with_failures_keeps_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("b.db"), &settings(true)).unwrap();
+    let before = db.writer_stats().unwrap();
+    // Holds the writer so that everything below queues up and is drained as one batch.
+    let (release, hold) = std::sync::mpsc::channel::<()>();
+    let d = db.clone();
+    let blocker = tokio::spawn(async move {
+        d.write(move |_| {
+            let _ = hold.recv();
+            Ok(())
+        })
+        .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    type Op = Box<dyn FnOnce(&db::Tx<'_>) -> Result<(), DbError> + Send>;
+    let ops: Vec<Op> = vec![
+        Box::new(|c| {
+            db::grants::revoke_jti(c, "first-fails", 0)?;
+            Err(DbError::Conflict)
+        }),
+        Box::new(|c| {
+            db::grants::revoke_jti(c, "then-panics", 0)?;
+            panic!("bug in an operation")
+        }),
+        Box::new(|c| db::grants::revoke_jti(c, "kept-1", 0)),
+        Box::new(|c| {
+            db::grants::revoke_jti(c, "fails-in-savepoint", 0)?;
+            Err(DbError::Conflict)
+        }),
+        Box::new(|c| db::grants::revoke_jti(c, "kept-2", 0)),
+    ];
+    let mut queued = Vec::new();
+    for op in ops {
+        let d = db.clone();
+        queued.push(tokio::spawn(async move { d.write(op).await }));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    release.send(()).unwrap();
+    blocker.await.unwrap().unwrap();
+    let mut results = Vec::new();
+    for q in queued {
+        results.push(q.await.unwrap());
+    }
+    assert!(matches!(results[0], Err(DbError::Conflict)), "{:?}", results[0]);
+    assert!(matches!(results[1], Err(DbError::Panicked)), "{:?}", results[1]);
+    assert!(results[2].is_ok() && results[4].is_ok());
+    assert!(matches!(results[3], Err(DbError::Conflict)), "{:?}", results[3]);
+    let kept = db.read(db::testing::revoked_jtis).await.unwrap();
+    assert_eq!(
+        kept,
+        ["kept-1", "kept-2"],
+        "only the operations that succeeded are kept"
+    );
+    let after = db.writer_stats().unwrap();
+    assert_eq!(
+        after.batches - before.batches,
+        2,
+        "the blocker's batch, then one batch of five"
+    );
+}
+
 #[tokio::test]
 async fn a_full_queue_answers_busy_instead_of_waiting() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! The writer thread: owns the only read-write connection, drains its queue into one
-//! transaction per batch (group commit) and runs each operation under a SAVEPOINT.
+//! transaction per batch (group commit) and runs each operation after the first under a
+//! SAVEPOINT.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -206,7 +207,39 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
     // Whether the batch writes anything: an operation refused for a full disk is
     // rolled back to its savepoint, and the empty COMMIT that follows proves no room.
     let mut kept = false;
-    for job in batch {
+    let mut jobs = batch.into_iter();
+    while let Some(job) = jobs.next() {
+        if !kept {
+            // Nothing of the batch is in the transaction yet, so the operation runs in
+            // it directly: rolling the transaction back undoes a failed one as its
+            // savepoint would, without the savepoint's journal, which copies every page
+            // the operation changes.
+            let (ok, completion) = job.run(conn);
+            completions.push(completion);
+            if ok {
+                kept = true;
+                continue;
+            }
+            let begun = || {
+                // SQLite has already rolled back after some errors (a full disk, I/O).
+                if !conn.is_autocommit() {
+                    conn.execute_batch("ROLLBACK")?;
+                }
+                conn.execute_batch("BEGIN IMMEDIATE")
+            };
+            if let Err(e) = begun() {
+                let failure = Failure::of(&e, "writer could not begin a transaction again");
+                // The failed operations report their own errors; the rest could not run.
+                for completion in completions {
+                    completion(Ok(()));
+                }
+                for job in jobs {
+                    job.abandon(failure.clone());
+                }
+                return false;
+            }
+            continue;
+        }
         if let Err(e) = conn.execute_batch("SAVEPOINT op") {
             job.abandon(Failure::Other(e.to_string()));
             continue;
