@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,7 +39,9 @@ enum Job {
     Checked(Check),
 }
 
-/// Deep enough that 500 concurrent sign-ins wait in line rather than fail.
+/// Jobs waiting or running at most: deep enough that 500 concurrent sign-ins wait in
+/// line rather than fail. Counted, not preallocated: a bounded channel of this size
+/// would hold 400 KB from start-up on.
 const QUEUE_CAPACITY: usize = 4096;
 /// At cost 10 on two cores a full queue drains in about two minutes; a request waits
 /// at most this long before it is answered with "try again".
@@ -54,7 +56,7 @@ enum Against {
 
 #[derive(Clone)]
 pub struct Hasher {
-    queue: SyncSender<Queued>,
+    queue: Sender<Queued>,
     depth: Arc<AtomicUsize>,
     stats: Arc<HashStats>,
     cost: u32,
@@ -89,7 +91,7 @@ pub struct HashStats {
 
 impl Hasher {
     pub fn start(threads: usize, cost: u32) -> std::io::Result<Self> {
-        let (queue, rx) = sync_channel(QUEUE_CAPACITY);
+        let (queue, rx) = channel();
         let rx = Arc::new(Mutex::new(rx));
         let depth = Arc::new(AtomicUsize::new(0));
         let stats = Arc::new(HashStats::default());
@@ -168,17 +170,18 @@ impl Hasher {
     }
 
     fn enqueue(&self, job: Job) -> Result<(), HashError> {
-        self.depth.fetch_add(1, Ordering::Relaxed);
-        match self.queue.try_send(Queued {
+        if self.depth.fetch_add(1, Ordering::Relaxed) >= QUEUE_CAPACITY {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+            return Err(HashError::Overloaded);
+        }
+        let queued = Queued {
             job,
             at: std::time::Instant::now(),
-        }) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                self.depth.fetch_sub(1, Ordering::Relaxed);
-                Err(HashError::Overloaded)
-            }
-        }
+        };
+        self.queue.send(queued).map_err(|_| {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+            HashError::Overloaded
+        })
     }
 
     async fn wait<T>(&self, rx: oneshot::Receiver<T>) -> Result<T, HashError> {

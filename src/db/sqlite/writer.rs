@@ -3,8 +3,8 @@
 //! SAVEPOINT.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -102,6 +102,10 @@ pub struct WriterStats {
 
 #[derive(Default)]
 struct Counters {
+    /// Operations sent and not yet taken by the writer thread: the queue's bound is
+    /// counted rather than preallocated (a bounded channel of 8,192 would hold 256 KB
+    /// from start-up on).
+    queued: AtomicUsize,
     batches: AtomicU64,
     operations: AtomicU64,
     commit_micros: AtomicU64,
@@ -112,14 +116,15 @@ pub type CommitHook = Box<dyn Fn() + Send + Sync>;
 
 #[derive(Clone)]
 pub struct Writer {
-    queue: SyncSender<Msg>,
+    queue: Sender<Msg>,
+    capacity: usize,
     counters: Arc<Counters>,
     hook: Arc<OnceLock<CommitHook>>,
 }
 
 impl Writer {
     pub fn start(conn: Connection, capacity: usize) -> Result<Self, DbError> {
-        let (queue, rx) = sync_channel(capacity.max(1));
+        let (queue, rx) = channel();
         let counters = Arc::new(Counters::default());
         let hook: Arc<OnceLock<CommitHook>> = Arc::default();
         let (thread_counters, thread_hook) = (counters.clone(), hook.clone());
@@ -127,7 +132,12 @@ impl Writer {
             .name("tessera-db-writer".into())
             .spawn(move || run(conn, rx, &thread_counters, &thread_hook))
             .map_err(|e| DbError::Open(format!("cannot start writer thread: {e}")))?;
-        Ok(Self { queue, counters, hook })
+        Ok(Self {
+            queue,
+            capacity: capacity.max(1),
+            counters,
+            hook,
+        })
     }
 
     /// Sets the function told of each commit; only the first call has an effect.
@@ -140,11 +150,18 @@ impl Writer {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
+        let queued = &self.counters.queued;
+        if queued.fetch_add(1, Ordering::Relaxed) >= self.capacity {
+            queued.fetch_sub(1, Ordering::Relaxed);
+            return Err(DbError::Busy);
+        }
         let (reply, rx) = oneshot::channel();
-        match self.queue.try_send(Msg::Job(Box::new(Job { op, reply }))) {
+        match self.queue.send(Msg::Job(Box::new(Job { op, reply }))) {
             Ok(()) => Ok(rx),
-            Err(TrySendError::Full(_)) => Err(DbError::Busy),
-            Err(TrySendError::Disconnected(_)) => Err(DbError::WriterGone),
+            Err(_) => {
+                queued.fetch_sub(1, Ordering::Relaxed);
+                Err(DbError::WriterGone)
+            }
         }
     }
 
@@ -169,13 +186,17 @@ fn run(conn: Connection, rx: Receiver<Msg>, counters: &Counters, hook: &OnceLock
     while let Ok(first) = rx.recv() {
         let mut batch = Vec::new();
         let mut stop = None;
+        let taken = |job: Box<dyn WriteJob>| {
+            counters.queued.fetch_sub(1, Ordering::Relaxed);
+            job
+        };
         match first {
-            Msg::Job(job) => batch.push(job),
+            Msg::Job(job) => batch.push(taken(job)),
             Msg::Stop(ack) => stop = Some(ack),
         }
         while stop.is_none() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(Msg::Job(job)) => batch.push(job),
+                Ok(Msg::Job(job)) => batch.push(taken(job)),
                 Ok(Msg::Stop(ack)) => stop = Some(ack),
                 Err(_) => break,
             }
