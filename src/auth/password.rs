@@ -58,6 +58,8 @@ enum Against {
 pub struct Hasher {
     queue: Sender<Queued>,
     depth: Arc<AtomicUsize>,
+    /// Jobs waiting or running at most (`QUEUE_CAPACITY`).
+    capacity: usize,
     stats: Arc<HashStats>,
     cost: u32,
 }
@@ -91,6 +93,10 @@ pub struct HashStats {
 
 impl Hasher {
     pub fn start(threads: usize, cost: u32) -> std::io::Result<Self> {
+        Self::start_with_capacity(threads, cost, QUEUE_CAPACITY)
+    }
+
+    fn start_with_capacity(threads: usize, cost: u32, capacity: usize) -> std::io::Result<Self> {
         let (queue, rx) = channel();
         let rx = Arc::new(Mutex::new(rx));
         let depth = Arc::new(AtomicUsize::new(0));
@@ -112,6 +118,7 @@ impl Hasher {
         Ok(Self {
             queue,
             depth,
+            capacity,
             stats,
             cost,
         })
@@ -170,7 +177,7 @@ impl Hasher {
     }
 
     fn enqueue(&self, job: Job) -> Result<(), HashError> {
-        if self.depth.fetch_add(1, Ordering::Relaxed) >= QUEUE_CAPACITY {
+        if self.depth.fetch_add(1, Ordering::Relaxed) >= self.capacity {
             self.depth.fetch_sub(1, Ordering::Relaxed);
             return Err(HashError::Overloaded);
         }
@@ -393,6 +400,22 @@ mod tests {
             hasher.verify("first secret", Some(&hashes[0]))
         );
         assert!(a.unwrap() && b.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_answers_overloaded_at_once_and_takes_work_again_once_drained() {
+        let hasher = Hasher::start_with_capacity(1, 10, 2).unwrap();
+        let hash = bcrypt::hash("secret", 10).unwrap();
+        // Polled in order: the first two are queued before the third asks.
+        let (a, b, c) = tokio::join!(
+            hasher.verify("secret", Some(&hash)),
+            hasher.verify("secret", Some(&hash)),
+            hasher.verify("secret", Some(&hash)),
+        );
+        assert!(a.unwrap() && b.unwrap());
+        assert!(matches!(c, Err(HashError::Overloaded)));
+        assert_eq!(hasher.queue_depth(), 0);
+        assert!(hasher.verify("secret", Some(&hash)).await.unwrap());
     }
 
     #[test]
