@@ -296,10 +296,9 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let db = self.clone();
-        tokio::task::spawn_blocking(move || db.run(Mode::Read, op))
-            .await
-            .map_err(|_| DbError::Panicked)?
+        let (op, slot) = crate::db::sql::erase(op);
+        self.blocking(Mode::Read, op).await?;
+        slot.take()
     }
 
     /// A read whose statements all see one snapshot (`tessera export`).
@@ -308,10 +307,9 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let db = self.clone();
-        tokio::task::spawn_blocking(move || db.run(Mode::Snapshot, op))
-            .await
-            .map_err(|_| DbError::Panicked)?
+        let (op, slot) = crate::db::sql::erase(op);
+        self.blocking(Mode::Snapshot, op).await?;
+        slot.take()
     }
 
     pub(super) async fn write<T, F>(&self, op: F) -> Result<T, DbError>
@@ -319,8 +317,15 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
+        let (op, slot) = crate::db::sql::erase(op);
+        self.blocking(Mode::Write, op).await?;
+        slot.take()
+    }
+
+    /// Runs an erased operation on a blocking thread: one task type for them all.
+    async fn blocking(&self, mode: Mode, op: crate::db::sql::Erased) -> Result<(), DbError> {
         let db = self.clone();
-        tokio::task::spawn_blocking(move || db.run(Mode::Write, op))
+        tokio::task::spawn_blocking(move || db.run(mode, op))
             .await
             .map_err(|_| DbError::Panicked)?
     }

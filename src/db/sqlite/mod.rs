@@ -123,16 +123,9 @@ impl Sqlite {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let pool = self.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut conn = pool.get()?;
-            // Deferred: the snapshot is taken at the first read and held to the end;
-            // dropping the transaction ends it (it wrote nothing).
-            let snapshot = conn.transaction()?;
-            op(&Tx::sqlite(&snapshot))
-        })
-        .await
-        .map_err(|_| DbError::Panicked)?
+        let (op, slot) = crate::db::sql::erase(op);
+        self.blocking(true, op).await?;
+        slot.take()
     }
 
     /// Runs `op` on a read-only pooled connection (off the async threads unless WAL
@@ -146,10 +139,24 @@ impl Sqlite {
             let conn = self.readers.get()?;
             return op(&Tx::sqlite(&conn));
         }
+        let (op, slot) = crate::db::sql::erase(op);
+        self.blocking(false, op).await?;
+        slot.take()
+    }
+
+    /// Runs an erased read on a pooled connection on a blocking thread (one task type
+    /// for them all), in one read transaction when `snapshot`.
+    async fn blocking(&self, snapshot: bool, op: crate::db::sql::Erased) -> Result<(), DbError> {
         let pool = self.readers.clone();
         tokio::task::spawn_blocking(move || {
-            let conn = pool.get()?;
-            op(&Tx::sqlite(&conn))
+            let mut conn = pool.get()?;
+            if !snapshot {
+                return op(&Tx::sqlite(&conn));
+            }
+            // Deferred: the snapshot is taken at the first read and held to the end;
+            // dropping the transaction ends it (it wrote nothing).
+            let snapshot = conn.transaction()?;
+            op(&Tx::sqlite(&snapshot))
         })
         .await
         .map_err(|_| DbError::Panicked)?
