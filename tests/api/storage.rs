@@ -87,14 +87,14 @@ async fn a_failing_or_panicking_operation_leaves_its_batch_intact() {
     assert_eq!(count(&db).await, 3, "the writer survives a panic");
 }
 
-/// The first operations of a batch run outside any savepoint: one that fails there
-/// rolls back the transaction, which begins again for the rest of the batch.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_that_begins_with_failures_keeps_what_follows() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(&dir.path().join("b.db"), &settings(true)).unwrap();
-    let before = db.writer_stats().unwrap();
-    // Holds the writer so that everything below queues up and is drained as one batch.
+/// Starts a write that holds the writer until `release` is sent, and waits until the
+/// writer has taken it, so that what is written next queues up behind it.
+async fn hold_writer(
+    db: &Db,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    tokio::task::JoinHandle<Result<(), DbError>>,
+) {
     let (release, hold) = std::sync::mpsc::channel::<()>();
     let d = db.clone();
     let blocker = tokio::spawn(async move {
@@ -105,6 +105,18 @@ async fn a_batch_that_begins_with_failures_keeps_what_follows() {
         .await
     });
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    (release, blocker)
+}
+
+/// The first operations of a batch run outside any savepoint: one that fails there
+/// rolls back the transaction, which begins again for the rest of the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_begins_with_failures_keeps_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&dir.path().join("b.db"), &settings(true)).unwrap();
+    let before = db.writer_stats().unwrap();
+    // Everything below queues up behind the blocker and is drained as one batch.
+    let (release, blocker) = hold_writer(&db).await;
     type Op = Box<dyn FnOnce(&db::Tx<'_>) -> Result<(), DbError> + Send>;
     let ops: Vec<Op> = vec![
         Box::new(|c| {
@@ -158,16 +170,7 @@ async fn a_full_queue_answers_busy_instead_of_waiting() {
     let mut s = settings(true);
     s.writer_queue = 1;
     let db = Db::open(&dir.path().join("q.db"), &s).unwrap();
-    let (release, hold) = std::sync::mpsc::channel::<()>();
-    let d = db.clone();
-    let blocker = tokio::spawn(async move {
-        d.write(move |_| {
-            let _ = hold.recv();
-            Ok(())
-        })
-        .await
-    });
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let (release, blocker) = hold_writer(&db).await;
     let d = db.clone();
     let queued = tokio::spawn(async move { d.write(|c| db::grants::revoke_jti(c, "q", 0)).await });
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
