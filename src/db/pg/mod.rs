@@ -296,9 +296,7 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let (op, slot) = crate::db::sql::erase(op);
-        self.blocking(Mode::Read, op).await?;
-        slot.take()
+        self.blocking(Mode::Read, op).await
     }
 
     /// A read whose statements all see one snapshot (`tessera export`).
@@ -307,9 +305,7 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let (op, slot) = crate::db::sql::erase(op);
-        self.blocking(Mode::Snapshot, op).await?;
-        slot.take()
+        self.blocking(Mode::Snapshot, op).await
     }
 
     pub(super) async fn write<T, F>(&self, op: F) -> Result<T, DbError>
@@ -317,13 +313,21 @@ impl Postgres {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
+        self.blocking(Mode::Write, op).await
+    }
+
+    /// Runs `op` on a blocking thread, erased (`sql::erase`): one task type for them all.
+    async fn blocking<T, F>(&self, mode: Mode, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
         let (op, slot) = crate::db::sql::erase(op);
-        self.blocking(Mode::Write, op).await?;
+        self.spawn_erased(mode, op).await?;
         slot.take()
     }
 
-    /// Runs an erased operation on a blocking thread: one task type for them all.
-    async fn blocking(&self, mode: Mode, op: crate::db::sql::Erased) -> Result<(), DbError> {
+    async fn spawn_erased(&self, mode: Mode, op: crate::db::sql::Erased) -> Result<(), DbError> {
         let db = self.clone();
         tokio::task::spawn_blocking(move || db.run(mode, op))
             .await

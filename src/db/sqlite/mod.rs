@@ -123,9 +123,7 @@ impl Sqlite {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        let (op, slot) = crate::db::sql::erase(op);
-        self.blocking(true, op).await?;
-        slot.take()
+        self.blocking(true, op).await
     }
 
     /// Runs `op` on a read-only pooled connection (off the async threads unless WAL
@@ -139,14 +137,22 @@ impl Sqlite {
             let conn = self.readers.get()?;
             return op(&Tx::sqlite(&conn));
         }
+        self.blocking(false, op).await
+    }
+
+    /// Runs `op` on a pooled connection on a blocking thread, erased (`sql::erase`: one
+    /// task type for them all), in one read transaction when `snapshot`.
+    async fn blocking<T, F>(&self, snapshot: bool, op: F) -> Result<T, DbError>
+    where
+        F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
         let (op, slot) = crate::db::sql::erase(op);
-        self.blocking(false, op).await?;
+        self.spawn_erased(snapshot, op).await?;
         slot.take()
     }
 
-    /// Runs an erased read on a pooled connection on a blocking thread (one task type
-    /// for them all), in one read transaction when `snapshot`.
-    async fn blocking(&self, snapshot: bool, op: crate::db::sql::Erased) -> Result<(), DbError> {
+    async fn spawn_erased(&self, snapshot: bool, op: crate::db::sql::Erased) -> Result<(), DbError> {
         let pool = self.readers.clone();
         tokio::task::spawn_blocking(move || {
             let mut conn = pool.get()?;
