@@ -178,8 +178,9 @@ impl Db {
         }
     }
 
-    /// Runs `op` as one write transaction (with SQLite: under its own SAVEPOINT in the
-    /// writer's next group commit, so an error rolls back this operation only).
+    /// Runs `op` as one write transaction (with SQLite: in the writer's next group
+    /// commit, the batch's first operation in the transaction itself and each later one
+    /// under its own SAVEPOINT, so an error rolls back this operation only).
     /// Resolves once the write is durable.
     pub async fn write<T, F>(&self, op: F) -> Result<T, DbError>
     where

@@ -8,7 +8,7 @@
 
 use super::DbError;
 
-/// What every domain operation runs on: one storage transaction (a savepoint in the
+/// What every domain operation runs on: one storage transaction (its share of the
 /// SQLite writer's group commit) or a read snapshot.
 #[derive(Clone, Copy)]
 pub struct Tx<'a> {

@@ -226,7 +226,8 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn WriteJob>>, counters: &Cou
     }
     let mut completions = Vec::with_capacity(batch.len());
     // Whether the batch writes anything: an operation refused for a full disk is
-    // rolled back to its savepoint, and the empty COMMIT that follows proves no room.
+    // rolled back (the transaction, or its savepoint), and the empty COMMIT that
+    // follows proves no room.
     let mut kept = false;
     let mut jobs = batch.into_iter();
     while let Some(job) = jobs.next() {
