@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use josekit::jwk::alg::ed::EdCurve;
-use josekit::jwk::Jwk;
 use josekit::jws::{EdDSA, JwsSigner, JwsVerifier, ES256, RS256};
 use serde_json::{Map, Value};
 
@@ -147,23 +146,39 @@ impl KeySet {
                 kid: rec.kid.clone(),
                 reason,
             };
-            let jwk = Jwk::from_bytes(rec.public_jwk.as_bytes()).map_err(|e| stored(e.to_string()))?;
-            let verifier: Box<dyn JwsVerifier> = match rec.alg {
-                Alg::Rs256 => Box::new(RS256.verifier_from_jwk(&jwk)?),
-                Alg::Es256 => Box::new(ES256.verifier_from_jwk(&jwk)?),
-                Alg::EdDsa => Box::new(EdDSA.verifier_from_jwk(&jwk)?),
+            // The private key gives the verifier too, and the stored JWK is published
+            // as written: josekit's `Jwk` checks its members with a regular expression,
+            // a cost (about a megabyte resident) that key loading need not pay.
+            let (_, der) = super::pem::decode(&rec.private_pem).map_err(stored)?;
+            let jwk: Map<String, Value> = serde_json::from_str(&rec.public_jwk).map_err(|e| stored(e.to_string()))?;
+            let (verifier, signer): (Box<dyn JwsVerifier>, Box<dyn JwsSigner>) = match rec.alg {
+                Alg::Rs256 => {
+                    let public = RS256.key_pair_from_der(&der)?.to_der_public_key();
+                    (
+                        Box::new(RS256.verifier_from_der(public)?),
+                        Box::new(RS256.signer_from_der(&der)?),
+                    )
+                }
+                Alg::Es256 => {
+                    let public = ES256.key_pair_from_der(&der)?.to_der_public_key();
+                    (
+                        Box::new(ES256.verifier_from_der(public)?),
+                        Box::new(ES256.signer_from_der(&der)?),
+                    )
+                }
+                Alg::EdDsa => {
+                    let public = EdDSA.key_pair_from_der(&der)?.to_der_public_key();
+                    (
+                        Box::new(EdDSA.verifier_from_der(public)?),
+                        Box::new(EdDSA.signer_from_der(&der)?),
+                    )
+                }
             };
             verifiers.insert(rec.kid.clone(), verifier);
-            published.push(Value::Object(jwk.as_ref().clone()));
+            published.push(Value::Object(jwk));
             if rec.retired_at.is_some_and(|t| t <= now) {
                 continue;
             }
-            let pem = rec.private_pem.as_bytes();
-            let signer: Box<dyn JwsSigner> = match rec.alg {
-                Alg::Rs256 => Box::new(RS256.signer_from_pem(pem)?),
-                Alg::Es256 => Box::new(ES256.signer_from_pem(pem)?),
-                Alg::EdDsa => Box::new(EdDSA.signer_from_pem(pem)?),
-            };
             let key = ActiveKey {
                 kid: rec.kid.clone(),
                 until: rec.retired_at,
