@@ -151,34 +151,26 @@ impl KeySet {
             // a cost (about a megabyte resident) that key loading need not pay.
             let (_, der) = super::pem::decode(&rec.private_pem).map_err(stored)?;
             let jwk: Map<String, Value> = serde_json::from_str(&rec.public_jwk).map_err(|e| stored(e.to_string()))?;
-            let (verifier, signer): (Box<dyn JwsVerifier>, Box<dyn JwsSigner>) = match rec.alg {
-                Alg::Rs256 => {
-                    let public = RS256.key_pair_from_der(&der)?.to_der_public_key();
-                    (
-                        Box::new(RS256.verifier_from_der(public)?),
-                        Box::new(RS256.signer_from_der(&der)?),
-                    )
-                }
-                Alg::Es256 => {
-                    let public = ES256.key_pair_from_der(&der)?.to_der_public_key();
-                    (
-                        Box::new(ES256.verifier_from_der(public)?),
-                        Box::new(ES256.signer_from_der(&der)?),
-                    )
-                }
-                Alg::EdDsa => {
-                    let public = EdDSA.key_pair_from_der(&der)?.to_der_public_key();
-                    (
-                        Box::new(EdDSA.verifier_from_der(public)?),
-                        Box::new(EdDSA.signer_from_der(&der)?),
-                    )
-                }
+            let public = match rec.alg {
+                Alg::Rs256 => RS256.key_pair_from_der(&der)?.to_der_public_key(),
+                Alg::Es256 => ES256.key_pair_from_der(&der)?.to_der_public_key(),
+                Alg::EdDsa => EdDSA.key_pair_from_der(&der)?.to_der_public_key(),
+            };
+            let verifier: Box<dyn JwsVerifier> = match rec.alg {
+                Alg::Rs256 => Box::new(RS256.verifier_from_der(&public)?),
+                Alg::Es256 => Box::new(ES256.verifier_from_der(&public)?),
+                Alg::EdDsa => Box::new(EdDSA.verifier_from_der(&public)?),
             };
             verifiers.insert(rec.kid.clone(), verifier);
             published.push(Value::Object(jwk));
             if rec.retired_at.is_some_and(|t| t <= now) {
                 continue;
             }
+            let signer: Box<dyn JwsSigner> = match rec.alg {
+                Alg::Rs256 => Box::new(RS256.signer_from_der(&der)?),
+                Alg::Es256 => Box::new(ES256.signer_from_der(&der)?),
+                Alg::EdDsa => Box::new(EdDSA.signer_from_der(&der)?),
+            };
             let key = ActiveKey {
                 kid: rec.kid.clone(),
                 until: rec.retired_at,
