@@ -65,5 +65,6 @@ stress-ratelimit: ## 50 login attempts/s; expects 429 with Retry-After
 stress-bench: ## bcrypt ceiling, writer commits/s, per-endpoint throughput, storm
 	bash stress/run.sh bench
 stress-peer: ## The same scenarios against Tessera and node oidc-provider, alternating; ratios and server CPU
-	cargo build --release -p tessera -p tessera-stress
+	cargo build --release -p tessera
+	cargo build --release -p tessera-stress
 	bash stress/side-by-side.sh

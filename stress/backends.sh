@@ -18,8 +18,9 @@ case "$shape" in scenarios | autentico) ;; *) echo "usage: stress/backends.sh [a
 rounds=${ROUNDS:-2}
 out=target/stress/backends
 mkdir -p "$out"
-[ -x ./target/release/tessera ] && [ -x ./target/release/tessera-stress ] ||
-    cargo build --release -p tessera -p tessera-stress >&2
+# One package at a time, as in stress/run.sh.
+[ -x ./target/release/tessera ] || cargo build --release -p tessera >&2
+[ -x ./target/release/tessera-stress ] || cargo build --release -p tessera-stress >&2
 driver=./target/release/tessera-stress
 
 if [ -z "${STRESS_DATABASE_URL:-}" ]; then
