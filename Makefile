@@ -40,6 +40,7 @@ lint: ## Format check, clippy with warnings as errors, the layering check, scrip
 	for f in tests/browser/spa/*.js; do node --check "$$f"; done
 	node --check static/passkey.js
 	for f in stress/*.js; do node --check "$$f"; done
+	python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' scripts/hot-functions.py
 
 ci: lint test ## What CI runs: the lints, then the README's test command
 
@@ -49,7 +50,7 @@ interop-deps: ## Install the relying-party libraries the interoperability tests 
 	npm ci --prefix tests/browser --no-audit --no-fund
 
 # Stress runs: k6 when installed, the Rust driver (stress/) otherwise. See stress/README.md.
-.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench stress-peer
+.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench stress-peer hot-functions
 stress-server: ## Start Tessera on a fresh DB with the stress client and users; print the env
 	bash stress/server.sh
 stress-smoke: ## 1 VU, 30 s, 1 s think time
@@ -64,6 +65,9 @@ stress-ratelimit: ## 50 login attempts/s; expects 429 with Retry-After
 	bash stress/run.sh ratelimit
 stress-bench: ## bcrypt ceiling, writer commits/s, per-endpoint throughput, storm
 	bash stress/run.sh bench
+hot-functions: ## Rewrite link/hot-functions.txt from a callgrind profile of a server (needs valgrind)
+	python3 scripts/hot-functions.py
+
 stress-peer: ## The same scenarios against Tessera and node oidc-provider, alternating; ratios and server CPU
 	cargo build --release -p tessera
 	cargo build --release -p tessera-stress

@@ -20,6 +20,7 @@ const BUILT_FROM: &[&str] = &[
     "Cargo.toml",
     "Cargo.lock",
     "build.rs",
+    "link",
 ];
 
 fn packaging(name: &str) -> String {
