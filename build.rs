@@ -24,6 +24,7 @@ const BUILT_FROM: &[&str] = &[
     "Cargo.lock",
     "build.rs",
     "link",
+    "tessera-bcrypt",
 ];
 
 fn main() {

@@ -21,6 +21,7 @@ const BUILT_FROM: &[&str] = &[
     "Cargo.lock",
     "build.rs",
     "link",
+    "tessera-bcrypt",
 ];
 
 fn packaging(name: &str) -> String {
@@ -203,6 +204,26 @@ fn containerfile_runs_tessera_unprivileged_on_the_data_volume() {
     assert_eq!(value("--listen"), Some("0.0.0.0:9000"));
     assert_eq!(value("--db"), Some("/data/tessera.db"));
     assert!(image.health.join(" ").contains("/healthz"));
+}
+
+/// The builder stage has what the binary is built from and every workspace member
+/// (Cargo reads them all, even to build one package); a directory left out fails the
+/// image's build, which no test here runs.
+#[test]
+fn containerfile_copies_everything_the_binary_is_built_from() {
+    let copies = image().copies;
+    let manifest: toml::Table = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let members = manifest["workspace"]["members"].as_array().unwrap();
+    let members = members.iter().filter_map(|m| m.as_str()).filter(|m| *m != ".");
+    for source in BUILT_FROM.iter().copied().chain(members) {
+        assert!(
+            copies.iter().any(|c| c.trim_end_matches('/') == source),
+            "the Containerfile does not COPY {source}"
+        );
+    }
 }
 
 /// Kills the server it holds when the test ends, however it ends.
