@@ -1,5 +1,7 @@
-//! Names the commit a binary was built from, for `tessera --version`, and compiles the
-//! message catalogues of `locales/` into tables (`src/i18n/generate.rs`).
+//! Names the commit a binary was built from, for `tessera --version`, compiles the
+//! message catalogues of `locales/` into tables (`src/i18n/generate.rs`), and on
+//! x86_64 Linux gives the link two layout options that keep an idle server's memory
+//! small: packed relative relocations, and the hot functions first.
 //!
 //! `TESSERA_COMMIT` (read with `env!`) is, in this order: `TESSERA_BUILD_COMMIT` from the
 //! environment (a container build has no `.git`: `--build-arg TESSERA_BUILD_COMMIT=…`),
@@ -51,50 +53,82 @@ fn pack_relative_relocations() {
     }
 }
 
-/// The functions a server runs at start-up and per request are about 3 MB of the
-/// executable's 17 MB of code, spread across all of it; the kernel maps a file page (or
-/// a whole large folio of them) into the process when any byte of it runs, so a server
-/// that has only started ends up with about 11 MB of code resident. `link/
-/// hot-functions.txt` (written by `scripts/hot-functions.py` from a profile of a start,
-/// a minute idle and each kind of request) lists those functions, and lld places them
-/// first and in that order, so they share pages: about 2 MB of code resident instead.
+/// The functions a server runs at start-up and per request are about 3.4 MB of the
+/// executable's 17.8 MB of code, spread across all of it; the kernel maps a file page
+/// (or a whole large folio of them) into the process when any byte of it runs, so a
+/// server that has only started ends up with about 11 MB of code resident.
+/// `link/hot-functions.txt` (written by `scripts/hot-functions.py` from a profile of a
+/// start, 3 s idle and each kind of request) lists those functions, and lld places
+/// them first and in that order, so they share pages: 3.6 MB of code resident instead.
 ///
-/// Only where the link is lld: it is rustc's own linker on x86_64 Linux since Rust
-/// 1.90, and GNU ld would refuse the option. A name the list has that this build does
+/// Only where the linker takes the option: lld does (rustc's own linker on x86_64 Linux
+/// since Rust 1.90), GNU ld (a distribution's rustc, an older one) refuses it, so a
+/// one-line program is linked with it first. A name the list has that this build does
 /// not (another compiler or dependency version changes symbol hashes) is skipped
-/// silently: the binary is correct either way, only less compact, and the script
-/// says how much of its list the build it profiled still has. `TESSERA_HOT_TEXT=off`
-/// links in the compiler's order, which the script profiles so that the list keeps
-/// that order (the functions of one module next to each other, as they call each
-/// other) rather than the order of a previous list.
+/// silently: the binary is correct either way, only less compact, and the script says
+/// how much of its list the build it profiled still has. `TESSERA_HOT_TEXT=off` links
+/// in the compiler's order, which the script profiles so that the list keeps that
+/// order (the functions of one module next to each other, as they call each other)
+/// rather than the order of a previous list.
 fn hot_functions_first() {
-    println!("cargo:rerun-if-changed=link/hot-functions.txt");
     println!("cargo:rerun-if-env-changed=TESSERA_HOT_TEXT");
     let var = |key: &str| std::env::var(key).unwrap_or_default();
-    let lld_by_default = var("TARGET") == "x86_64-unknown-linux-gnu"
-        && rustc_minor().is_some_and(|minor| minor >= 90)
-        // A linker chosen in Cargo's configuration or in RUSTFLAGS may not be lld.
-        && std::env::var_os("RUSTC_LINKER").is_none()
-        && !var("CARGO_ENCODED_RUSTFLAGS").contains("link");
     let list = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/hot-functions.txt");
-    if var("PROFILE") == "release" && var("TESSERA_HOT_TEXT") != "off" && lld_by_default && list.is_file() {
+    if !list.is_file() {
+        return;
+    }
+    println!("cargo:rerun-if-changed=link/hot-functions.txt");
+    // The names are those of this target's release build.
+    if var("PROFILE") != "release" || var("TESSERA_HOT_TEXT") == "off" || var("TARGET") != "x86_64-unknown-linux-gnu" {
+        return;
+    }
+    // `-Xlinker` pairs rather than `-Wl,…`, which would split a path at its commas.
+    let order = format!("--symbol-ordering-file={}", list.display());
+    let args = ["-Xlinker", order.as_str(), "-Xlinker", "--no-warn-symbol-ordering"];
+    if links_with(&args) {
+        for arg in args {
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
+    } else {
         println!(
-            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            list.display()
+            "cargo:warning=the linker does not take --symbol-ordering-file (lld's): the executable keeps \
+             the compiler's function order, and an idle server about 7 MB more of its code resident"
         );
-        println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
 }
 
-/// The minor version of the compiler Cargo runs (`rustc 1.95.0 (…)` gives 95).
-fn rustc_minor() -> Option<u32> {
+/// Whether the compiler Cargo runs links a program for this target, with this build's
+/// flags and linker, when given `args` as link arguments.
+fn links_with(args: &[&str]) -> bool {
+    let var = |key: &str| std::env::var(key).unwrap_or_default();
+    let dir = Path::new(&var("OUT_DIR")).join("link-probe");
+    if std::fs::create_dir_all(&dir).is_err() || std::fs::write(dir.join("main.rs"), "fn main() {}\n").is_err() {
+        return false;
+    }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
-    let out = Command::new(rustc).arg("--version").output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let version = text.split_whitespace().nth(1)?;
-    let mut parts = version.split('.');
-    (parts.next()? == "1").then_some(())?;
-    parts.next()?.parse().ok()
+    let mut probe = Command::new(rustc);
+    probe
+        .args(["--edition", "2021", "--crate-type", "bin", "--target"])
+        .arg(var("TARGET"))
+        .arg("-o")
+        .arg(dir.join("main"))
+        .arg(dir.join("main.rs"));
+    probe.args(
+        var("CARGO_ENCODED_RUSTFLAGS")
+            .split('\x1f')
+            .filter(|flag| !flag.is_empty()),
+    );
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        probe.arg(format!("-Clinker={linker}"));
+    }
+    probe.args(args.iter().map(|arg| format!("-Clink-arg={arg}")));
+    let linked = probe
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+    linked
 }
 
 /// The catalogues become `$OUT_DIR/messages.rs`, included by `src/i18n/mod.rs`; an
@@ -151,7 +185,8 @@ fn from_git() -> Option<String> {
     if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watch_git_path(&reference);
     }
-    for path in BUILT_FROM {
+    // A path that is missing would count as changed at every build.
+    for path in BUILT_FROM.iter().filter(|path| Path::new(path).exists()) {
         println!("cargo:rerun-if-changed={path}");
     }
     let mut status = vec!["status", "--porcelain", "--untracked-files=normal", "--"];
