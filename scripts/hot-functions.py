@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
 """Writes link/hot-functions.txt: the functions of the executable a server runs, which
 build.rs has lld place first so that they share pages (see `hot_functions_first` there
-and docs/PERFORMANCE.md, "Idle memory").
+and docs/PERFORMANCE.md, "Start-up and operations").
 
 It builds the release binary in the compiler's own order (TESSERA_HOT_TEXT=off), runs
-`tessera serve` twice under valgrind's callgrind on a fresh SQLite database, and reads
-which of the executable's functions ran, and how many instructions each:
+`tessera serve` three times under valgrind's callgrind on a fresh SQLite database, and
+reads which of the executable's functions ran, and how many instructions each:
 
   1. start with the default settings, answer /readyz, stay idle 3 s (what the idle
      memory figure measures);
   2. a start without rate limits (the load driver would meet them), then each kind of
      request: full PKCE flows, the login page, code exchange, refresh, introspection,
-     discovery, JWKS, health, metrics, admin.
+     discovery, JWKS, health, metrics, admin;
+  3. a start with the default settings and a few flows through the rate limits.
 
 The list puts first, in the order the compiler placed them, the functions that ran more
-in the second run than in the first (what requests run), then those that ran only as
-much (start-up), also in the compiler's order: the functions of one module stay next to
+in runs 2 and 3 than two starts account for (what requests run), then the rest of what
+ran (start-up), also in the compiler's order: the functions of one module stay next to
 each other, as they call each other, which a list in profile order does not keep (that
-costs a refresh about 8 % more CPU). Needs valgrind (Debian: valgrind) and a toolchain
-whose linker is lld (Rust 1.90 or later on x86_64 Linux). Takes a few minutes.
+costs a refresh about 8 % more CPU). Needs valgrind (Debian: valgrind) and a linker
+that takes --symbol-ordering-file (lld: rustc's own on x86_64 Linux since Rust 1.90).
+Takes a few minutes.
 
     python3 scripts/hot-functions.py
 
@@ -71,14 +73,16 @@ def self_costs(profile, binary):
     callgrind output written with --compress-strings=no --compress-pos=no."""
     binary = os.path.realpath(binary)
     costs = collections.Counter()
-    obj = fn_obj = fn = None
+    in_binary = ours = False
+    fn = None
     after_call = False
     with open(profile) as f:
         for line in f:
             if line.startswith("ob="):
-                obj = line[3:].strip()
+                in_binary = os.path.realpath(line[3:].strip()) == binary
             elif line.startswith("fn="):
-                fn, fn_obj = line[3:].strip(), obj
+                # A recursive call's own entry is `name'2`; it is the same function.
+                fn, ours = line[3:].strip().split("'")[0], in_binary
             elif line.startswith("calls="):
                 after_call = True  # the next cost line is the call's, not fn's own
             elif line[:1].isdigit() or line[:1] in "+-*":
@@ -86,7 +90,7 @@ def self_costs(profile, binary):
                     after_call = False
                     continue
                 parts = line.split()
-                if fn and fn_obj and os.path.realpath(fn_obj) == binary and len(parts) >= 2:
+                if fn and ours and len(parts) >= 2:
                     costs[fn] += int(parts[1])
     return costs
 
@@ -124,7 +128,11 @@ def profile_serve(binary, db, out, work, *flags):
         work()
     finally:
         server.terminate()
-        server.wait(timeout=120)
+        try:
+            server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
     return out
 
 
@@ -162,11 +170,12 @@ def main():
         # As a server is started by hand: rate limits and lockout on, default logging.
         idle = profile_serve(binary, db, tmp / "idle.out", lambda: time.sleep(3))
 
+        driver = dict(os.environ, TESSERA_ISSUER=ISSUER, STRESS_CLIENT_ID="stress",
+                      STRESS_CLIENT_SECRET=secret, STRESS_USER_PREFIX="stress",
+                      STRESS_USERS="20", STRESS_PASSWORD="stress-password",
+                      STRESS_REDIRECT_URI="http://127.0.0.1:9999/callback")
+
         def requests():
-            driver = dict(os.environ, TESSERA_ISSUER=ISSUER, STRESS_CLIENT_ID="stress",
-                          STRESS_CLIENT_SECRET=secret, STRESS_USER_PREFIX="stress",
-                          STRESS_USERS="20", STRESS_PASSWORD="stress-password",
-                          STRESS_REDIRECT_URI="http://127.0.0.1:9999/callback")
             for kind in ("flow", "authorize-only", "token-only", "refresh-only", "introspect-only"):
                 run([str(stress), kind, "--vus", "2", "--duration", f"{SECONDS}s"], env=driver,
                     stdout=subprocess.DEVNULL)
@@ -174,15 +183,23 @@ def main():
                          "/metrics", "/admin", "/device", "/account"):
                 get(path)
 
+        def limited():
+            # A few flows through the rate limits and lockout; being refused is expected.
+            subprocess.run([str(stress), "flow", "--vus", "1", "--duration", "5s"], env=driver,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
         # The load driver signs in far more often than a person; limits would refuse it.
         busy = profile_serve(binary, db, tmp / "busy.out", requests,
                              "--rate-limit", "false", "--lockout", "false")
-        at_idle, serving = self_costs(idle, binary), self_costs(busy, binary)
+        checked = profile_serve(binary, db, tmp / "limited.out", limited)
+        at_idle = self_costs(idle, binary)
+        serving = self_costs(busy, binary) + self_costs(checked, binary)
 
     ran = [name for name in serving.keys() | at_idle.keys() if name in symbols]
     by_place = lambda names: sorted(names, key=symbols.get)
-    hot = by_place(n for n in ran if serving[n] > at_idle[n])
-    start = by_place(n for n in ran if serving[n] <= at_idle[n])
+    # `serving` has two starts in it, so start-up's functions ran twice as much there.
+    hot = by_place(n for n in ran if serving[n] > 2 * at_idle[n])
+    start = by_place(n for n in ran if serving[n] <= 2 * at_idle[n])
     rustc = run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     head = run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
                text=True).stdout.strip()
