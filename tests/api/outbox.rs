@@ -148,14 +148,23 @@ async fn queued_mail_survives_kill_9_and_is_delivered_once_after_restart() {
     let server = Server::start_with(&db, &dir.path().join("log1"), 0, &env);
     let port = server.port();
     assert_eq!(ask_reset(&server.address, "ada").await, 200);
-    // Wait until the mailer has tried the down server, then kill.
+    // Wait until the mailer has tried the down server and recorded the failure (its
+    // retry in 5 s), then kill. Killed between its claim and that record, the message
+    // would wait for the claim's lease (3 minutes) instead: late, not lost, and not
+    // what this test is about.
+    let recorded = || {
+        let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+        conn.query_row("SELECT attempts FROM mail_outbox", [], |r| r.get::<_, i64>(0))
+            .ok()
+    };
     for _ in 0..150 {
-        if sink.connections() > 0 {
+        if recorded().is_some_and(|attempts| attempts > 0) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(sink.connections() > 0, "the mailer tried while SMTP was down");
+    assert_eq!(recorded(), Some(1), "the failed attempt is recorded");
     server.signal("KILL");
     drop(server);
     assert!(sink.messages().is_empty());
