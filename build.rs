@@ -47,8 +47,7 @@ fn main() {
 /// (binutils 2.38 and glibc 2.36, both in Debian 12, the release the container builds
 /// on and runs). The executable stays position-independent, so ASLR is unchanged.
 fn pack_relative_relocations() {
-    let target = |key: &str| std::env::var(key).unwrap_or_default();
-    if target("CARGO_CFG_TARGET_OS") == "linux" && target("CARGO_CFG_TARGET_ENV") == "gnu" {
+    if env("CARGO_CFG_TARGET_OS") == "linux" && env("CARGO_CFG_TARGET_ENV") == "gnu" {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }
@@ -72,14 +71,13 @@ fn pack_relative_relocations() {
 /// rather than the order of a previous list.
 fn hot_functions_first() {
     println!("cargo:rerun-if-env-changed=TESSERA_HOT_TEXT");
-    let var = |key: &str| std::env::var(key).unwrap_or_default();
-    let list = Path::new(&var("CARGO_MANIFEST_DIR")).join("link/hot-functions.txt");
+    let list = Path::new(&env("CARGO_MANIFEST_DIR")).join("link/hot-functions.txt");
     if !list.is_file() {
         return;
     }
     println!("cargo:rerun-if-changed=link/hot-functions.txt");
     // The names are those of this target's release build.
-    if var("PROFILE") != "release" || var("TESSERA_HOT_TEXT") == "off" || var("TARGET") != "x86_64-unknown-linux-gnu" {
+    if env("PROFILE") != "release" || env("TESSERA_HOT_TEXT") == "off" || env("TARGET") != "x86_64-unknown-linux-gnu" {
         return;
     }
     // `-Xlinker` pairs rather than `-Wl,…`, which would split a path at its commas.
@@ -100,8 +98,7 @@ fn hot_functions_first() {
 /// Whether the compiler Cargo runs links a program for this target, with this build's
 /// flags and linker, when given `args` as link arguments.
 fn links_with(args: &[&str]) -> bool {
-    let var = |key: &str| std::env::var(key).unwrap_or_default();
-    let dir = Path::new(&var("OUT_DIR")).join("link-probe");
+    let dir = Path::new(&env("OUT_DIR")).join("link-probe");
     if std::fs::create_dir_all(&dir).is_err() || std::fs::write(dir.join("main.rs"), "fn main() {}\n").is_err() {
         return false;
     }
@@ -109,12 +106,12 @@ fn links_with(args: &[&str]) -> bool {
     let mut probe = Command::new(rustc);
     probe
         .args(["--edition", "2021", "--crate-type", "bin", "--target"])
-        .arg(var("TARGET"))
+        .arg(env("TARGET"))
         .arg("-o")
         .arg(dir.join("main"))
         .arg(dir.join("main.rs"));
     probe.args(
-        var("CARGO_ENCODED_RUSTFLAGS")
+        env("CARGO_ENCODED_RUSTFLAGS")
             .split('\x1f')
             .filter(|flag| !flag.is_empty()),
     );
@@ -129,6 +126,11 @@ fn links_with(args: &[&str]) -> bool {
         .is_ok_and(|status| status.success());
     let _ = std::fs::remove_dir_all(&dir);
     linked
+}
+
+/// A variable Cargo gives build scripts, or "" when it is not set.
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_default()
 }
 
 /// The catalogues become `$OUT_DIR/messages.rs`, included by `src/i18n/mod.rs`; an
