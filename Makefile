@@ -41,6 +41,7 @@ lint: ## Format check, clippy with warnings as errors, the layering check, scrip
 	node --check static/passkey.js
 	for f in stress/*.js; do node --check "$$f"; done
 	python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' scripts/hot-functions.py
+	for f in stress/*.sh scripts/*.sh .ci/run; do bash -n "$$f"; done
 
 ci: lint test ## What CI runs: the lints, then the README's test command
 
@@ -50,7 +51,7 @@ interop-deps: ## Install the relying-party libraries the interoperability tests 
 	npm ci --prefix tests/browser --no-audit --no-fund
 
 # Stress runs: k6 when installed, the Rust driver (stress/) otherwise. See stress/README.md.
-.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench stress-peer hot-functions
+.PHONY: stress-server stress-smoke stress-load stress-spike stress-ceiling stress-ratelimit stress-bench stress-peer stress-report hot-functions
 stress-server: ## Start Tessera on a fresh DB with the stress client and users; print the env
 	bash stress/server.sh
 stress-smoke: ## 1 VU, 30 s, 1 s think time
@@ -72,3 +73,5 @@ stress-peer: ## The same scenarios against Tessera and node oidc-provider, alter
 	cargo build --release -p tessera
 	cargo build --release -p tessera-stress
 	bash stress/side-by-side.sh
+stress-report: ## Soak, introspection at 600 VUs, start-up and operations, storage growth, kill -9 (about 25 min)
+	bash stress/report.sh

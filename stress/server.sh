@@ -5,6 +5,8 @@
 # limiting and lockout are off, the `stress` client and STRESS_USERS users are seeded,
 # and the environment to use is printed. With --background (when sourced by run.sh) it
 # returns once every node is ready; the nodes stop, and the database goes, on exit.
+# STRESS_DB names the SQLite file to create instead (it must not exist); that file is
+# kept, for measurements made on it after the run.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [ -x ./target/release/tessera ] || cargo build --release -p tessera >&2
@@ -57,6 +59,13 @@ if [ -n "${STRESS_DATABASE_URL:-}" ]; then
     case "$STRESS_DATABASE_URL" in *\?*) sep='&' ;; *) sep='?' ;; esac
     store=(--database-url "${STRESS_DATABASE_URL}${sep}options=-csearch_path%3D$schema")
     where="PostgreSQL schema $schema, $nodes node(s)"
+elif [ -n "${STRESS_DB:-}" ]; then
+    if [ -e "$STRESS_DB" ]; then
+        echo "stress/server.sh: STRESS_DB=$STRESS_DB exists; name a new file" >&2
+        exit 2
+    fi
+    store=(--db "$STRESS_DB")
+    where="database $STRESS_DB (kept)"
 else
     store=(--db "$dir/stress.db")
     where="database $dir/stress.db"
@@ -85,13 +94,18 @@ for ((i = 0; i < nodes; i++)); do
         exit 1
     fi
 done
+# stress_serve I: starts node I on its port (appending to its log), and adds it to the
+# processes stopped on exit; also what a caller uses to start a node again after
+# killing it.
+stress_serve() {
+    RUST_LOG=warn "$bin" "${store[@]}" serve --listen "127.0.0.1:$((port + $1))" --issuer "$issuer" \
+        --rate-limit false --lockout false >>"$(log_of "$1")" 2>&1 &
+    stress_pids+=("$!")
+}
 targets=
 for ((i = 0; i < nodes; i++)); do
-    node="127.0.0.1:$((port + i))"
-    RUST_LOG=warn "$bin" "${store[@]}" serve --listen "$node" --issuer "$issuer" \
-        --rate-limit false --lockout false >"$(log_of "$i")" 2>&1 &
-    stress_pids+=("$!")
-    targets+="${targets:+,}http://$node"
+    stress_serve "$i"
+    targets+="${targets:+,}http://127.0.0.1:$((port + i))"
 done
 export TESSERA_PID="${stress_pids[0]}" TESSERA_PIDS="${stress_pids[*]}"
 if [ "$nodes" -gt 1 ]; then
