@@ -73,5 +73,5 @@ stress-peer: ## The same scenarios against Tessera and node oidc-provider, alter
 	cargo build --release -p tessera
 	cargo build --release -p tessera-stress
 	bash stress/side-by-side.sh
-stress-report: ## Soak, introspection at 600 VUs, start-up and operations, storage growth, kill -9 (about 25 min)
+stress-report: ## Soak, introspection at 600 VUs, start-up and operations, storage, kill -9, refresh, algorithms (about 30 min)
 	bash stress/report.sh

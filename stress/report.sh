@@ -14,6 +14,10 @@
 #   introspect600  600 VUs introspecting their own access tokens for 10 minutes
 #   kill9       kill -9 of the server 20 s into 60 s of full flows at 50 VUs, started
 #               again at once on the same file: time to ready, failed requests, check
+#   refresh     what a refresh costs the server besides its two RS256 signatures: four
+#               rounds of refresh-only (32 VUs, 15 s, 500 users as in make stress-peer),
+#               each between two measurements of one signature through the server's
+#               code (`tessera-stress sign`), since the machine's speed drifts
 #   algs        refresh-only (32 VUs, 15 s) with access tokens signed RS256, ES256 and
 #               EdDSA (the ID token stays RS256), twice in turn, and what one signature
 #               of each costs through the server's code (`tessera-stress sign`)
@@ -23,7 +27,7 @@
 # port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-only=${REPORT_ONLY:-soak storage operations introspect600 kill9 algs}
+only=${REPORT_ONLY:-soak storage operations introspect600 kill9 refresh algs}
 out=${REPORT_OUT:-target/stress/report}
 mkdir -p "$out"
 # One package at a time, as in stress/run.sh.
@@ -213,6 +217,32 @@ kill9() {
     cat "$out/kill9.txt"
 }
 
+# rs256_us: µs per RS256 signature through the server's signing code, one thread.
+rs256_us() { "$driver" sign --duration 3s | awk '/^RS256 sign/ { print $3 }'; }
+
+refresh() {
+    local round before after
+    echo
+    echo "## A refresh besides its two RS256 signatures: refresh-only, 32 VUs, 15 s, 500 users"
+    echo
+    echo "| round | refreshes/s | server CPU per refresh | RS256 signature before / after | the rest |"
+    echo "|---:|---:|---:|---:|---:|"
+    for round in 1 2 3 4; do
+        before=$(rs256_us)
+        (
+            export STRESS_USERS=500
+            source stress/server.sh --background 2>/dev/null
+            "$driver" refresh-only --vus 32 --duration 15s --server-pid "$TESSERA_PID" --json \
+                >"$out/refresh-$round.json" || true
+        )
+        after=$(rs256_us)
+        jq -r --arg b "$before" --arg a "$after" --arg round "$round" '
+            (.server.cpu_ms_per_iteration * 1000) as $cpu
+            | "| \($round) | \(.iterations_per_second | round) | \($cpu | round) µs | \($b) / \($a) µs | **\($cpu - ($b | tonumber) - ($a | tonumber) | round) µs** |"' \
+            "$out/refresh-$round.json"
+    done | tee "$out/refresh.txt"
+}
+
 algs() {
     local round alg
     echo
@@ -239,7 +269,7 @@ algs() {
 
 for section in $only; do
     case "$section" in
-        soak | storage | operations | introspect600 | kill9 | algs) "$section" ;;
-        *) echo "report: unknown section $section (soak storage operations introspect600 kill9 algs)" >&2; exit 2 ;;
+        soak | storage | operations | introspect600 | kill9 | refresh | algs) "$section" ;;
+        *) echo "report: unknown section $section (soak storage operations introspect600 kill9 refresh algs)" >&2; exit 2 ;;
     esac
 done
