@@ -23,8 +23,7 @@
 #               of each costs through the server's code (`tessera-stress sign`)
 # REPORT_ONLY="soak storage operations" runs only those (storage and operations reuse
 # the soak's database from an earlier run in REPORT_OUT). SOAK_MINUTES (10) and
-# INTROSPECT_DURATION (10m) shorten a trial run. Uses STRESS_PORT (9100) and the next
-# port.
+# INTROSPECT_DURATION (10m) shorten a trial run. Servers listen on STRESS_PORT (9100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 only=${REPORT_ONLY:-soak storage operations introspect600 kill9 refresh algs}
@@ -36,7 +35,6 @@ cargo build --release -p tessera-stress >&2
 bin=$PWD/target/release/tessera
 driver=$PWD/target/release/tessera-stress
 port=${STRESS_PORT:-9100}
-spare=$((port + 1))
 soak_db=$out/soak.db
 
 echo "# $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), $(nproc) cores, $(uname -r); $(date -u +%FT%TZ)"
@@ -95,7 +93,7 @@ soak() {
             "$out/soak.json"
     done
     echo
-    echo "database after the run: $(bytes_mb "$(db_bytes "$soak_db")"), $(awk -v b="$(db_bytes "$soak_db")" -v f="$(jq .iterations "$out/soak.json")" 'BEGIN { printf "%.0f", b / f }') bytes per flow"
+    echo "database and its log after the run: $(bytes_mb "$(db_bytes "$soak_db")"), $(awk -v b="$(db_bytes "$soak_db")" -v f="$(jq .iterations "$out/soak.json")" 'BEGIN { printf "%.0f", b / f }') bytes per flow"
 }
 
 storage() {
@@ -131,8 +129,21 @@ PY
 
 operations() {
     [ -e "$soak_db" ] || { echo "report: operations needs the soak's database ($soak_db): run the soak first" >&2; return 1; }
-    local url="http://127.0.0.1:$port" work t0 pid run
+    local url="http://127.0.0.1:$port" work t0 pid run ms
+    # Another server on the port would answer the readiness checks below.
+    if curl -fsS -o /dev/null "$url/healthz" 2>/dev/null; then
+        echo "report: something already answers on port $port; stop it or set STRESS_PORT" >&2
+        return 1
+    fi
     work=$(mktemp -d)
+    # start DB [FLAGS...]: starts a server on DB in the background as $pid, and sets
+    # $ms to the milliseconds from its exec to the first 200 of /readyz.
+    start() {
+        t0=$(date +%s%N)
+        RUST_LOG=warn "$bin" --db "$1" serve --listen "127.0.0.1:$port" "${@:2}" >/dev/null 2>&1 &
+        pid=$!
+        ms=$(ready_ms "$url" "$pid" "$t0")
+    }
     echo
     echo "## Start-up and operations (soak's database: $(bytes_mb "$(db_bytes "$soak_db")"))"
     echo
@@ -140,35 +151,26 @@ operations() {
     echo "|---|---:|"
     {
         for run in 1 2; do
-            t0=$(date +%s%N)
-            RUST_LOG=warn "$bin" --db "$work/empty-$run.db" serve --listen "127.0.0.1:$port" >/dev/null 2>&1 &
-            pid=$!
-            echo "| first start on an empty database, to \`/readyz\` (run $run) | $(ready_ms "$url" "$pid" "$t0") ms |"
+            start "$work/empty-$run.db"
+            echo "| first start on an empty database, to \`/readyz\` (run $run) | $ms ms |"
             sleep 3
             echo "idle RSS, fresh database (run $run): $(rss "$pid")" >>"$work/rss"
             stop "$pid"
-            t0=$(date +%s%N)
-            RUST_LOG=warn "$bin" --db "$work/empty-$run.db" serve --listen "127.0.0.1:$port" >/dev/null 2>&1 &
-            pid=$!
-            ready_ms "$url" "$pid" "$t0" >/dev/null
+            start "$work/empty-$run.db"
             sleep 3
             echo "idle RSS, restarted (run $run): $(rss "$pid")" >>"$work/rss"
             stop "$pid"
         done
         for run in 1 2; do
-            t0=$(date +%s%N)
-            RUST_LOG=warn "$bin" --db "$soak_db" serve --listen "127.0.0.1:$port" >/dev/null 2>&1 &
-            pid=$!
-            echo "| warm restart on the soak's database, to \`/readyz\` (run $run) | $(ready_ms "$url" "$pid" "$t0") ms |"
+            start "$soak_db"
+            echo "| warm restart on the soak's database, to \`/readyz\` (run $run) | $ms ms |"
             stop "$pid"
         done
         echo "| \`tessera check\` | $(seconds_of "$bin" --db "$soak_db" check) |"
         echo "| \`tessera backup PATH\` | $(seconds_of "$bin" --db "$soak_db" backup "$work/copy.db") |"
         # A directory replica of the copy: serve it with --replicate-to until the
         # snapshot and the log are shipped, then restore from it.
-        RUST_LOG=warn "$bin" --db "$work/copy.db" serve --listen "127.0.0.1:$port" --replicate-to "$work/replica" >/dev/null 2>&1 &
-        pid=$!
-        ready_ms "$url" "$pid" "$(date +%s%N)" >/dev/null
+        start "$work/copy.db" --replicate-to "$work/replica"
         until curl -fsS "$url/metrics" | grep -qE '^tessera_replication_snapshots_total [1-9]'; do sleep 0.2; done
         sleep 2
         stop "$pid"
