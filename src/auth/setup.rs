@@ -56,7 +56,13 @@ pub async fn finish(
     password: &str,
     confirm: &str,
 ) -> Result<Outcome, Internal> {
-    let name = Username::parse(username.trim());
+    // The first administrator's address is not verified yet: no `@` in the username.
+    let name = Username::parse(username.trim()).and_then(|u| {
+        match crate::domain::username_address_problem(u.as_str(), None) {
+            Some(p) => Err(crate::domain::ParseError(p)),
+            None => Ok(u),
+        }
+    });
     let mail = Email::parse(email);
     let problems: Problems = [
         ("username", name.as_ref().err().map(|e| e.0.clone())),

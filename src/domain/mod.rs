@@ -1,9 +1,11 @@
 //! Domain newtypes, each made by parsing: once built, a value is known to be valid.
 
+mod address_like;
 mod grant_type;
 mod redirect_uri;
 mod scope;
 
+pub use address_like::username_address_problem;
 pub use grant_type::GrantType;
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;

@@ -224,7 +224,8 @@ fn create_user(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<
     db::users::find_by_id(c, id)?.ok_or(DbError::NotFound)
 }
 
-/// Letters, digits and `._-` of the upstream's name, at most 48 characters.
+/// Letters, digits and `._-` of the upstream's name, at most 48 characters (no `@`:
+/// a username with one would pass for an email address).
 fn clean_username(raw: &str) -> String {
     raw.trim()
         .chars()
@@ -313,4 +314,18 @@ pub async fn unlink(state: &AppState, user_id: i64, provider_id: &str) -> Result
             Ok(Unlink::Done)
         })
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_name_never_brings_an_at_sign_into_a_username() {
+        // A username with `@` would pass for an address (see `domain::username_address_problem`).
+        for raw in ["erin@example.org", "@erin", "a@b@c"] {
+            let name = clean_username(raw);
+            assert!(crate::domain::username_address_problem(&name, None).is_none(), "{raw} -> {name}");
+        }
+    }
 }

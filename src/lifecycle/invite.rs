@@ -218,8 +218,8 @@ fn taken() -> String {
 
 /// Checks the username and password: the rules of a sign-up (the setup page's, less
 /// its longer minimum), and for an invitation to administer, the setup page's own.
-fn check(choice: &Choice<'_>, admin: bool) -> Problems {
-    let mut problems = check_username(choice.username);
+fn check(choice: &Choice<'_>, admin: bool, invited: &str) -> Problems {
+    let mut problems = check_username(choice.username, invited);
     let password = if admin {
         crate::auth::setup::password_problem(choice.password, choice.username.trim())
     } else {
@@ -234,10 +234,14 @@ fn check(choice: &Choice<'_>, admin: bool) -> Problems {
     problems
 }
 
-fn check_username(username: &str) -> Problems {
+/// The chosen username's problems; `invited` is the invitation's address, which the
+/// account gets verified (the link proved it), so it may be the username too.
+fn check_username(username: &str, invited: &str) -> Problems {
     let mut problems = Problems::new();
     if let Err(e) = Username::parse(username.trim()) {
         problems.insert("username".into(), e.0);
+    } else if let Some(p) = crate::domain::username_address_problem(username, Some(invited)) {
+        problems.insert("username".into(), p);
     }
     problems
 }
@@ -275,7 +279,7 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
         // A form made up to set a password where the deployment gives none.
         return Ok(Accepted::Invalid(passkey_problem(crate::i18n::t().acct_passkey_only)));
     }
-    let problems = check(choice, Grants::of(&token).admin);
+    let problems = check(choice, Grants::of(&token).admin, &token.email);
     if !problems.is_empty() {
         return Ok(Accepted::Invalid(problems));
     }
@@ -295,10 +299,10 @@ pub async fn passkey_options(
     if !enabled(&state.settings) {
         return Ok(Err(Accepted::Off));
     }
-    if live(state, token).await?.is_none() {
+    let Some(invitation) = live(state, token).await? else {
         return Ok(Err(Accepted::Dead));
-    }
-    let problems = check_username(username);
+    };
+    let problems = check_username(username, &invitation.email);
     if !problems.is_empty() {
         return Ok(Err(Accepted::Invalid(problems)));
     }
@@ -335,7 +339,7 @@ pub async fn accept_with_passkey(state: &AppState, choice: &Choice<'_>, made: Ma
     let Some(token) = live(state, choice.token).await? else {
         return Ok(Accepted::Dead);
     };
-    let problems = check_username(choice.username);
+    let problems = check_username(choice.username, &token.email);
     if !problems.is_empty() {
         return Ok(Accepted::Invalid(problems));
     }

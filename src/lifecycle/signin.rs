@@ -74,13 +74,16 @@ fn locked(c: &Tx<'_>, settings: &Settings, user_id: i64, now: i64) -> Result<boo
     Ok(settings.lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
 }
 
-/// The account `who` names (a username, else an address) if it may be mailed a
-/// sign-in: enabled, with an address, not locked, not waiting for verification.
+/// The account `who` names if it may be mailed a sign-in: enabled, with an address,
+/// not locked, not waiting for verification. Text with an `@` is an address and is
+/// looked up as one only: a username that looks like someone's address (made before
+/// such names were refused) must not receive that person's links.
 fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
-    let mut user = db::users::find_by_username(c, who)?;
-    if user.is_none() && who.contains('@') {
-        user = db::users::find_by_email(c, who)?;
-    }
+    let user = if who.contains('@') {
+        db::users::find_by_email(c, who)?
+    } else {
+        db::users::find_by_username(c, who)?
+    };
     let Some(user) = user.filter(|u| !u.disabled) else {
         return Ok(None);
     };

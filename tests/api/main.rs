@@ -6,6 +6,7 @@ mod account;
 mod admin_api;
 mod admin_ui;
 mod apply;
+mod at_usernames;
 mod authorize;
 mod branding;
 mod browser;
