@@ -1,6 +1,7 @@
 //! Single-use links (and their codes) sent by mail: email verification, password reset,
 //! sign-in, invitation and the email second factor. Only digests are stored; a new
-//! token of a purpose voids the account's earlier ones of that purpose.
+//! token of a purpose voids the account's earlier ones of that purpose (verification
+//! links only those sent to another address: `create_beside`).
 
 use super::sql::{args, Row};
 use super::{Claim, DbError, Tx};
@@ -39,6 +40,10 @@ pub fn create(conn: &Tx<'_>, t: &NewToken<'_>, now: i64) -> Result<i64, DbError>
             args![t.email, t.purpose, now],
         )?,
     };
+    insert(conn, t, now)
+}
+
+fn insert(conn: &Tx<'_>, t: &NewToken<'_>, now: i64) -> Result<i64, DbError> {
     conn.one(
         "INSERT INTO email_tokens (digest, purpose, user_id, email, data, code_digest, request_hash, created_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
@@ -54,6 +59,38 @@ pub fn create(conn: &Tx<'_>, t: &NewToken<'_>, now: i64) -> Result<i64, DbError>
             t.expires_at
         ],
         |r| r.get(0),
+    )
+}
+
+/// Stores a verification token beside the account's live ones sent to the same
+/// address (each stays valid until one is used: `void_for_address`), voiding those sent
+/// to another address.
+pub fn create_beside(conn: &Tx<'_>, t: &NewToken<'_>, now: i64) -> Result<i64, DbError> {
+    conn.exec(
+        "UPDATE email_tokens SET used_at = ?4
+         WHERE user_id = ?1 AND purpose = ?2 AND lower(email) <> lower(?3) AND used_at IS NULL",
+        args![t.user_id, t.purpose, t.email, now],
+    )?;
+    insert(conn, t, now)
+}
+
+/// When the account's newest live token of this purpose to this address was made.
+pub fn newest_to(conn: &Tx<'_>, user_id: i64, purpose: &str, email: &str, now: i64) -> Result<Option<i64>, DbError> {
+    conn.one(
+        "SELECT max(created_at) FROM email_tokens
+         WHERE user_id = ?1 AND purpose = ?2 AND lower(email) = lower(?3) AND used_at IS NULL AND expires_at > ?4",
+        args![user_id, purpose, email, now],
+        |r| r.get(0),
+    )
+}
+
+/// Voids the account's unused tokens of this purpose sent to this address (the others
+/// of a set, once one of them is used).
+pub fn void_for_address(conn: &Tx<'_>, user_id: i64, purpose: &str, email: &str, now: i64) -> Result<usize, DbError> {
+    conn.exec(
+        "UPDATE email_tokens SET used_at = ?4
+         WHERE user_id = ?1 AND purpose = ?2 AND lower(email) = lower(?3) AND used_at IS NULL",
+        args![user_id, purpose, email, now],
     )
 }
 

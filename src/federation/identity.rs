@@ -325,7 +325,10 @@ mod tests {
         // A username with `@` would pass for an address (see `domain::username_address_problem`).
         for raw in ["erin@example.org", "@erin", "a@b@c"] {
             let name = clean_username(raw);
-            assert!(crate::domain::username_address_problem(&name, None).is_none(), "{raw} -> {name}");
+            assert!(
+                crate::domain::username_address_problem(&name, None).is_none(),
+                "{raw} -> {name}"
+            );
         }
     }
 }

@@ -1,13 +1,14 @@
-//! Email verification: a single-use link (24 h, only its digest stored, a new one voids
-//! the earlier ones) mailed on sign-up, on every change of address and when an
-//! unverified sign-up tries to sign in; following it and pressing "Confirm" (a link
-//! never acts on GET: mail scanners prefetch links) is the only way `email_verified`
-//! becomes true besides an administrator's say-so.
+//! Email verification: a single-use link (24 h, only its digest stored) mailed on
+//! sign-up, on every change of address and when an unverified sign-up tries to sign
+//! in; pressing "Confirm" on it (never a GET: mail scanners prefetch links) is the only
+//! way `email_verified` becomes true besides an administrator's say-so. The live links
+//! to one address all work until one is used, which spends the others; none is sent
+//! within `RESEND_AFTER` of the last; a link to another address is dead.
 //!
-//! A change of address on the account page is only pending until confirmed: the
-//! account keeps its old address (where resets and sign-in links still go) and the
-//! link to the new one confirms only in a browser signed in as the account, so a
-//! mistyped address's owner who gets the link cannot take the account over.
+//! A change of address on the account page is only pending until confirmed: the account
+//! keeps its old address (where resets and sign-in links still go) and the link to the
+//! new one confirms only in a browser signed in as the account, so whoever owns a
+//! mistyped address cannot take the account over with it.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -27,6 +28,8 @@ use super::{link_token, queue, wake, Queued};
 
 /// How long a verification link works.
 pub const LINK_TTL: i64 = 24 * 3600;
+/// Seconds after a link during which no other link to the same address is sent.
+pub const RESEND_AFTER: i64 = 60;
 
 /// A verification link, made before the write transaction that mails it (its URL is
 /// built from the issuer, never from the request's Host header).
@@ -95,8 +98,8 @@ fn request_of(data: &str) -> Option<TokenHash> {
 }
 
 /// Queues the verification mail to `to` for `user` inside the caller's transaction and
-/// stores the link's digest, voiding the account's earlier links. Within the hourly
-/// limit only: a limited mail stores no token, so the link already sent keeps working.
+/// stores the link's digest beside the live links to `to`, voiding those to another.
+/// Within the hourly limit and past `RESEND_AFTER` only: else nothing is stored.
 #[allow(clippy::too_many_arguments)]
 pub fn send_in(
     conn: &Tx<'_>,
@@ -111,8 +114,7 @@ pub fn send_in(
     store(conn, settings, link, user, to, reason, request, &data(request), now)
 }
 
-/// Queues the link to a pending new address `to` for `user` (whose record still has
-/// the old address), voiding the account's earlier links, a pending change's included.
+/// Queues the link to a pending new address `to` (the record keeps the old one until then).
 pub fn send_change_in(
     conn: &Tx<'_>,
     settings: &Settings,
@@ -137,6 +139,10 @@ fn store(
     data: &str,
     now: i64,
 ) -> Result<Queued, DbError> {
+    let last = email_tokens::newest_to(conn, user.id, email_tokens::VERIFY, to, now)?;
+    if last.is_some_and(|at| now - at < RESEND_AFTER) {
+        return Ok(Queued::Limited);
+    }
     let queued = queue(
         conn,
         settings,
@@ -147,7 +153,7 @@ fn store(
         now,
     )?;
     if queued == Queued::Yes {
-        email_tokens::create(
+        email_tokens::create_beside(
             conn,
             &email_tokens::NewToken {
                 digest: &link.digest,
@@ -353,13 +359,15 @@ pub async fn confirm(
             if !email_tokens::claim(c, t.id, now)?.won() {
                 return Ok(Confirmed::Dead);
             }
+            email_tokens::void_for_address(c, user.id, email_tokens::VERIFY, &t.email, now)?;
             if let Some(made) = made {
                 passkeys::store_in(c, user.id, &user.username, made, now)?;
             }
             if change {
-                use email_tokens::{MFA, RESET, SIGNIN};
+                use email_tokens::{MFA, RESET, SIGNIN, VERIFY};
                 db::users::set_email(c, user.id, &t.email, now)?;
-                email_tokens::void_for_user(c, user.id, &[RESET, SIGNIN, MFA], now)?;
+                // The old address's links (and codes) die with it.
+                email_tokens::void_for_user(c, user.id, &[RESET, SIGNIN, MFA, VERIFY], now)?;
                 Event::new("account.email_changed")
                     .actor(&user.username)
                     .target(&user.username)

@@ -74,4 +74,5 @@ mod storage;
 mod token;
 mod transfer;
 mod upstream;
+mod verify_links;
 mod webfinger;

@@ -249,6 +249,8 @@ async fn before_verifying_a_correct_password_is_held_and_a_new_link_mailed() {
     assert_eq!(wrong("lin").await.0, 401);
     assert_eq!(outbox_rows(&app).await, before);
 
+    // A minute after the first link: one more is sent.
+    app.clock.advance(61);
     let fields = app.open_login(&b, &app.url("/account")).await;
     let resp = app.submit_login(&b, fields, "lin", SECRET).await;
     assert_eq!(resp.status(), 403);
@@ -261,8 +263,8 @@ async fn before_verifying_a_correct_password_is_held_and_a_new_link_mailed() {
     assert_ne!(first, second);
     assert_eq!(
         b.get(&first).send().await.unwrap().status(),
-        410,
-        "the new link voids the first"
+        200,
+        "the new link leaves the first working"
     );
 
     // The new link continues the sign-in it was sent from (Tessera's own pages here).
@@ -286,6 +288,8 @@ async fn new_links_at_sign_in_keep_to_the_hourly_limit_and_the_last_one_keeps_wo
     let held = |n: usize| {
         let (app, b) = (&app, &b);
         async move {
+            // Past the minute within which no second link is sent.
+            app.clock.advance(61);
             let fields = app.open_login(b, &app.url("/account")).await;
             let resp = app.submit_login(b, fields, "kim", SECRET).await;
             assert_eq!(resp.status(), 403, "attempt {n}");
