@@ -196,6 +196,7 @@ fn flash_text(code: &str) -> Option<&'static str> {
     Some(match code {
         "profile" => t.acct_done_profile,
         "profile-verify" => t.acct_done_profile_verify,
+        "confirmed-email" => t.acct_done_confirmed_email,
         "password" => t.acct_done_password,
         "session" => t.acct_done_session,
         "others" => t.acct_done_others,
@@ -356,10 +357,14 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    let done = url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "done")
-        .and_then(|(_, v)| flash_text(&v));
-    render(&state, &v, StatusCode::OK, done, Problems::default(), None).await
+    let query: HashMap<String, String> = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .into_owned()
+        .collect();
+    let done = params::field(&query, "done");
+    // Back from confirming a change of address: the profile form as it was typed.
+    let carried = super::account_confirm::Carried::read(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let typed = (done == "confirmed-email").then_some((carried.name.as_str(), carried.email.as_str()));
+    render(&state, &v, StatusCode::OK, flash_text(done), Problems::default(), typed).await
 }
 
 pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -387,6 +392,15 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         (!name.is_empty()).then(|| name.to_string()),
         (!email.is_empty()).then(|| email.to_string()),
     );
+    // Where resets and sign-in links go is a way into the account: a change (a removal
+    // included) needs a recent sign-in or the password again, as adding a credential does.
+    if e != v.user.email && !super::account_confirm::recently_authenticated(&state, &v) {
+        let carried = super::account_confirm::Carried {
+            name: name.to_string(),
+            email: email.to_string(),
+        };
+        return errors::redirect(&carried.confirm_url());
+    }
     let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
     match result {
         Ok(false) => back("profile"),

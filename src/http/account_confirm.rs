@@ -1,8 +1,9 @@
 //! `/account/confirm`: the current password (or one of the account's passkeys) asked
 //! again before a credential is added (an authenticator app, a passkey, a link to an
-//! upstream account), so that a stolen session cannot plant a way
-//! back in that outlives a password change. A confirmation holds for
-//! `REAUTH_WINDOW` seconds.
+//! upstream account) or the email address is changed, so that a stolen session cannot
+//! plant a way back in that outlives a password change. A confirmation holds for
+//! `REAUTH_WINDOW` seconds. A change of address carries the typed values through the
+//! confirmation, back to the profile form.
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
@@ -21,12 +22,53 @@ use crate::state::AppState;
 /// be added.
 pub const REAUTH_WINDOW: i64 = 300;
 
-/// Where a confirmation leads back to: the step that asked for it.
+/// Where a confirmation leads back to: the step that asked for it (for a change of
+/// address, the profile form with the typed values: `Carried::back`).
 fn next_path(next: &str) -> &'static str {
     match next {
         "totp" => "/account/totp",
         "link" => "/account#linked-accounts",
         _ => "/account#passkeys-h",
+    }
+}
+
+/// The profile a change of address was typed with, carried through the confirmation
+/// so that nothing typed is lost.
+#[derive(Debug, Default, Clone)]
+pub struct Carried {
+    pub name: String,
+    pub email: String,
+}
+
+impl Carried {
+    /// The values named `name` and `email` among `pairs` (a query or a form).
+    pub fn read<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut carried = Self::default();
+        for (k, v) in pairs {
+            match k {
+                "name" => carried.name = v.chars().take(256).collect(),
+                "email" => carried.email = v.chars().take(256).collect(),
+                _ => {}
+            }
+        }
+        carried
+    }
+
+    fn query(&self) -> String {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("name", &self.name)
+            .append_pair("email", &self.email)
+            .finish()
+    }
+
+    /// The confirmation page for this change of address.
+    pub fn confirm_url(&self) -> String {
+        format!("/account/confirm?next=email&{}", self.query())
+    }
+
+    /// The account page with the profile form filled in again, to be saved.
+    fn back(&self) -> String {
+        format!("/account?done=confirmed-email&{}#profile-h", self.query())
     }
 }
 
@@ -56,9 +98,17 @@ struct ConfirmPage<'a> {
     password: bool,
     /// The account has a passkey to confirm with.
     passkey: bool,
+    /// For a change of address: what was typed.
+    carried: Carried,
 }
 
-async fn page(state: &AppState, v: &Viewer, status: StatusCode, next: &str, error: Option<&str>) -> HttpResponse {
+async fn page(
+    state: &AppState,
+    v: &Viewer,
+    status: StatusCode,
+    (next, carried): (&str, Carried),
+    error: Option<&str>,
+) -> HttpResponse {
     let passkey = match crate::auth::passkeys::list(state, v.user.id).await {
         Ok(keys) => !keys.is_empty(),
         Err(e) => return errors::server_page(e),
@@ -66,6 +116,7 @@ async fn page(state: &AppState, v: &Viewer, status: StatusCode, next: &str, erro
     let next = match next {
         "totp" => "totp",
         "link" => "link",
+        "email" => "email",
         _ => "passkey",
     };
     pages::render(
@@ -76,8 +127,26 @@ async fn page(state: &AppState, v: &Viewer, status: StatusCode, next: &str, erro
             error,
             password: crate::auth::password::has_password(&v.user.password_hash),
             passkey,
+            carried,
         },
     )
+}
+
+/// Where a successful confirmation for `next` goes.
+fn onward(next: &str, form: &std::collections::HashMap<String, String>) -> HttpResponse {
+    if next == "email" {
+        let carried = Carried::read(form.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        return errors::redirect(&carried.back());
+    }
+    errors::redirect(next_path(next))
+}
+
+fn carried_in(next: &str, form: &std::collections::HashMap<String, String>) -> (String, Carried) {
+    let carried = match next {
+        "email" => Carried::read(form.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        _ => Carried::default(),
+    };
+    (next.to_string(), carried)
 }
 
 pub async fn confirm_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -85,11 +154,11 @@ pub async fn confirm_get(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    let next = url::form_urlencoded::parse(req.query_string().as_bytes())
-        .find(|(k, _)| k == "next")
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default();
-    page(&state, &v, StatusCode::OK, &next, None).await
+    let query: std::collections::HashMap<String, String> = url::form_urlencoded::parse(req.query_string().as_bytes())
+        .into_owned()
+        .collect();
+    let (next, carried) = carried_in(params::field(&query, "next"), &query);
+    page(&state, &v, StatusCode::OK, (&next, carried), None).await
 }
 
 pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -100,7 +169,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let next = params::field(&form, "next").to_string();
+    let (next, carried) = carried_in(params::field(&form, "next"), &form);
     let ip = super::guard::ip_text(&req, &state);
     match password_ok(&state, &v, params::field(&form, "password")).await {
         Ok(true) => {}
@@ -115,7 +184,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 &state,
                 &v,
                 StatusCode::UNAUTHORIZED,
-                &next,
+                (&next, carried),
                 Some(crate::i18n::t().acct_confirm_wrong),
             )
             .await;
@@ -124,7 +193,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
     }
     let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
     match marked {
-        Ok(()) => errors::redirect(next_path(&next)),
+        Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),
     }
 }
@@ -157,7 +226,7 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
         Err(resp) => return resp,
     };
     let get = |n: &str| params::field(&form, n);
-    let next = get("next").to_string();
+    let (next, carried) = carried_in(get("next"), &form);
     let assertion = crate::auth::passkeys::Assertion {
         credential_id: get("credential_id"),
         client_data: get("client_data"),
@@ -174,13 +243,13 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 .detail(serde_json::json!({"method": "passkey", "reason": why}))
                 .log(&state)
                 .await;
-            return page(&state, &v, StatusCode::UNAUTHORIZED, &next, Some(why)).await;
+            return page(&state, &v, StatusCode::UNAUTHORIZED, (&next, carried), Some(why)).await;
         }
         Err(crate::auth::passkeys::PasskeyError::Server(e)) => return errors::server_page(e),
     }
     let marked = crate::account::mark_reauthenticated(&state, &super::account::me(&req, &state, &v)).await;
     match marked {
-        Ok(()) => errors::redirect(next_path(&next)),
+        Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),
     }
 }

@@ -25,6 +25,7 @@ mod deletion;
 mod device;
 mod disk_full;
 mod dpop;
+mod email_change;
 mod email_mfa;
 mod failover;
 mod federation;
