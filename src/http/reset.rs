@@ -30,9 +30,29 @@ struct ResetPage<'a> {
     error: &'a str,
     /// The link makes a passkey instead of a password.
     passkey: bool,
+    /// The account's authenticator app is asked too.
+    code: bool,
 }
 
 impl ResetPage<'_> {
+    /// The field outside the passkey form copied into it (the code, when asked).
+    fn enrol_copy(&self) -> &'static str {
+        if self.code {
+            "code"
+        } else {
+            ""
+        }
+    }
+
+    /// Why the code was refused, shown beside it.
+    fn code_error(&self) -> &str {
+        if self.field == "code" {
+            self.error
+        } else {
+            ""
+        }
+    }
+
     /// Why the passkey was refused, shown beside its button.
     fn passkey_error(&self) -> &str {
         if self.field == "passkey" {
@@ -100,14 +120,15 @@ pub async fn reset_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
     }
     let token = params::link_token(&req);
     match reset::usable(&state, &token).await {
-        Ok(Some(kind)) => pages::render(
+        Ok(Some(form)) => pages::render(
             StatusCode::OK,
             &ResetPage {
                 done: None,
                 token: &token,
                 field: "",
                 error: "",
-                passkey: kind == Kind::Passkey,
+                passkey: form.kind == Kind::Passkey,
+                code: form.code,
             },
         ),
         Ok(None) => dead_link(),
@@ -128,7 +149,12 @@ pub async fn reset_submit(req: HttpRequest, state: web::Data<AppState>, body: By
     let get = |n: &str| params::field(&form, n);
     let token = get("token");
     let ip = guard::ip_text(&req, &state);
-    let result = reset::finish(&state, token, get("password"), get("confirm"), &ip).await;
+    let chosen = reset::Chosen {
+        password: get("password"),
+        confirm: get("confirm"),
+        code: get("code"),
+    };
+    let result = reset::finish(&state, token, &chosen, &ip).await;
     answer(&state, token, result).await
 }
 
@@ -159,7 +185,7 @@ pub async fn passkey_submit(req: HttpRequest, state: web::Data<AppState>, body: 
     let token = params::field(&form, "token");
     let ip = guard::ip_text(&req, &state);
     let result = match passkeys::made(&state, &form) {
-        Ok(made) => reset::finish_with_passkey(&state, token, made, &ip).await,
+        Ok(made) => reset::finish_with_passkey(&state, token, made, params::field(&form, "code"), &ip).await,
         Err(PasskeyError::Refused(why)) => Ok(Outcome::Invalid("passkey", why.to_string())),
         Err(PasskeyError::Server(e)) => return errors::server_page(e),
     };
@@ -177,11 +203,12 @@ async fn answer(state: &AppState, token: &str, result: Result<Outcome, crate::er
                 field: "",
                 error: "",
                 passkey: false,
+                code: false,
             },
         ),
         Ok(Outcome::Invalid(field, message)) => {
-            let passkey = match reset::usable(state, token).await {
-                Ok(Some(kind)) => kind == Kind::Passkey,
+            let form = match reset::usable(state, token).await {
+                Ok(Some(form)) => form,
                 Ok(None) => return dead_link(),
                 Err(e) => return errors::server_page(e),
             };
@@ -192,7 +219,8 @@ async fn answer(state: &AppState, token: &str, result: Result<Outcome, crate::er
                     token,
                     field,
                     error: &message,
-                    passkey,
+                    passkey: form.kind == Kind::Passkey,
+                    code: form.code,
                 },
             )
         }

@@ -3,6 +3,12 @@
 //! voided); and a reset that ends every session and grant of the account. For a
 //! passkey-only account (and every account under `--passkey-mode passkey-only`) the
 //! link makes a passkey instead, which replaces the password.
+//!
+//! A reset never lowers what the account asks for: the link proves the mailbox, so an
+//! account with an authenticator app must also give one of its codes (or a recovery
+//! code) before the new password or passkey is stored. A passkey made by a reset would
+//! otherwise sign in with no further step; a password would still meet the app at the
+//! next sign-in, and is asked the same, so every reset path reads alike.
 
 use serde_json::Value;
 
@@ -100,11 +106,24 @@ struct Holder {
     sub: String,
     username: String,
     kind: Kind,
+    /// The account has an authenticator app, whose code the reset asks too.
+    totp: bool,
 }
 
-/// What a live reset link sets, or `None` when it is dead (for showing its form).
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<Kind>, Internal> {
-    Ok(holder(state, token).await?.map(|h| h.kind))
+/// What a live reset link's form asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Form {
+    pub kind: Kind,
+    /// A code from the account's authenticator app (or a recovery code).
+    pub code: bool,
+}
+
+/// What a live reset link's form asks for, or `None` when it is dead.
+pub async fn usable(state: &AppState, token: &str) -> Result<Option<Form>, Internal> {
+    Ok(holder(state, token).await?.map(|h| Form {
+        kind: h.kind,
+        code: h.totp,
+    }))
 }
 
 async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Internal> {
@@ -125,6 +144,7 @@ async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Interna
             let passkey_account =
                 !crate::auth::password::has_password(&u.password_hash) && db::passkeys::count_for_user(c, uid)? > 0;
             Ok(Some(Holder {
+                totp: db::mfa::enabled(c, uid)?,
                 id: u.id,
                 sub: u.sub,
                 username: u.username,
@@ -156,13 +176,12 @@ pub enum Outcome {
 /// logout and every grant is revoked, offline ones included, as after an
 /// administrator's reset. A second factor stays enrolled and is asked at the next
 /// sign-in.
-pub async fn finish(
-    state: &AppState,
-    token: &str,
-    password: &str,
-    confirm: &str,
-    ip: &str,
-) -> Result<Outcome, Internal> {
+pub async fn finish(state: &AppState, token: &str, new: &Chosen<'_>, ip: &str) -> Result<Outcome, Internal> {
+    let Chosen {
+        password,
+        confirm,
+        code,
+    } = *new;
     let Some(holder) = holder(state, token).await? else {
         return Ok(Outcome::Dead);
     };
@@ -178,6 +197,9 @@ pub async fn finish(
             "confirm",
             crate::i18n::t().acct_error_passwords_differ.into(),
         ));
+    }
+    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+        return Ok(refused);
     }
     let hash = state.hasher.hash(password).await?;
     spend(state, token, ip, Replacement::Password(hash)).await
@@ -200,12 +222,55 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
 
 /// Resets with a passkey made through the link: it is added and the account's password,
 /// if it had one, is removed (the passkey replaces it), with everything else a reset
-/// does.
-pub async fn finish_with_passkey(state: &AppState, token: &str, made: Made, ip: &str) -> Result<Outcome, Internal> {
-    if holder(state, token).await?.is_none() {
+/// does. `code` is the authenticator app's, for an account that has one.
+pub async fn finish_with_passkey(
+    state: &AppState,
+    token: &str,
+    made: Made,
+    code: &str,
+    ip: &str,
+) -> Result<Outcome, Internal> {
+    let Some(holder) = holder(state, token).await? else {
         return Ok(Outcome::Dead);
+    };
+    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+        return Ok(refused);
     }
     spend(state, token, ip, Replacement::Passkey(Box::new(made))).await
+}
+
+/// What the reset form's password fields and second-factor code hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Chosen<'a> {
+    pub password: &'a str,
+    pub confirm: &'a str,
+    /// The authenticator app's code (or a recovery code); empty when not asked.
+    pub code: &'a str,
+}
+
+/// The account's authenticator app, asked as at sign-in (a wrong code counts toward
+/// the lockout, a locked account is refused, `mfa.ok`/`mfa.failed` audited): `None`
+/// when it passed or the account has none, else the form's answer.
+async fn second_factor(state: &AppState, holder: &Holder, code: &str, ip: &str) -> Result<Option<Outcome>, Internal> {
+    use crate::auth::mfa::{self, MfaError, SecondFactor};
+    if !holder.totp {
+        return Ok(None);
+    }
+    let t = crate::i18n::t();
+    if code.trim().is_empty() {
+        return Ok(Some(Outcome::Invalid("code", t.mfa_app_lead.into())));
+    }
+    match mfa::second_factor(state, holder.id, code, ip).await {
+        Ok(SecondFactor::Passed { .. }) => Ok(None),
+        Ok(SecondFactor::Wrong { .. }) => Ok(Some(Outcome::Invalid("code", t.mfa_wrong_app.into()))),
+        Ok(SecondFactor::Locked { .. }) => Ok(Some(Outcome::Invalid(
+            "code",
+            format!("{} {}", t.mfa_locked, t.mfa_locked_hint),
+        ))),
+        Ok(SecondFactor::Gone) => Ok(Some(Outcome::Dead)),
+        Err(MfaError::Server(e)) => Err(e),
+        Err(MfaError::InvalidCode | MfaError::NotStarted) => Ok(Some(Outcome::Invalid("code", t.mfa_wrong_app.into()))),
+    }
 }
 
 enum Replacement {

@@ -65,6 +65,7 @@ mod registration;
 mod replica_s3;
 mod replication;
 mod reset;
+mod reset_factors;
 mod resource;
 mod server_metadata;
 mod setup;

@@ -174,12 +174,31 @@ async fn the_second_factor_is_still_asked_after_a_reset() {
     app.add_user("ada").await;
     let b = browser();
     let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    app.enrol_totp(&b, &csrf).await;
+    let key = app.enrol_totp(&b, &csrf).await;
 
     ask_reset(&app, "ada").await;
     // The first mail told ada of the authenticator app.
     let link = sink.nth("ada@example.com", 2).await.link("/password/reset");
-    assert_eq!(follow_reset(&link, NEW_PASSWORD).await.status(), 200);
+    assert_eq!(
+        follow_reset(&link, NEW_PASSWORD).await.status(),
+        400,
+        "the reset asks the app"
+    );
+    app.clock.advance(30);
+    let code = tessera::auth::totp::code_at(&key, app.clock.now()).unwrap();
+    let token = link.split("token=").nth(1).unwrap();
+    let done = plain_client()
+        .post(app.url("/password/reset"))
+        .form(&[
+            ("token", token),
+            ("password", NEW_PASSWORD),
+            ("confirm", NEW_PASSWORD),
+            ("code", code.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200);
     let b = browser();
     let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
     let resp = app.submit_login(&b, fields, "ada", NEW_PASSWORD).await;
