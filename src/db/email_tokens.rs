@@ -28,18 +28,14 @@ pub struct NewToken<'a> {
 
 /// Stores a token, first voiding the unused ones of the same purpose for the account
 /// (invitations, which have no account yet, are voided by address).
+/// One statement for both, so that a decoy (no account) costs what a real token does.
 pub fn create(conn: &Tx<'_>, t: &NewToken<'_>, now: i64) -> Result<i64, DbError> {
-    match t.user_id {
-        Some(uid) => conn.exec(
-            "UPDATE email_tokens SET used_at = ?3 WHERE user_id = ?1 AND purpose = ?2 AND used_at IS NULL",
-            args![uid, t.purpose, now],
-        )?,
-        None => conn.exec(
-            "UPDATE email_tokens SET used_at = ?3
-             WHERE user_id IS NULL AND purpose = ?2 AND lower(email) = lower(?1) AND used_at IS NULL",
-            args![t.email, t.purpose, now],
-        )?,
-    };
+    conn.exec(
+        "UPDATE email_tokens SET used_at = ?4
+         WHERE purpose = ?2 AND used_at IS NULL
+           AND (user_id = ?1 OR (?1 IS NULL AND user_id IS NULL AND lower(email) = lower(?3)))",
+        args![t.user_id, t.purpose, t.email, now],
+    )?;
     insert(conn, t, now)
 }
 

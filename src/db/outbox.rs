@@ -14,13 +14,26 @@ pub struct NewMail<'a> {
     /// What the mail is (`reset`, `verify`, `signin`, `invite`, `code`, `notice`, `test`).
     pub kind: &'a str,
     pub user_id: Option<i64>,
+    /// Stored as a `DECOY`, never sent (`lifecycle::queue_or_decoy`).
+    pub decoy: bool,
 }
 
+/// The kind of a decoy: a mail rendered and stored for a name that matched no account,
+/// so that the answer costs the same work. It is stored as given up (`failed_at`), so
+/// no mailer ever claims it; the queue view and the hourly limits leave it out; the
+/// purge removes it after an hour.
+pub const DECOY: &str = "decoy";
+
+/// Stores a message; a real one and a decoy run the same statement.
 pub fn queue(conn: &Tx<'_>, m: &NewMail<'_>, now: i64) -> Result<i64, DbError> {
+    let (kind, failed_at) = match m.decoy {
+        true => (DECOY, Some(now)),
+        false => (m.kind, None),
+    };
     conn.one(
-        "INSERT INTO mail_outbox (to_addr, subject, text_body, html_body, kind, user_id, created_at, next_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
-        args![m.to, m.subject, m.text, m.html, m.kind, m.user_id, now],
+        "INSERT INTO mail_outbox (to_addr, subject, text_body, html_body, kind, user_id, created_at, next_at, failed_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) RETURNING id",
+        args![m.to, m.subject, m.text, m.html, kind, m.user_id, now, failed_at],
         |r| r.get(0),
     )
 }
@@ -45,10 +58,9 @@ pub fn count_since(
             |r| r.get(0),
         )
     };
-    let by_user = match user_id {
-        Some(id) => count("user_id = ?1", &id)?,
-        None => 0,
-    };
+    // Asked even without an account (`user_id = NULL` matches nothing), so that both
+    // paths of a form anyone can fill in read alike.
+    let by_user = count("user_id = ?1", &user_id)?;
     let by_addr = count("lower(to_addr) = lower(?1)", &to)?;
     Ok((by_user, by_addr))
 }
@@ -138,8 +150,8 @@ pub fn list(conn: &Tx<'_>, status: Option<&str>, limit: i64) -> Result<Vec<Entry
     let filter = match status {
         Some("pending") => "WHERE sent_at IS NULL AND failed_at IS NULL",
         Some("sent") => "WHERE sent_at IS NOT NULL",
-        Some("failed") => "WHERE failed_at IS NOT NULL",
-        _ => "",
+        Some("failed") => "WHERE failed_at IS NOT NULL AND kind <> 'decoy'",
+        _ => "WHERE kind <> 'decoy'",
     };
     conn.rows(
         &format!(
@@ -178,7 +190,7 @@ pub fn counts(conn: &Tx<'_>) -> Result<(i64, i64, i64), DbError> {
            coalesce(sum(CASE WHEN sent_at IS NULL AND failed_at IS NULL THEN 1 ELSE 0 END), 0),
            coalesce(sum(CASE WHEN sent_at IS NOT NULL THEN 1 ELSE 0 END), 0),
            coalesce(sum(CASE WHEN failed_at IS NOT NULL THEN 1 ELSE 0 END), 0)
-         FROM mail_outbox",
+         FROM mail_outbox WHERE kind <> 'decoy'",
         args![],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )

@@ -29,6 +29,9 @@ const TARGETS: &[(&str, &str, &str)] = &[
     ("pushed_requests", "handle_hash", "expires_at < ?1"),
     ("seen_jtis", "kind, jti", "expires_at < ?1"),
     ("registration_tokens", "token_hash", "expires_at < ?1"),
+    // A decoy (a mail for a name that matched no account, never sent) goes when the
+    // link it holds would have expired.
+    ("mail_outbox", "id", "kind = 'decoy' AND created_at < ?1 - 3600"),
     // Sent and given-up mail is shown in the queue view for 30 days.
     (
         "mail_outbox",

@@ -13,6 +13,10 @@ use super::DbError;
 #[derive(Clone, Copy)]
 pub struct Tx<'a> {
     engine: Engine<'a>,
+    /// Where the statements run are noted, for tests that compare the work of two
+    /// paths (`db::testing::recorded`).
+    #[cfg(any(test, feature = "testing"))]
+    tap: Option<&'a std::cell::RefCell<Vec<String>>>,
 }
 
 #[derive(Clone, Copy)]
@@ -312,14 +316,41 @@ impl<'a> Tx<'a> {
     pub(in crate::db) fn sqlite(conn: &'a rusqlite::Connection) -> Self {
         Self {
             engine: Engine::Sqlite(conn),
+            #[cfg(any(test, feature = "testing"))]
+            tap: None,
         }
     }
 
     pub(in crate::db) fn postgres(session: &'a dyn PgSession) -> Self {
         Self {
             engine: Engine::Postgres(session),
+            #[cfg(any(test, feature = "testing"))]
+            tap: None,
         }
     }
+
+    /// This transaction, noting each statement's text (whitespace folded) in `log`.
+    #[cfg(any(test, feature = "testing"))]
+    pub(in crate::db) fn tapped<'b>(&self, log: &'b std::cell::RefCell<Vec<String>>) -> Tx<'b>
+    where
+        'a: 'b,
+    {
+        Tx {
+            engine: self.engine,
+            tap: Some(log),
+        }
+    }
+
+    #[cfg(any(test, feature = "testing"))]
+    fn note(&self, sql: &str) {
+        if let Some(log) = self.tap {
+            log.borrow_mut()
+                .push(sql.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+
+    #[cfg(not(any(test, feature = "testing")))]
+    fn note(&self, _sql: &str) {}
 
     /// Whether every write transaction runs alone (SQLite's one writer), so that a
     /// row lock taken only to order concurrent writers can be skipped.
@@ -343,6 +374,7 @@ impl<'a> Tx<'a> {
 
     /// Runs a statement; the number of rows it changed.
     pub(in crate::db) fn exec(&self, sql: &str, args: &[&dyn ToValue]) -> Result<usize, DbError> {
+        self.note(sql);
         match self.engine {
             Engine::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(bind(args))?),
             Engine::Postgres(s) => s.execute(sql, &Self::values(args)),
@@ -356,6 +388,7 @@ impl<'a> Tx<'a> {
         args: &[&dyn ToValue],
         read: impl FnOnce(&Row<'_>) -> Result<T, DbError>,
     ) -> Result<Option<T>, DbError> {
+        self.note(sql);
         match self.engine {
             Engine::Sqlite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
@@ -394,6 +427,7 @@ impl<'a> Tx<'a> {
         args: &[&dyn ToValue],
         mut read: impl FnMut(&Row<'_>) -> Result<T, DbError>,
     ) -> Result<Vec<T>, DbError> {
+        self.note(sql);
         match self.engine {
             Engine::Sqlite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;

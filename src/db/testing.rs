@@ -4,8 +4,14 @@
 use super::sql::args;
 use super::{pg, sqlite, DbError, Tx};
 
-/// Rows in one of the tables tests look at.
+/// Rows in one of the tables tests look at (of `mail_outbox`, the mail to be sent:
+/// decoys, which never are, are left out; `outbox` lists them).
 pub fn count_rows(conn: &Tx<'_>, table: &str) -> Result<i64, DbError> {
+    if table == "mail_outbox" {
+        return conn.one("SELECT count(*) FROM mail_outbox WHERE kind <> 'decoy'", args![], |r| {
+            r.get(0)
+        });
+    }
     let table = match table {
         "revoked_tokens"
         | "logout_deliveries"
@@ -85,5 +91,24 @@ pub fn age_email_tokens(conn: &Tx<'_>, secs: i64) -> Result<usize, DbError> {
     conn.exec(
         "UPDATE email_tokens SET created_at = created_at - ?1, expires_at = expires_at - ?1",
         args![secs],
+    )
+}
+
+/// Runs `op` on `conn` and returns, with its result, the text of every statement it
+/// ran, in order (whitespace folded): for tests that compare the storage work of two
+/// paths, on either engine.
+pub fn recorded<T>(conn: &Tx<'_>, op: impl FnOnce(&Tx<'_>) -> Result<T, DbError>) -> Result<(T, Vec<String>), DbError> {
+    let log = std::cell::RefCell::new(Vec::new());
+    let out = op(&conn.tapped(&log))?;
+    Ok((out, log.into_inner()))
+}
+
+/// Every stored mail, oldest first: (kind, to, text body, sent_at, failed_at).
+#[allow(clippy::type_complexity)]
+pub fn outbox(conn: &Tx<'_>) -> Result<Vec<(String, String, String, Option<i64>, Option<i64>)>, DbError> {
+    conn.rows(
+        "SELECT kind, to_addr, text_body, sent_at, failed_at FROM mail_outbox ORDER BY id",
+        args![],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
     )
 }

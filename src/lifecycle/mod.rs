@@ -66,10 +66,57 @@ pub fn queue(
             html: &rendered.html,
             kind,
             user_id,
+            decoy: false,
         },
         now,
     )?;
     Ok(Queued::Yes)
+}
+
+/// Queues `message` as `queue` does when `deliver` and within the hourly limit; else
+/// renders it all the same and stores it as a decoy that is never sent (`Limited`).
+/// The forms anyone can fill in with any name (a reset, a sign-in link) call this
+/// with `deliver` false when no account matched, so that a known and an unknown name
+/// make the same reads, the same rendering and the same writes; the decoy is filed
+/// under `to`, a pseudonym of what was typed, and purged after an hour.
+#[allow(clippy::too_many_arguments)]
+pub fn queue_or_decoy(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    to: &str,
+    user_id: Option<i64>,
+    kind: &str,
+    message: &Message,
+    deliver: bool,
+    now: i64,
+) -> Result<Queued, DbError> {
+    if settings.smtp.is_none() {
+        return Ok(Queued::Off);
+    }
+    let (kinds, limit) = budget(kind, settings.mail_per_hour);
+    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, kinds, now - 3600)?;
+    let send = deliver && by_user < limit && by_addr < limit;
+    if deliver && !send {
+        tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
+    }
+    let org = db::branding::get(conn)?
+        .org_name
+        .unwrap_or_else(|| settings.org_name.clone());
+    let rendered = message.render(&org);
+    db::outbox::queue(
+        conn,
+        &db::outbox::NewMail {
+            to,
+            subject: &rendered.subject,
+            text: &rendered.text,
+            html: &rendered.html,
+            kind,
+            user_id: user_id.filter(|_| send),
+            decoy: !send,
+        },
+        now,
+    )?;
+    Ok(if send { Queued::Yes } else { Queued::Limited })
 }
 
 /// Mail anyone can cause by naming an account or an address (a reset, a sign-in link,

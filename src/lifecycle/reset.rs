@@ -15,81 +15,126 @@ use serde_json::Value;
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::auth::password::NO_PASSWORD;
+use crate::config::Settings;
 use crate::crypto::TokenHash;
-use crate::db::{self, email_tokens};
+use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::state::AppState;
 
-use super::{link_token, queue, wake, Queued};
+use super::{link_token, queue_or_decoy, wake, Queued};
 
 /// How long a reset link works.
 pub const LINK_TTL: i64 = 3600;
 
+/// A reset request, made before the write transaction: what was typed, the link and
+/// its digest (no randomness under the writer), and a pseudonym of what was typed.
+pub struct Asked {
+    who: String,
+    ip: String,
+    pseudonym: String,
+    link: String,
+    digest: TokenHash,
+    now: i64,
+}
+
+impl Asked {
+    pub fn new(state: &AppState, who: &str, ip: &str) -> Self {
+        let who = who.trim().chars().take(256).collect::<String>();
+        let (secret, digest) = link_token();
+        Self {
+            link: state.url(&format!("/password/reset?token={}", secret.expose())),
+            pseudonym: state.log_key.pseudonym(&who),
+            ip: ip.to_string(),
+            now: state.clock.now(),
+            digest,
+            who,
+        }
+    }
+}
+
 /// Asks for a reset link for `who` (a username or an email address). The caller shows
-/// the same page whatever happens here, and every path writes the same rows (a token
-/// and an audit entry; a matching account's mail besides), so that neither the answer
-/// nor, beyond one insert, its timing says whether an account matched. Without a
-/// match the token is a decoy that names no account, filed under a pseudonym of what
-/// was typed (it may be a password typed into the wrong box).
+/// the same page whatever happens here.
 pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Internal> {
-    let who = who.trim().chars().take(256).collect::<String>();
-    let now = state.clock.now();
-    let (secret, digest) = link_token();
-    let link = state.url(&format!("/password/reset?token={}", secret.expose()));
+    let asked = Asked::new(state, who, ip);
     let settings = state.settings.clone();
-    let (ip, pseudonym) = (ip.to_string(), state.log_key.pseudonym(&who));
-    let queued = state
-        .db
-        .write(move |c| {
-            let user = if who.contains('@') {
-                db::users::find_by_email(c, &who)?
-            } else {
-                db::users::find_by_username(c, &who)?
-            };
-            let target = user.filter(|u| !u.disabled).and_then(|u| {
-                let email = u.email.clone().filter(|e| !e.is_empty())?;
-                Some((u, email))
-            });
-            let mut queued = Queued::Off;
-            if let Some((user, email)) = &target {
-                let t = crate::i18n::t();
-                let message = Message::new(t.mail_reset_subject, super::greeting(user))
-                    .paragraph(t.fill2(t.mail_reset, "ip", &ip, "username", &user.username))
-                    .action(t.mail_reset_action, &link)
-                    .after(t.mail_reset_after);
-                queued = queue(c, &settings, email, Some(user.id), "reset", &message, now)?;
-            }
-            let (user_id, email, actor) = match (&target, queued) {
-                (Some((user, email)), Queued::Yes) => (Some(user.id), email.as_str(), user.username.as_str()),
-                _ => (None, pseudonym.as_str(), pseudonym.as_str()),
-            };
-            email_tokens::create(
-                c,
-                &email_tokens::NewToken {
-                    digest: &digest,
-                    purpose: email_tokens::RESET,
-                    user_id,
-                    email,
-                    data: "{}",
-                    code: None,
-                    request: None,
-                    expires_at: now + LINK_TTL,
-                },
-                now,
-            )?;
-            Event::new("password.reset_requested")
-                .actor(actor)
-                .ip(Some(ip.as_str()))
-                .detail(serde_json::json!({"mailed": queued == Queued::Yes}))
-                .write(c, now)?;
-            Ok(queued)
-        })
-        .await?;
+    let queued = state.db.write(move |c| request_in(c, &settings, &asked)).await?;
     if queued == Queued::Yes {
         wake(state);
     }
     Ok(())
+}
+
+/// The reset request's one transaction. Whether or not an account matches, the same
+/// work is done: the mail is rendered and stored (for no account, a decoy that is
+/// never sent: `queue_or_decoy`), a token is stored and an audit entry written, by the
+/// same statements, so that neither the answer nor its cost says whether an account
+/// matched. Without a match the token is a decoy that names no account (so no link
+/// opens it), filed under a pseudonym of what was typed (it may be a password typed
+/// into the wrong box).
+pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queued, DbError> {
+    let Asked {
+        who,
+        ip,
+        pseudonym,
+        link,
+        digest,
+        now,
+    } = asked;
+    let now = *now;
+    let user = if who.contains('@') {
+        db::users::find_by_email(c, who)?
+    } else {
+        db::users::find_by_username(c, who)?
+    };
+    let target = user.filter(|u| !u.disabled).and_then(|u| {
+        let email = u.email.clone().filter(|e| !e.is_empty())?;
+        Some((u, email))
+    });
+    let t = crate::i18n::t();
+    let (to, user_id, name, greeting) = match &target {
+        Some((user, email)) => (
+            email.as_str(),
+            Some(user.id),
+            user.username.as_str(),
+            super::greeting(user),
+        ),
+        None => (
+            pseudonym.as_str(),
+            None,
+            pseudonym.as_str(),
+            t.fill(t.mail_greeting, "name", pseudonym),
+        ),
+    };
+    let message = Message::new(t.mail_reset_subject, greeting)
+        .paragraph(t.fill2(t.mail_reset, "ip", ip, "username", name))
+        .action(t.mail_reset_action, link)
+        .after(t.mail_reset_after);
+    let queued = queue_or_decoy(c, settings, to, user_id, "reset", &message, target.is_some(), now)?;
+    let (user_id, email, actor) = match (&target, queued) {
+        (Some((user, email)), Queued::Yes) => (Some(user.id), email.as_str(), user.username.as_str()),
+        _ => (None, pseudonym.as_str(), pseudonym.as_str()),
+    };
+    email_tokens::create(
+        c,
+        &email_tokens::NewToken {
+            digest,
+            purpose: email_tokens::RESET,
+            user_id,
+            email,
+            data: "{}",
+            code: None,
+            request: None,
+            expires_at: now + LINK_TTL,
+        },
+        now,
+    )?;
+    Event::new("password.reset_requested")
+        .actor(actor)
+        .ip(Some(ip.as_str()))
+        .detail(serde_json::json!({"mailed": queued == Queued::Yes}))
+        .write(c, now)?;
+    Ok(queued)
 }
 
 /// What a live reset link sets: a password, or a passkey (under `--passkey-mode

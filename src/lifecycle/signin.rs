@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
+use super::{greeting, link_token, queue_or_decoy, six_digit_code, wake, Queued};
 use crate::audit::Event;
 use crate::config::Settings;
 use crate::crypto::{Secret, TokenHash};
@@ -148,6 +148,54 @@ fn bound_request(data: &str) -> Option<TokenHash> {
     TokenHash::from_slice(&bytes)
 }
 
+/// A sign-in by mail, made before the write transaction: the link, the code and the
+/// new parked record (no randomness under the writer), and what names the decoy.
+pub struct Sending {
+    who: String,
+    ip: String,
+    params: String,
+    old: TokenHash,
+    browser: TokenHash,
+    repark: Repark,
+    link: String,
+    digest: TokenHash,
+    code: String,
+    /// Files a decoy token: voided only by a later decoy for the same typed name, as a
+    /// real token is only by a later one for the same account.
+    decoy_key: String,
+    /// Names the decoy mail and the audit entry without keeping what was typed.
+    pseudonym: String,
+    now: i64,
+}
+
+impl Sending {
+    pub fn new(
+        state: &AppState,
+        request_id: &str,
+        pending: &Pending,
+        browser: &TokenHash,
+        who: &str,
+        ip: &str,
+    ) -> Result<Self, Internal> {
+        let who: String = who.trim().chars().take(256).collect();
+        let (secret, digest) = link_token();
+        Ok(Self {
+            params: serde_json::to_string(pending).map_err(|_| Internal::Failed)?,
+            old: TokenHash::of(request_id),
+            browser: *browser,
+            repark: Repark::new(),
+            link: state.url(&format!("/login/email/link?token={}", secret.expose())),
+            digest,
+            code: six_digit_code(),
+            decoy_key: format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes())),
+            pseudonym: state.log_key.pseudonym(&who),
+            ip: ip.to_string(),
+            now: state.clock.now(),
+            who,
+        })
+    }
+}
+
 /// Mails a link and a code for `who`, and parks the sign-in anew (as long as the
 /// token lives) under the names the code form carries. `None`: the parked request
 /// was already used. The caller resumed `request_id` for this browser first.
@@ -159,63 +207,9 @@ pub async fn send(
     who: &str,
     ip: &str,
 ) -> Result<Option<Parked>, Internal> {
-    let who: String = who.trim().chars().take(256).collect();
-    let now = state.clock.now();
-    let params = serde_json::to_string(pending).map_err(|_| Internal::Failed)?;
-    let repark = Repark::new();
-    let (secret, digest) = link_token();
-    let code = six_digit_code();
-    let code_digest = TokenHash::of(&code);
-    let link = state.url(&format!("/login/email/link?token={}", secret.expose()));
+    let sending = Sending::new(state, request_id, pending, browser, who, ip)?;
     let settings = state.settings.clone();
-    let (old, browser, ip) = (TokenHash::of(request_id), *browser, ip.to_string());
-    // A decoy is voided only by a later decoy for the same typed name, as a real
-    // token is only by a later one for the same account.
-    let decoy_key = format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes()));
-    let outcome = state
-        .db
-        .write(move |c| {
-            if !db::sessions::consume_login_request(c, &old, now)?.won() {
-                return Ok(None);
-            }
-            let expires_at = now + TTL.max(settings.lifetimes.login_request);
-            repark.insert(c, &params, &browser, now, expires_at)?;
-            let mut queued = Queued::Off;
-            let account = eligible(c, &settings, &who, now)?;
-            if let Some((user, email)) = &account {
-                let t = crate::i18n::t();
-                let message = Message::new(t.mail_signin_subject, greeting(user))
-                    .paragraph(t.fill2(t.mail_signin, "ip", &ip, "username", &user.username))
-                    .action(t.mail_signin_action, &link)
-                    .code(&code)
-                    .after(t.mail_signin_after)
-                    .after(t.mail_signin_ignore);
-                queued = queue(c, &settings, email, Some(user.id), "signin", &message, now)?;
-            }
-            let owner = account.as_ref().filter(|_| queued == Queued::Yes);
-            email_tokens::create(
-                c,
-                &email_tokens::NewToken {
-                    digest: &digest,
-                    purpose: email_tokens::SIGNIN,
-                    user_id: owner.map(|(u, _)| u.id),
-                    email: owner.map_or(decoy_key.as_str(), |(_, e)| e.as_str()),
-                    data: &bound_data(&repark.id_hash),
-                    code: Some(&code_digest),
-                    request: Some(&repark.id_hash),
-                    expires_at: now + TTL,
-                },
-                now,
-            )?;
-            if let Some((user, _)) = owner {
-                Event::new("login.email_link_sent")
-                    .actor(&user.username)
-                    .ip(Some(ip.as_str()))
-                    .write(c, now)?;
-            }
-            Ok(Some((queued, repark.parked)))
-        })
-        .await?;
+    let outcome = state.db.write(move |c| send_in(c, &settings, sending)).await?;
     let Some((queued, parked)) = outcome else {
         return Ok(None);
     };
@@ -223,6 +217,58 @@ pub async fn send(
         wake(state);
     }
     Ok(Some(parked))
+}
+
+/// The sign-in mail's one transaction. Whether or not an account matches, the same
+/// page follows and the same writes are made: the mail is rendered and stored (for no
+/// account, a decoy that is never sent: `queue_or_decoy`), a token is stored (for no
+/// account, a decoy that no code opens) and an audit entry written.
+pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Queued, Parked)>, DbError> {
+    let now = s.now;
+    if !db::sessions::consume_login_request(c, &s.old, now)?.won() {
+        return Ok(None);
+    }
+    let expires_at = now + TTL.max(settings.lifetimes.login_request);
+    s.repark.insert(c, &s.params, &s.browser, now, expires_at)?;
+    let account = eligible(c, settings, &s.who, now)?;
+    let t = crate::i18n::t();
+    let (to, user_id, name, hello) = match &account {
+        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(user)),
+        None => (
+            s.pseudonym.as_str(),
+            None,
+            s.pseudonym.as_str(),
+            t.fill(t.mail_greeting, "name", &s.pseudonym),
+        ),
+    };
+    let message = Message::new(t.mail_signin_subject, hello)
+        .paragraph(t.fill2(t.mail_signin, "ip", &s.ip, "username", name))
+        .action(t.mail_signin_action, &s.link)
+        .code(&s.code)
+        .after(t.mail_signin_after)
+        .after(t.mail_signin_ignore);
+    let queued = queue_or_decoy(c, settings, to, user_id, "signin", &message, account.is_some(), now)?;
+    let owner = account.as_ref().filter(|_| queued == Queued::Yes);
+    email_tokens::create(
+        c,
+        &email_tokens::NewToken {
+            digest: &s.digest,
+            purpose: email_tokens::SIGNIN,
+            user_id: owner.map(|(u, _)| u.id),
+            email: owner.map_or(s.decoy_key.as_str(), |(_, e)| e.as_str()),
+            data: &bound_data(&s.repark.id_hash),
+            code: Some(&TokenHash::of(&s.code)),
+            request: Some(&s.repark.id_hash),
+            expires_at: now + TTL,
+        },
+        now,
+    )?;
+    let (event, actor) = match owner {
+        Some((user, _)) => ("login.email_link_sent", user.username.as_str()),
+        None => ("login.email_link_not_sent", s.pseudonym.as_str()),
+    };
+    Event::new(event).actor(actor).ip(Some(s.ip.as_str())).write(c, now)?;
+    Ok(Some((queued, s.repark.parked)))
 }
 
 /// What a typed sign-in code came to.

@@ -602,7 +602,7 @@ async fn parallel_claims_of_due_mail_never_share_one_and_a_link_is_spent_once() 
         app.state
             .db
             .write(move |c| {
-                for i in 0..60 {
+                for i in 0..70 {
                     let to = format!("person{i}@example.com");
                     let mail = db::outbox::NewMail {
                         to: &to,
@@ -611,6 +611,8 @@ async fn parallel_claims_of_due_mail_never_share_one_and_a_link_is_spent_once() 
                         html: "h",
                         kind: "notice",
                         user_id: None,
+                        // Ten decoys among them, which no mailer may claim.
+                        decoy: i % 7 == 3,
                     };
                     db::outbox::queue(c, &mail, now)?;
                 }
@@ -639,7 +641,12 @@ async fn parallel_claims_of_due_mail_never_share_one_and_a_link_is_spent_once() 
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), claimed, "{}: no mail claimed twice", label(&backend));
-        assert_eq!(claimed, 60, "{}: every due mail claimed once", label(&backend));
+        assert_eq!(
+            claimed,
+            60,
+            "{}: every due mail claimed once, no decoy",
+            label(&backend)
+        );
 
         // Twenty parallel uses of one mailed link: one wins.
         let user = app.add_user("ada").await;

@@ -27,6 +27,7 @@ mod disk_full;
 mod dpop;
 mod email_change;
 mod email_mfa;
+mod equal_work;
 mod failover;
 mod federation;
 mod flow;
