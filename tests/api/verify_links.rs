@@ -106,7 +106,9 @@ async fn a_sign_in_within_a_minute_of_the_last_link_mails_no_other() {
     let first = sink.nth(LIN, 1).await.link("/email/verify");
     let rows = outbox_rows(&app).await;
 
-    app.clock.advance(59);
+    // Well inside the minute: the test clock runs on real time too, and a loaded
+    // machine may take seconds between the link and the sign-in.
+    app.clock.advance(30);
     let page = held_sign_in(&app, &b).await;
     assert!(!page.contains("sent a new link"), "{page}");
     assert!(page.contains("Follow the link we sent"), "{page}");
@@ -120,7 +122,7 @@ async fn a_sign_in_within_a_minute_of_the_last_link_mails_no_other() {
     assert_eq!(tokens, 1, "no second link stored");
 
     // A minute on, a sign-in mails a new one, and the first still works.
-    app.clock.advance(2);
+    app.clock.advance(31);
     assert!(held_sign_in(&app, &b).await.contains("sent a new link"));
     sink.nth(LIN, 2).await;
     assert_eq!(confirm(&app, &b, &first).await, 200);
