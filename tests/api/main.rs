@@ -14,6 +14,7 @@ mod claims;
 mod cli;
 mod client_auth;
 mod client_settings;
+mod client_uris;
 mod completions;
 mod conformance;
 mod consent;
