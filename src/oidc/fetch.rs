@@ -149,11 +149,16 @@ impl Fetcher {
     /// GETs `url` as JSON (`Accept: application/json`), refusing bodies over `cap`
     /// bytes; any status but 200 is an error.
     pub async fn get(&self, url: &str, cap: usize) -> Result<Fetched, FetchError> {
+        self.get_as(url, cap, "application/json").await
+    }
+
+    /// `get` with another `Accept` header (a logo asks for images).
+    pub async fn get_as(&self, url: &str, cap: usize, accept: &str) -> Result<Fetched, FetchError> {
         let parsed = self.check_url(url)?;
         let http = self.client().ok_or(FetchError::Unreachable)?;
         let mut resp = http
             .get(parsed)
-            .header(reqwest::header::ACCEPT, "application/json")
+            .header(reqwest::header::ACCEPT, accept)
             .send()
             .await
             .map_err(|e| refusal_of(&e).unwrap_or(FetchError::Unreachable))?;

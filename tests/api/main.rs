@@ -12,6 +12,7 @@ mod browser;
 mod claim_mapping;
 mod claims;
 mod cli;
+mod client_about;
 mod client_auth;
 mod client_settings;
 mod client_uris;
