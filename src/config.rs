@@ -320,7 +320,8 @@ pub struct ProtocolSettings {
     /// `--client-id-documents`: accept https `client_id`s that name a metadata document.
     pub client_id_documents: bool,
     /// `--fetch-private-addresses`: let outbound fetches (metadata documents,
-    /// `jwks_uri`) reach loopback and private addresses. For tests only.
+    /// `jwks_uri`, registered logos, self-registered clients' back-channel logout)
+    /// reach loopback and private addresses over plain http too. For tests only.
     pub fetch_private_addresses: bool,
     /// `--dpop-nonce`: DPoP proofs must carry a server nonce (RFC 9449 §8).
     pub dpop_nonce: bool,

@@ -165,6 +165,7 @@ pub async fn login_page(
         Err(e) => return errors::server_page(e),
     };
     let page = pages::LoginPage {
+        about: super::registered_logo::about(state, &pending).await,
         client_name,
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),
@@ -205,9 +206,14 @@ pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64,
         Ok(None) => Vec::new(),
         Err(e) => return errors::server_page(e),
     };
+    let about = match crate::oidc::client_about::about_id(&state.ctx(), &request.client_id).await {
+        Ok(a) => a,
+        Err(e) => return errors::server_page(e),
+    };
     pages::render(
         StatusCode::OK,
         &pages::ConsentPage {
+            about,
             client_name: &client_name,
             username: &username,
             scopes,

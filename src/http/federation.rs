@@ -44,6 +44,7 @@ async fn login_again(
     unavailable: bool,
 ) -> HttpResponse {
     let page = pages::LoginPage {
+        about: super::registered_logo::about(state, pending).await,
         client_name: &purpose(state, pending).await,
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),

@@ -166,6 +166,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
                 },
             };
             let page = pages::LoginPage {
+                about: super::registered_logo::about(&state, &pending).await,
                 client_name: &purpose(&state, &pending).await,
                 request_id,
                 csrf,
@@ -510,6 +511,7 @@ async fn login_form(
     step: pages::LoginStep,
 ) -> HttpResponse {
     let page = pages::LoginPage {
+        about: super::registered_logo::about(state, pending).await,
         client_name: &purpose(state, pending).await,
         request_id: params::field(form, "request_id"),
         csrf: params::field(form, "csrf"),

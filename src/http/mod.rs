@@ -39,6 +39,7 @@ pub mod passkeys;
 pub mod portal;
 pub mod probes;
 pub mod register;
+mod registered_logo;
 pub mod reset;
 pub mod setup;
 pub mod signin_link;
@@ -72,6 +73,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     // admin API scope's catch-all.
     admin_presets::routes(cfg);
     branding::routes(cfg);
+    registered_logo::routes(cfg);
     // Claim mapping, token preview and test sign-in: ahead of the admin API scope's
     // catch-all and of `/admin/clients/{id}/{action}`.
     admin_claims::routes(cfg);

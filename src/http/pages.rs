@@ -9,6 +9,8 @@ use askama::Template;
 #[derive(Template)]
 #[template(path = "login.html")]
 pub struct LoginPage<'a> {
+    /// The registered client's logo, policy and terms (`client_about.html`).
+    pub about: crate::oidc::client_about::About,
     pub client_name: &'a str,
     pub request_id: &'a str,
     pub csrf: &'a str,
@@ -98,6 +100,8 @@ pub struct DevicePage<'a> {
 #[derive(Template)]
 #[template(path = "consent.html")]
 pub struct ConsentPage<'a> {
+    /// The registered client's logo, policy and terms (`client_about.html`).
+    pub about: crate::oidc::client_about::About,
     pub client_name: &'a str,
     pub username: &'a str,
     pub scopes: Vec<&'static str>,

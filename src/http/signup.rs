@@ -464,6 +464,7 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         Err(e) => return resume_error(e),
     };
     let page = pages::LoginPage {
+        about: super::registered_logo::about(&state, &pending).await,
         client_name: &purpose(&state, &pending).await,
         request_id,
         csrf,

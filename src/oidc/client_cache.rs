@@ -34,6 +34,8 @@ struct Remote {
     documents: bool,
     fetcher: super::fetch::Fetcher,
     jwks: super::client_keys::JwksCache,
+    /// Registered clients' logos, fetched for the pages (`client_about.rs`).
+    logos: super::client_about::LogoCache,
 }
 
 impl ClientCache {
@@ -44,6 +46,7 @@ impl ClientCache {
                 documents: settings.protocol.client_id_documents,
                 fetcher: super::fetch::Fetcher::new(settings.protocol.fetch_private_addresses),
                 jwks: Default::default(),
+                logos: Default::default(),
             }),
             ..Self::default()
         }
@@ -52,6 +55,11 @@ impl ClientCache {
     /// The outbound HTTP client for metadata documents and `jwks_uri`.
     pub fn fetcher(&self) -> &super::fetch::Fetcher {
         &self.remote.fetcher
+    }
+
+    /// Registered clients' logos, as fetched.
+    pub fn logo_cache(&self) -> &super::client_about::LogoCache {
+        &self.remote.logos
     }
 
     /// Key sets fetched from clients' `jwks_uri`.

@@ -1,7 +1,8 @@
-//! Outbound fetches a request can cause (metadata documents, `jwks_uri`): https only,
+//! Outbound requests to URLs someone other than an administrator chose (metadata
+//! documents, `jwks_uri`, back-channel logout of registered clients): https only,
 //! public addresses only, bounded in size and time.
 //!
-//! Anyone who can send a `client_id` or register a `jwks_uri` chooses the URL, so the
+//! Anyone who can send a `client_id` or register a URL chooses where it points, so the
 //! fetch is a server-side request forgery surface (RFC 7591 §5, draft-ietf-oauth-
 //! client-id-metadata-document §6.5): the host is resolved by us and every address is
 //! checked before a connection is made, the connection goes to exactly those checked
@@ -148,11 +149,16 @@ impl Fetcher {
     /// GETs `url` as JSON (`Accept: application/json`), refusing bodies over `cap`
     /// bytes; any status but 200 is an error.
     pub async fn get(&self, url: &str, cap: usize) -> Result<Fetched, FetchError> {
+        self.get_as(url, cap, "application/json").await
+    }
+
+    /// `get` with another `Accept` header (a logo asks for images).
+    pub async fn get_as(&self, url: &str, cap: usize, accept: &str) -> Result<Fetched, FetchError> {
         let parsed = self.check_url(url)?;
         let http = self.client().ok_or(FetchError::Unreachable)?;
         let mut resp = http
             .get(parsed)
-            .header(reqwest::header::ACCEPT, "application/json")
+            .header(reqwest::header::ACCEPT, accept)
             .send()
             .await
             .map_err(|e| refusal_of(&e).unwrap_or(FetchError::Unreachable))?;
@@ -182,6 +188,31 @@ impl Fetcher {
             body.extend_from_slice(&chunk);
         }
         Ok(Fetched { body, max_age, expires })
+    }
+
+    /// Whether `url` would be fetched now: `check_url`, then its name resolved and
+    /// every address checked, as a fetch would. For checks at registration; the
+    /// request itself checks again, since a name may point elsewhere by then.
+    pub async fn check_target(&self, url: &str) -> Result<Url, FetchError> {
+        let parsed = self.check_url(url)?;
+        if let Some(Host::Domain(name)) = parsed.host() {
+            resolve_checked(name.to_string(), self.allow_private).await?;
+        }
+        Ok(parsed)
+    }
+
+    /// POSTs `form` to `url` under the same rules as `get` (checked addresses, no
+    /// redirects, the time limit) and returns the answer's status; the body is not read.
+    pub async fn post_form(&self, url: &str, form: &[(&str, &str)]) -> Result<u16, FetchError> {
+        let parsed = self.check_url(url)?;
+        let http = self.client().ok_or(FetchError::Unreachable)?;
+        let resp = http
+            .post(parsed)
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| refusal_of(&e).unwrap_or(FetchError::Unreachable))?;
+        Ok(resp.status().as_u16())
     }
 }
 
@@ -222,20 +253,30 @@ impl Resolve for CheckedResolver {
         let allow_private = self.allow_private;
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let found = tokio::task::spawn_blocking(move || (host.as_str(), 0).to_socket_addrs().map(|a| a.collect()))
-                .await
-                .map_err(|_| Box::new(FetchError::Unreachable) as Box<dyn std::error::Error + Send + Sync>)?;
-            let addrs: Vec<SocketAddr> = found.map_err(|_| Box::new(FetchError::Unreachable))?;
-            if addrs.is_empty() {
-                return Err(Box::new(FetchError::Unreachable) as Box<dyn std::error::Error + Send + Sync>);
+            match resolve_checked(host, allow_private).await {
+                Ok(addrs) => Ok(Box::new(addrs.into_iter()) as Addrs),
+                Err(e) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
             }
-            if let Some(bad) = addrs.iter().find(|a| !allow_private && !is_public(a.ip())) {
-                let refused = FetchError::Refused(format!("the host resolves to {}, not a public address", bad.ip()));
-                return Err(Box::new(refused) as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
+}
+
+/// The addresses of `host` by the system resolver, all of them public (outside test mode).
+async fn resolve_checked(host: String, allow_private: bool) -> Result<Vec<SocketAddr>, FetchError> {
+    let found = tokio::task::spawn_blocking(move || (host.as_str(), 0).to_socket_addrs().map(|a| a.collect()))
+        .await
+        .map_err(|_| FetchError::Unreachable)?;
+    let addrs: Vec<SocketAddr> = found.map_err(|_| FetchError::Unreachable)?;
+    if addrs.is_empty() {
+        return Err(FetchError::Unreachable);
+    }
+    if let Some(bad) = addrs.iter().find(|a| !allow_private && !is_public(a.ip())) {
+        return Err(FetchError::Refused(format!(
+            "the host resolves to {}, not a public address",
+            bad.ip()
+        )));
+    }
+    Ok(addrs)
 }
 
 /// Whether `ip` is a globally reachable unicast address: not loopback, private
@@ -425,6 +466,13 @@ mod tests {
     async fn a_name_resolving_to_loopback_is_refused_without_test_mode() {
         let strict = Fetcher::new(false);
         let e = strict.get("https://localhost:1/doc", 1024).await.unwrap_err();
+        assert!(matches!(e, FetchError::Refused(_)), "{e:?}");
+        let e = strict.check_target("https://localhost/logout").await.unwrap_err();
+        assert!(matches!(e, FetchError::Refused(_)), "{e:?}");
+        let e = strict
+            .post_form("https://localhost:1/logout", &[("a", "b")])
+            .await
+            .unwrap_err();
         assert!(matches!(e, FetchError::Refused(_)), "{e:?}");
     }
 }

@@ -77,13 +77,17 @@ pub async fn validate(cx: &Ctx<'_>, params: &[(String, String)]) -> Result<Logou
                 ));
             };
             let client = cx.db.read(move |c| db::clients::find(c, &id)).await?;
-            let registered = client.is_some_and(|c| c.post_logout_redirect_uris.iter().any(|r| r == uri));
-            if !registered {
+            let Some(client) = client.filter(|c| c.post_logout_redirect_uris.iter().any(|r| r == uri)) else {
                 return Err(LogoutError::Invalid(
                     "post_logout_redirect_uri is not registered for this client",
                 ));
-            }
-            Some(RedirectUri::unchecked(uri))
+            };
+            // §3: without an id_token_hint the OP must not redirect "unless the OP has
+            // other means of confirming the legitimacy of the post-logout redirection
+            // target". An administrator's registration is such a means; a client that
+            // registered itself is not, so the page is shown instead.
+            let vouched = hint.is_some() || client.origin == db::clients::ORIGIN_ADMIN;
+            vouched.then(|| RedirectUri::unchecked(uri))
         }
     };
     Ok(LogoutRequest {
@@ -213,6 +217,35 @@ fn delivery_client() -> reqwest::Result<reqwest::Client> {
         .build()
 }
 
+/// POSTs one logout token; `None` when the client took it (2xx), else why not.
+///
+/// Only an administrator's client is sent to as its URI says. Any other client chose
+/// its URI itself (registration, a metadata document), so the token goes through the
+/// outbound fetch policy (`fetch.rs`): https, the name resolved now and every address
+/// checked to be public, the connection made to those addresses only. A row queued
+/// before its registration was checked, or a name that has since moved to a private
+/// address, is refused here and never sent.
+async fn send(state: &AppState, http: &reqwest::Client, a: &db::logout::Audience, token: &str) -> Option<String> {
+    let id = a.client_id.clone();
+    let chosen_by_admin = match state.db.read(move |c| db::clients::find(c, &id)).await {
+        Ok(found) => found.is_some_and(|c| c.origin == db::clients::ORIGIN_ADMIN),
+        Err(e) => return Some(format!("cannot read the client: {e}")),
+    };
+    let form = [("logout_token", token)];
+    let status = if chosen_by_admin {
+        match http.post(&a.uri).form(&form).send().await {
+            Ok(r) => r.status().as_u16(),
+            Err(e) => return Some(e.to_string()),
+        }
+    } else {
+        match state.clients.fetcher().post_form(&a.uri, &form).await {
+            Ok(s) => s,
+            Err(e) => return Some(e.to_string()),
+        }
+    };
+    (!(200..300).contains(&status)).then(|| format!("status {status}"))
+}
+
 /// One pass over the queue, under one context. Each token is signed under a fresh one,
 /// so that its `iat` and `exp` are those of its sending even when the endpoints before
 /// it in the pass were slow to answer.
@@ -250,16 +283,7 @@ async fn deliver_due(state: &AppState, http: &mut Option<reqwest::Client>) {
                 continue;
             }
         };
-        let sent = http
-            .post(&d.audience.uri)
-            .form(&[("logout_token", token.as_str())])
-            .send()
-            .await;
-        let outcome = match sent {
-            Ok(r) if r.status().is_success() => None,
-            Ok(r) => Some(format!("status {}", r.status().as_u16())),
-            Err(e) => Some(e.to_string()),
-        };
+        let outcome = send(state, http, &d.audience, &token).await;
         let id = d.id;
         let result = match outcome {
             None => {

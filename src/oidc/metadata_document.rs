@@ -79,7 +79,14 @@ pub async fn resolve(cache: &ClientCache, db: &Db, client_id: &str, now: i64) ->
             return Ok(stored.filter(|_| grace));
         }
     };
-    let mut client = match client_of_document(client_id, &fetched.body, now) {
+    let checked = match client_of_document(client_id, &fetched.body, now) {
+        Ok(c) => registration::check_logout_uris(cache.fetcher(), &c)
+            .await
+            .map(|_| c)
+            .map_err(|e| e.description.to_string()),
+        Err(why) => Err(why),
+    };
+    let mut client = match checked {
         Ok(c) => c,
         Err(why) => {
             tracing::warn!(client_id = %client_id, error = %why, "client metadata document refused");
@@ -170,6 +177,7 @@ pub fn client_of_document(url: &str, body: &[u8], now: i64) -> Result<Client, St
         return Err("the document has no redirect_uris".into());
     }
     let (mut client, _) = registration::client_of(&m, url, now).map_err(|e| e.description.to_string())?;
+    registration::check_document_post_logout(url, &client)?;
     // The host is the one thing about the client that was checked: show it.
     let host = url::Url::parse(url)
         .ok()

@@ -2,6 +2,7 @@
 
 pub mod authorize;
 pub mod claims;
+pub mod client_about;
 pub mod client_auth;
 pub mod client_cache;
 pub mod client_keys;

@@ -8,6 +8,7 @@
 //! redirect URIs stay on the user's machine (RFC 8252 §7.1 and §7.3).
 
 mod metadata;
+mod uris;
 
 use serde_json::{json, Map, Value};
 use subtle::ConstantTimeEq;
@@ -19,6 +20,7 @@ use crate::crypto::{random::random_id, Secret, TokenHash};
 use crate::db::{self, clients::Client};
 use metadata::metadata_error;
 pub use metadata::{client_of, parse, stays_on_device, Metadata};
+pub use uris::{check_document_post_logout, check_logout_uris};
 
 fn invalid_token(d: &'static str) -> OAuthError {
     OAuthError::new(ErrorCode::InvalidToken, d)
@@ -99,7 +101,11 @@ pub async fn register(cx: &Ctx<'_>, bearer: Option<&str>, body: &[u8], ip: &str)
     if open && !open_allowed(&client) {
         return Err(invalid_token(OPEN_REFUSED));
     }
+    if open {
+        uris::check_open_post_logout(&client)?;
+    }
     check_jwks_uri(cx, &client).await?;
+    check_logout_uris(cx.clients.fetcher(), &client).await?;
     seal(cx, &mut client)?;
     let access = Secret::generate();
     client.origin = db::clients::ORIGIN_REGISTRATION.into();
@@ -300,7 +306,11 @@ pub async fn update(
     if open && !open_allowed(&client) {
         return Err(invalid_token(OPEN_REFUSED));
     }
+    if open {
+        uris::check_open_post_logout(&client)?;
+    }
     check_jwks_uri(cx, &client).await?;
+    check_logout_uris(cx.clients.fetcher(), &client).await?;
     client.secret_hash = existing.secret_hash;
     client.secret_for_hmac = existing.secret_for_hmac.clone();
     client.origin = existing.origin.clone();

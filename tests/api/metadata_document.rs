@@ -358,3 +358,34 @@ async fn a_jwks_uri_is_fetched_cached_and_refetched_for_a_new_key() {
     assert_eq!(cc(assertion(&stranger, "k3")).await, 401);
     assert_eq!(docs.hits(), 2);
 }
+
+#[tokio::test]
+async fn a_document_may_send_people_back_after_logout_only_to_its_origin_or_loopback() {
+    let docs = DocServer::start().await;
+    let app = spawn_with(documents).await;
+    let elsewhere = docs.url("/elsewhere");
+    let mut doc = document(&elsewhere);
+    doc["post_logout_redirect_uris"] = json!(["https://evil.example/landing"]);
+    docs.serve("/elsewhere", &doc, "");
+    assert_eq!(
+        open(&app, &elsewhere).await.0,
+        400,
+        "a foreign post-logout URI refuses the document"
+    );
+
+    let home = docs.url("/home");
+    let mut doc = document(&home);
+    doc["post_logout_redirect_uris"] = json!([docs.url("/signed-out"), "http://localhost:7/bye"]);
+    docs.serve("/home", &doc, "");
+    assert_eq!(open(&app, &home).await.0, 200, "its own origin and loopback are fine");
+    let stored = app.state.db.read(db::clients::list).await.unwrap();
+    let origins: Vec<_> = stored
+        .iter()
+        .map(|c| (c.client_id.as_str(), c.origin.as_str()))
+        .collect();
+    assert!(origins.contains(&(home.as_str(), "metadata_document")), "{origins:?}");
+    assert!(
+        !origins.iter().any(|(id, _)| *id == elsewhere),
+        "the refused document is not stored"
+    );
+}

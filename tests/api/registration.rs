@@ -10,7 +10,7 @@ use tessera::db;
 use crate::helpers::*;
 
 /// An initial access token made as an administrator would.
-async fn initial_token(app: &TestApp, ttl: &str, uses: Option<i64>) -> String {
+pub(crate) async fn initial_token(app: &TestApp, ttl: &str, uses: Option<i64>) -> String {
     let actor = Actor {
         name: "test".into(),
         ip: None,

@@ -62,15 +62,22 @@ pub fn parse(body: &[u8]) -> Result<Metadata, OAuthError> {
     serde_json::from_value(value).map_err(|e| metadata_error(format!("the client metadata is not valid: {e}")))
 }
 
-/// A display URL (client_uri, logo_uri, tos_uri, policy_uri): absolute http(s).
+/// A display URL: `client_uri` and `logo_uri` absolute http(s) URLs (the logo is
+/// fetched through the fetch policy, which decides then); `tos_uri` and
+/// `policy_uri`, which the login and consent pages link to, https only.
 fn display_url(field: &str, v: &Option<String>) -> Result<Option<String>, OAuthError> {
     let Some(u) = v.as_deref().map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(None);
     };
-    let ok = u.len() <= 2000
-        && url::Url::parse(u).is_ok_and(|p| matches!(p.scheme(), "https" | "http") && p.host().is_some());
+    let schemes: &[&str] = if matches!(field, "client_uri" | "logo_uri") {
+        &["https", "http"]
+    } else {
+        &["https"]
+    };
+    let ok = u.len() <= 2000 && url::Url::parse(u).is_ok_and(|p| schemes.contains(&p.scheme()) && p.host().is_some());
     if !ok {
-        return Err(metadata_error(format!("{field}: an absolute http(s) URL")));
+        let what = if schemes.len() == 2 { "http(s)" } else { "https" };
+        return Err(metadata_error(format!("{field}: an absolute {what} URL")));
     }
     Ok(Some(u.to_string()))
 }
