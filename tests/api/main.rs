@@ -13,6 +13,7 @@ mod claim_mapping;
 mod claims;
 mod cli;
 mod client_auth;
+mod client_fields;
 mod client_settings;
 mod completions;
 mod conformance;
