@@ -37,6 +37,7 @@ mod hardening;
 mod helpers;
 mod interop;
 mod introspection_jwt;
+mod introspection_rights;
 mod invite;
 mod jar;
 mod keys;
