@@ -152,17 +152,21 @@ async fn introspect_refresh(cx: &Ctx<'_>, caller: &Client, token: &str) -> Resul
                 && !user.disabled
                 && seen(&r.grant.client_id) =>
         {
-            Ok(json!({
+            let mut out = json!({
                 "active": true,
                 "token_type": "refresh_token",
-                "scope": r.scope,
                 "client_id": r.grant.client_id,
                 "sub": user.sub,
                 "username": user.username,
                 "iss": cx.issuer,
                 "exp": r.expires_at,
                 "iat": r.created_at,
-            }))
+            });
+            // RFC 7662 §2.2: `scope` is OPTIONAL; an empty one is left out.
+            if !r.scope.is_empty() {
+                out["scope"] = Value::from(r.scope);
+            }
+            Ok(out)
         }
         _ => Ok(inactive()),
     }
