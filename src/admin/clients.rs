@@ -71,6 +71,11 @@ pub struct ClientSpec {
     pub frontchannel_logout_uri: Option<String>,
     /// Adds `iss` and `sid` to the front-channel logout URI.
     pub frontchannel_logout_session_required: bool,
+    /// A resource server that may introspect every token (RFC 7662 §4); without it a
+    /// client introspects only tokens issued to it or naming it in `aud`.
+    pub introspect_any: bool,
+    /// Where a third party starts the client's sign-in (OpenID Connect Core §4); https.
+    pub initiate_login_uri: Option<String>,
 }
 
 /// The specification that would recreate `c` (for editing).
@@ -102,6 +107,8 @@ pub fn spec_of(c: &Client) -> ClientSpec {
         jwks_uri: c.jwks_uri.clone(),
         frontchannel_logout_uri: c.frontchannel_logout_uri.clone(),
         frontchannel_logout_session_required: c.frontchannel_logout_session_required,
+        introspect_any: c.introspect_any,
+        initiate_login_uri: c.initiate_login_uri.clone(),
     }
 }
 
@@ -141,6 +148,8 @@ pub fn view(c: &Client) -> Value {
         "jwks_uri": c.jwks_uri,
         "frontchannel_logout_uri": c.frontchannel_logout_uri,
         "frontchannel_logout_session_required": c.frontchannel_logout_session_required,
+        "introspect_any": c.introspect_any,
+        "initiate_login_uri": c.initiate_login_uri,
         "origin": c.origin,
         "created_at": c.created_at,
     })
@@ -243,6 +252,15 @@ fn web_url(field: &str, u: &str, problems: &mut Problems) -> Option<String> {
     }
 }
 
+/// OpenID Connect Registration §2: `initiate_login_uri` MUST use the https scheme.
+fn https_url(field: &str, u: &str, problems: &mut Problems) -> Option<String> {
+    if !u.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")) {
+        problems.insert(field.into(), format!("{u}: an https URL"));
+        return None;
+    }
+    web_url(field, u, problems)
+}
+
 fn ttl(field: &str, v: Option<i64>, min: i64, max: i64, problems: &mut Problems) -> Option<i64> {
     if let Some(n) = v.filter(|n| !(min..=max).contains(n)) {
         problems.insert(field.into(), format!("{n} is outside {min}–{max} seconds"));
@@ -318,6 +336,13 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
             "an admin client is confidential and uses client_credentials".into(),
         );
     }
+    // RFC 7662 §2.1: the caller authenticates, which a public client cannot.
+    if spec.introspect_any && method == "none" {
+        p.insert(
+            "introspect_any".into(),
+            "only a confidential client can introspect".into(),
+        );
+    }
     let jwks = match &spec.jwks {
         Some(v) if v["keys"].is_array() => Some(v.to_string()),
         Some(_) => {
@@ -378,6 +403,12 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
             "needs a frontchannel_logout_uri".into(),
         );
     }
+    let initiate_login_uri = spec
+        .initiate_login_uri
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .and_then(|u| https_url("initiate_login_uri", u, &mut p));
     let name = spec.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     if name.is_some_and(|n| n.chars().count() > 100) {
         p.insert("name".into(), "at most 100 characters".into());
@@ -444,6 +475,8 @@ pub fn build(spec: &ClientSpec, now: i64) -> Result<(Client, Option<Secret>), Pr
     client.jwks_uri = jwks_uri;
     client.frontchannel_logout_uri = frontchannel;
     client.frontchannel_logout_session_required = spec.frontchannel_logout_session_required;
+    client.introspect_any = spec.introspect_any;
+    client.initiate_login_uri = initiate_login_uri;
     Ok((client, secret))
 }
 

@@ -349,8 +349,23 @@ fn client_spec(f: &Fields<'_>, id: &str) -> Result<(ClientSpec, Option<PresetReq
             }
         };
     }
+    // Flags named as the specification's fields.
+    macro_rules! flags {
+        ($($field:ident),+) => {
+            $(set!($field, f.bool(stringify!($field))?.map(|b| b.v));)+
+        };
+    }
+    flags!(
+        public,
+        backchannel_logout_session_required,
+        admin,
+        require_pushed_authorization_requests,
+        require_signed_request_object,
+        dpop_bound_access_tokens,
+        frontchannel_logout_session_required,
+        introspect_any
+    );
     set!(name, name.map(Some));
-    set!(public, f.bool("public")?.map(|b| b.v));
     set!(redirect_uris, strings(f.strs("redirect_uris")?));
     set!(post_logout_redirect_uris, strings(f.strs("post_logout_redirect_uris")?));
     set!(
@@ -372,38 +387,18 @@ fn client_spec(f: &Fields<'_>, id: &str) -> Result<(ClientSpec, Option<PresetReq
         backchannel_logout_uri,
         f.str("backchannel_logout_uri")?.map(|s| Some(s.v))
     );
-    set!(
-        backchannel_logout_session_required,
-        f.bool("backchannel_logout_session_required")?.map(|b| b.v)
-    );
     set!(allowed_groups, strings(f.strs("allowed_groups")?));
     set!(access_token_ttl, f.int("access_token_ttl")?.map(|n| Some(n.v)));
     set!(refresh_token_ttl, f.int("refresh_token_ttl")?.map(|n| Some(n.v)));
     set!(grant_lifetime, f.int("grant_lifetime")?.map(|n| Some(n.v)));
-    set!(admin, f.bool("admin")?.map(|b| b.v));
     set!(client_scopes, strings(f.strs("client_scopes")?));
     set!(web_origins, strings(f.strs("web_origins")?));
-    set!(
-        require_pushed_authorization_requests,
-        f.bool("require_pushed_authorization_requests")?.map(|b| b.v)
-    );
-    set!(
-        require_signed_request_object,
-        f.bool("require_signed_request_object")?.map(|b| b.v)
-    );
-    set!(
-        dpop_bound_access_tokens,
-        f.bool("dpop_bound_access_tokens")?.map(|b| b.v)
-    );
     set!(jwks_uri, f.str("jwks_uri")?.map(|s| Some(s.v)));
     set!(
         frontchannel_logout_uri,
         f.str("frontchannel_logout_uri")?.map(|s| Some(s.v))
     );
-    set!(
-        frontchannel_logout_session_required,
-        f.bool("frontchannel_logout_session_required")?.map(|b| b.v)
-    );
+    set!(initiate_login_uri, f.str("initiate_login_uri")?.map(|s| Some(s.v)));
     Ok((spec, request))
 }
 

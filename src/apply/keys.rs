@@ -42,6 +42,8 @@ pub const CLIENT: &[&str] = &[
     "jwks_uri",
     "frontchannel_logout_uri",
     "frontchannel_logout_session_required",
+    "introspect_any",
+    "initiate_login_uri",
     "secret_env",
     "secret_file",
     "preset",

@@ -150,6 +150,13 @@ pub struct ClientAdd {
     /// Add `iss` and `sid` to the front-channel logout URL
     #[arg(long, requires = "frontchannel_logout_uri")]
     pub(super) frontchannel_logout_session_required: bool,
+    /// A resource server: may introspect every token, not only those issued to it or
+    /// naming it in `aud` (RFC 7662 §4)
+    #[arg(long)]
+    pub(super) introspect_any: bool,
+    /// Where a third party starts this client's sign-in (https; OpenID Connect Core §4)
+    #[arg(long, value_name = "URL")]
+    pub(super) initiate_login_uri: Option<String>,
     /// Print the result as JSON
     #[arg(long)]
     pub(super) json: bool,
@@ -210,6 +217,8 @@ pub(super) fn spec(add: &ClientAdd) -> Result<ClientSpec, String> {
         jwks_uri: add.jwks_uri.clone(),
         frontchannel_logout_uri: add.frontchannel_logout_uri.clone(),
         frontchannel_logout_session_required: add.frontchannel_logout_session_required,
+        introspect_any: add.introspect_any,
+        initiate_login_uri: add.initiate_login_uri.clone(),
     })
 }
 

@@ -69,6 +69,11 @@ pub struct Client {
     pub registration_metadata: Option<String>,
     /// When a metadata-document client must be fetched again.
     pub metadata_expires_at: Option<i64>,
+    /// A resource server that may introspect every token (RFC 7662 §4); other clients
+    /// introspect only tokens issued to them or naming them in `aud`. Administrators only.
+    pub introspect_any: bool,
+    /// Where a third party starts this client's sign-in (OpenID Connect Core §4).
+    pub initiate_login_uri: Option<String>,
 }
 
 /// Registered by an administrator: the CLI, the admin pages or API, `tessera apply`.
@@ -129,6 +134,8 @@ impl Client {
             registration_token_hash: None,
             registration_metadata: None,
             metadata_expires_at: None,
+            introspect_any: false,
+            initiate_login_uri: None,
         }
     }
 
@@ -146,7 +153,8 @@ const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_
     secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, access_token_ttl,
     refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime, require_pushed_authorization_requests,
     require_signed_request_object, dpop_bound_access_tokens, jwks_uri, frontchannel_logout_uri,
-    frontchannel_logout_session_required, origin, registration_token_hash, registration_metadata, metadata_expires_at";
+    frontchannel_logout_session_required, origin, registration_token_hash, registration_metadata, metadata_expires_at,
+    introspect_any, initiate_login_uri";
 
 fn json_list(text: String, column: &str) -> Result<Vec<String>, DbError> {
     serde_json::from_str(&text).map_err(|e| DbError::Corrupt(format!("clients.{column} is not a JSON list: {e}")))
@@ -195,6 +203,8 @@ fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
         registration_token_hash: r.get::<Option<Vec<u8>>>(28)?.as_deref().and_then(TokenHash::from_slice),
         registration_metadata: r.get(29)?,
         metadata_expires_at: r.get(30)?,
+        introspect_any: r.get(31)?,
+        initiate_login_uri: r.get(32)?,
     })
 }
 
@@ -208,7 +218,7 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
         &format!(
             "INSERT INTO clients ({COLUMNS}, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                 ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?6)"
+                 ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?6)"
         ),
         args![
             c.client_id,
@@ -242,6 +252,8 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
             c.registration_token_hash.as_ref().map(|h| h.as_bytes().to_vec()),
             c.registration_metadata,
             c.metadata_expires_at,
+            c.introspect_any,
+            c.initiate_login_uri,
         ],
     )?;
     set_allowed_groups(conn, &c.client_id, &c.allowed_groups)?;
@@ -260,7 +272,8 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             refresh_token_ttl = ?14, admin = ?15, updated_at = ?16, client_scopes = ?17, web_origins = ?18,
             grant_lifetime = ?19, require_pushed_authorization_requests = ?20, require_signed_request_object = ?21,
             dpop_bound_access_tokens = ?22, jwks_uri = ?23, frontchannel_logout_uri = ?24,
-            frontchannel_logout_session_required = ?25, registration_metadata = ?26, metadata_expires_at = ?27
+            frontchannel_logout_session_required = ?25, registration_metadata = ?26, metadata_expires_at = ?27,
+            introspect_any = ?28, initiate_login_uri = ?29
          WHERE client_id = ?1",
         args![
             c.client_id,
@@ -289,7 +302,9 @@ pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
             c.frontchannel_logout_uri,
             c.frontchannel_logout_session_required,
             c.registration_metadata,
-            c.metadata_expires_at
+            c.metadata_expires_at,
+            c.introspect_any,
+            c.initiate_login_uri
         ],
     )?;
     if n != 1 {

@@ -235,6 +235,8 @@ fn spec_from(form: &Form, base: ClientSpec) -> (ClientSpec, Problems) {
         jwks_uri: optional(form, "jwks_uri"),
         frontchannel_logout_uri: optional(form, "frontchannel_logout_uri"),
         frontchannel_logout_session_required: form.checked("frontchannel_logout_session_required"),
+        introspect_any: form.checked("introspect_any"),
+        initiate_login_uri: optional(form, "initiate_login_uri"),
         ..base
     };
     (spec, problems)

@@ -55,10 +55,11 @@ pub fn document(cx: &Ctx<'_>) -> Value {
         "claims_parameter_supported": true,
         "ui_locales_supported": crate::i18n::supported(),
         "acr_values_supported": [super::issue::ACR_PASSWORD, super::issue::ACR_MFA],
-        // RFC 9101: request objects by value, and by reference only as PAR's URNs.
+        // RFC 9101: request objects by value. A `request_uri` by reference is refused
+        // (only PAR's own URNs are taken, which `pushed_authorization_request_endpoint`
+        // advertises), so Discovery §3 `request_uri_parameter_supported` is false.
         "request_parameter_supported": true,
-        "request_uri_parameter_supported": true,
-        "require_request_uri_registration": false,
+        "request_uri_parameter_supported": false,
         "request_object_signing_alg_values_supported": CLIENT_SIGNING_ALGS,
         "dpop_signing_alg_values_supported": CLIENT_SIGNING_ALGS,
         "introspection_signing_alg_values_supported": ["RS256"],

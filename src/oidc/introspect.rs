@@ -62,9 +62,24 @@ fn inactive() -> Value {
     json!({ "active": false })
 }
 
-/// RFC 7662 §2.2. Any authenticated confidential client may introspect (resource
-/// servers are clients too); a public client cannot prove who asks (§2.1) and is
-/// refused. A token that is unknown, expired or revoked is just `active: false`.
+/// Whether `caller` may learn about an access token with these claims (RFC 7662 §4:
+/// the server decides who may introspect what): one marked `introspect_any`, the
+/// client it was issued to, or a client its `aud` names.
+fn may_see_access(caller: &Client, claims: &Map<String, Value>) -> bool {
+    let me = caller.client_id.as_str();
+    let named = match claims.get("aud") {
+        Some(Value::String(a)) => a == me,
+        Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(me)),
+        _ => false,
+    };
+    caller.introspect_any || named || claims.get("client_id").and_then(Value::as_str) == Some(me)
+}
+
+/// RFC 7662 §2.2. An authenticated confidential client may introspect the tokens
+/// issued to it or naming it in `aud`, and one marked `introspect_any` (a resource
+/// server) every token; a public client cannot prove who asks (§2.1) and is refused.
+/// A token that is unknown, expired, revoked or not the caller's to see is just
+/// `active: false`, so the answer does not tell which of these it is.
 pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> Result<Value, OAuthError> {
     if caller.is_public() {
         return Err(OAuthError::invalid_client("public clients cannot introspect"));
@@ -74,6 +89,9 @@ pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> R
         return Ok(inactive());
     }
     if let Some(at) = check_access_token(cx, token).await? {
+        if !may_see_access(caller, &at.claims) {
+            return Ok(inactive());
+        }
         let mut out = Map::new();
         out.insert("active".into(), Value::Bool(true));
         for name in [
@@ -104,6 +122,12 @@ pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> R
         }
         return Ok(Value::Object(out));
     }
+    introspect_refresh(cx, caller, token).await
+}
+
+/// A refresh token names no audience: only the client it was issued to, or one marked
+/// `introspect_any`, sees it active.
+async fn introspect_refresh(cx: &Ctx<'_>, caller: &Client, token: &str) -> Result<Value, OAuthError> {
     let hash = TokenHash::of(token);
     let now = cx.now;
     let found = cx
@@ -119,21 +143,30 @@ pub async fn introspect(cx: &Ctx<'_>, caller: &Client, token: Option<&str>) -> R
             Ok(Some((r, user)))
         })
         .await?;
+    let seen = |client_id: &str| caller.introspect_any || client_id == caller.client_id;
     match found {
         Some((r, Some(user)))
-            if r.used_at.is_none() && r.expires_at > now && r.grant.revoked_at.is_none() && !user.disabled =>
+            if r.used_at.is_none()
+                && r.expires_at > now
+                && r.grant.revoked_at.is_none()
+                && !user.disabled
+                && seen(&r.grant.client_id) =>
         {
-            Ok(json!({
+            let mut out = json!({
                 "active": true,
                 "token_type": "refresh_token",
-                "scope": r.scope,
                 "client_id": r.grant.client_id,
                 "sub": user.sub,
                 "username": user.username,
                 "iss": cx.issuer,
                 "exp": r.expires_at,
                 "iat": r.created_at,
-            }))
+            });
+            // RFC 7662 §2.2: `scope` is OPTIONAL; an empty one is left out.
+            if !r.scope.is_empty() {
+                out["scope"] = Value::from(r.scope);
+            }
+            Ok(out)
         }
         _ => Ok(inactive()),
     }

@@ -19,6 +19,8 @@ pub struct TokenResponse {
     pub access_token: String,
     pub token_type: &'static str,
     pub expires_in: i64,
+    /// RFC 6749 §5.1: OPTIONAL; left out when no scope was granted rather than empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub scope: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id_token: Option<String>,
@@ -102,7 +104,7 @@ pub fn access_protocol(cx: &Ctx<'_>, p: &Protocol<'_>) -> Map<String, Value> {
     at.insert("exp".into(), Value::from(now + p.access_ttl));
     at.insert("iat".into(), Value::from(now));
     at.insert("client_id".into(), Value::from(p.client_id));
-    at.insert("scope".into(), Value::from(p.scope.to_string()));
+    scope_claim(&mut at, p.scope);
     if let Some(t) = p.auth_time {
         at.insert("auth_time".into(), Value::from(t));
     }
@@ -123,6 +125,14 @@ pub fn id_protocol(cx: &Ctx<'_>, p: &Protocol<'_>) -> Map<String, Value> {
         id.insert("auth_time".into(), Value::from(t));
     }
     id
+}
+
+/// RFC 9068 §2.2.3: `scope` when scopes were granted; no empty string otherwise.
+fn scope_claim(at: &mut Map<String, Value>, scope: &Scope) {
+    let text = scope.to_string();
+    if !text.is_empty() {
+        at.insert("scope".into(), Value::from(text));
+    }
 }
 
 /// Claims of `extra` added to `base` where `base` has none of that name: the
@@ -152,7 +162,7 @@ pub fn mint_for_client(
     at.insert("iat".into(), Value::from(now));
     at.insert("jti".into(), Value::from(random_id()));
     at.insert("client_id".into(), Value::from(grant.client_id.clone()));
-    at.insert("scope".into(), Value::from(scope.to_string()));
+    scope_claim(&mut at, scope);
     at.insert("gid".into(), Value::from(grant.id.clone()));
     binding.apply(&mut at);
     Ok(TokenResponse {

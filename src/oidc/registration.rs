@@ -198,6 +198,7 @@ fn information(cx: &Ctx<'_>, c: &Client, secret: Option<&Secret>, access_token: 
         ("jwks_uri", c.jwks_uri.clone()),
         ("backchannel_logout_uri", c.backchannel_logout_uri.clone()),
         ("frontchannel_logout_uri", c.frontchannel_logout_uri.clone()),
+        ("initiate_login_uri", c.initiate_login_uri.clone()),
     ];
     for (k, v) in optional {
         if let Some(v) = v {
@@ -314,6 +315,8 @@ pub async fn update(
     client.secret_hash = existing.secret_hash;
     client.secret_for_hmac = existing.secret_for_hmac.clone();
     client.origin = existing.origin.clone();
+    // An administrator's decision, which the client's own metadata cannot change.
+    client.introspect_any = existing.introspect_any;
     mark_open(&mut client, open);
     let access = Secret::generate();
     client.registration_token_hash = Some(access.hash());

@@ -19,6 +19,9 @@ const LEEWAY: i64 = 30;
 /// may not claim to live longer: it is one authorization request, not a credential,
 /// and its `jti` is remembered until its `exp`.
 const MAX_LIFETIME: i64 = 3600;
+/// How long the `jti` of an object without `exp` is remembered: such an object has
+/// no end of its own (OpenID Connect Core §6.1 makes `exp` optional), so a day.
+const OPEN_JTI_MEMORY: i64 = 86_400;
 
 /// Why a request object was refused.
 #[derive(Debug)]
@@ -103,12 +106,17 @@ fn int_claim(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, Obj
 }
 
 /// RFC 9101 §6.3 with RFC 7519 §4.1: who made the object, for whom, and when; the
-/// object's `exp`, until which its `jti` is remembered.
+/// time until which its `jti` is remembered (its `exp`, or a day without one).
+///
+/// OpenID Connect Core §6.1 and RFC 9101 §4 make `iss` and `aud` a SHOULD and ask
+/// for no `exp`: each is checked when present and not required (the signature with
+/// the client's own key already says who made it).
 fn check_claims(claims: &Map<String, Value>, client_id: &str, issuer: &str, now: i64) -> Result<i64, ObjectError> {
-    if claims.get("iss").and_then(Value::as_str) != Some(client_id) {
+    if claims.get("iss").is_some_and(|iss| iss.as_str() != Some(client_id)) {
         return Err(invalid("iss must be the client_id"));
     }
     let aud_ok = match claims.get("aud") {
+        None => true,
         Some(Value::String(a)) => a == issuer,
         Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(issuer)),
         _ => false,
@@ -123,11 +131,11 @@ fn check_claims(claims: &Map<String, Value>, client_id: &str, issuer: &str, now:
             ));
         }
     }
-    let exp = int_claim(claims, "exp")?.ok_or_else(|| invalid("exp is required"))?;
-    if exp <= now - LEEWAY {
+    let exp = int_claim(claims, "exp")?;
+    if exp.is_some_and(|exp| exp <= now - LEEWAY) {
         return Err(invalid("the request object has expired"));
     }
-    if exp > now + MAX_LIFETIME + LEEWAY {
+    if exp.is_some_and(|exp| exp > now + MAX_LIFETIME + LEEWAY) {
         return Err(invalid(
             "the request object lives too long (exp more than an hour ahead)",
         ));
@@ -145,7 +153,7 @@ fn check_claims(claims: &Map<String, Value>, client_id: &str, issuer: &str, now:
             return Err(invalid("iat is not within the last hour"));
         }
     }
-    Ok(exp)
+    Ok(exp.unwrap_or(now + OPEN_JTI_MEMORY))
 }
 
 /// The object's claims as authorization parameters: strings as they are, arrays of
@@ -220,10 +228,11 @@ mod tests {
         assert!(ok(json!({"iss": "app", "aud": ["x", "https://id"], "exp": 1060, "nbf": 990})).is_ok());
         assert!(ok(json!({"iss": "other", "aud": "https://id", "exp": 1060})).is_err());
         assert!(ok(json!({"iss": "app", "aud": "https://other", "exp": 1060})).is_err());
-        assert!(
-            ok(json!({"iss": "app", "aud": "https://id"})).is_err(),
-            "exp is required"
-        );
+        // OpenID Connect Core §6.1: iss, aud and exp are not required.
+        assert_eq!(ok(json!({})).unwrap(), 1000 + OPEN_JTI_MEMORY);
+        assert!(ok(json!({"iss": "app", "aud": "https://id"})).is_ok());
+        assert!(ok(json!({"iss": 7})).is_err());
+        assert!(ok(json!({"aud": 7})).is_err());
         assert!(ok(json!({"iss": "app", "aud": "https://id", "exp": 900})).is_err());
         assert!(ok(json!({"iss": "app", "aud": "https://id", "exp": 9000})).is_err());
         assert!(ok(json!({"iss": "app", "aud": "https://id", "exp": 1060, "nbf": 1200})).is_err());

@@ -386,9 +386,10 @@ async fn oidcc_unsigned_request_object_and_request_uri_by_url_rejected() {
         .json()
         .await
         .unwrap();
-    // Signed objects by value, and by reference only as PAR's request_uri.
+    // Signed objects by value; by reference only PAR's own URNs, which discovery
+    // advertises as the PAR endpoint, not as `request_uri` support.
     assert_eq!(doc["request_parameter_supported"], true);
-    assert_eq!(doc["request_uri_parameter_supported"], true);
+    assert_eq!(doc["request_uri_parameter_supported"], false);
 }
 
 #[tokio::test]

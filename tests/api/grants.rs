@@ -300,3 +300,41 @@ async fn client_credentials_grants_only_the_scopes_the_client_is_registered_for(
     let resp = app.token(Some(("bare", &bare)), &ask(Some("reports:read"))).await;
     assert_eq!(resp.status(), 400, "by default a client gets no scope for itself");
 }
+
+#[tokio::test]
+async fn client_credentials_without_a_scope_leave_the_scope_member_out() {
+    let app = spawn_app().await;
+    let bare = app
+        .add_client_with("bare", false, |c| c.grant_types = vec!["client_credentials".into()])
+        .await
+        .unwrap();
+    let resp = app
+        .token(Some(("bare", &bare)), &[("grant_type", "client_credentials")])
+        .await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    // RFC 6749 §5.1: `scope` is OPTIONAL; an empty string is no scope at all.
+    assert!(body.get("scope").is_none(), "no empty scope member: {body}");
+    let (_, claims) = jwt_parts(text(&body, "access_token"));
+    assert!(
+        claims.get("scope").is_none(),
+        "RFC 9068: no empty scope claim: {claims}"
+    );
+    let info = app.introspect(("bare", &bare), text(&body, "access_token")).await;
+    assert_eq!(info["active"], true);
+    assert!(info.get("scope").is_none(), "{info}");
+
+    let job = app
+        .add_client_with("job", false, |c| {
+            c.grant_types = vec!["client_credentials".into()];
+            c.client_scopes = vec!["reports:read".into()];
+        })
+        .await
+        .unwrap();
+    let resp = app
+        .token(Some(("job", &job)), &[("grant_type", "client_credentials")])
+        .await;
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["scope"], "reports:read", "a granted scope is still there");
+    assert_eq!(jwt_parts(text(&body, "access_token")).1["scope"], "reports:read");
+}

@@ -52,7 +52,11 @@ async fn setup() -> Setup {
     let app = spawn_app().await;
     app.add_user("alice").await;
     let secret = app.add_client("app", false).await.unwrap();
-    let rs_secret = app.add_client("resource-server", false).await.unwrap();
+    // A resource server introspects tokens issued to other clients only when marked so.
+    let rs_secret = app
+        .add_client_with("resource-server", false, |c| c.introspect_any = true)
+        .await
+        .unwrap();
     let tokens = app.tokens("app", &secret, "alice").await;
     let access = tokens["access_token"].as_str().unwrap().to_string();
     Setup {
@@ -139,4 +143,20 @@ async fn errors_stay_json_even_when_a_jwt_is_asked_for() {
     assert_eq!(resp.status(), 401);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"], "invalid_client");
+}
+
+#[tokio::test]
+async fn a_token_the_caller_may_not_see_is_active_false_inside_the_jwt() {
+    let Setup { app, access, .. } = setup().await;
+    let other = app.add_client("other", false).await.unwrap();
+    let resp = introspect_as(&app, ("other", &other), &access, Some(JWT_TYPE)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], JWT_TYPE);
+    let (_, claims) = verified(&app, &resp.text().await.unwrap()).await;
+    assert_eq!(claims["aud"], "other");
+    assert_eq!(
+        claims["token_introspection"],
+        json!({"active": false}),
+        "nothing about another client's token, not even that it exists"
+    );
 }

@@ -166,7 +166,6 @@ async fn jar_refuses_objects_that_fail_a_check() {
     .unwrap();
     let cases: Vec<(&str, String)> = vec![
         ("expired", es(&with(good.clone(), "exp", json!(now - 120)))),
-        ("no exp", es(&without(good.clone(), "exp"))),
         ("exp too far ahead", es(&with(good.clone(), "exp", json!(now + 7200)))),
         ("nbf in the future", es(&with(good.clone(), "nbf", json!(now + 600)))),
         (
@@ -282,4 +281,72 @@ async fn jar_object_through_par_is_verified_when_pushed() {
         .await;
     assert_eq!(resp.status(), 400);
     assert_eq!(resp.json::<Value>().await.unwrap()["error"], "invalid_request");
+}
+
+/// OpenID Connect Core §6.1 and RFC 9101 §4: `iss` and `aud` are a SHOULD and `exp`
+/// is not asked for; an object with none of them (as the OpenID Foundation's
+/// `OP-request-Sig` sends) is the request, checked by its signature alone.
+#[tokio::test]
+async fn jar_accepts_a_core_minimal_object_and_checks_what_it_carries() {
+    let app = spawn_app().await;
+    app.add_user("ada").await;
+    let k = keys();
+    app.add_client_with("rp", true, |c| c.jwks = Some(k.jwks.clone())).await;
+    let pkce = Pkce::new();
+    let mut minimal = claims(&app, "rp", &pkce);
+    for envelope in ["iss", "aud", "exp", "nbf", "iat", "jti"] {
+        minimal = without(minimal, envelope);
+    }
+    let object = sign(k.rs.as_ref(), "rs", &minimal);
+    let params = app
+        .login(&browser(), &by_value(&app, "rp", &object, OUTER), "ada")
+        .await;
+    assert_eq!(params["state"], "from-object");
+    let tokens = exchange(&app, "rp", &params["code"], &pkce).await;
+    assert_eq!(tokens["scope"], "openid profile");
+
+    // What is present must be right.
+    for (what, name, value) in [
+        ("wrong iss", "iss", json!("someone-else")),
+        ("wrong aud", "aud", json!("https://other.example")),
+        ("expired exp", "exp", json!(app.clock.now() - 120)),
+    ] {
+        let object = sign(k.es.as_ref(), "es", &with(minimal.clone(), name, value));
+        let (error, _) = refused_with(&by_value(&app, "rp", &object, &[("redirect_uri", REDIRECT)])).await;
+        assert_eq!(error, "invalid_request_object", "{what}");
+    }
+
+    // A `jti` without `exp` is still accepted once (RFC 9101 §10.8).
+    let once = sign(k.es.as_ref(), "es", &with(minimal.clone(), "jti", json!("only-once")));
+    let params = app.login(&browser(), &by_value(&app, "rp", &once, OUTER), "ada").await;
+    assert!(params.contains_key("code"));
+    let (error, description) = refused_with(&by_value(&app, "rp", &once, OUTER)).await;
+    assert_eq!(error, "invalid_request_object");
+    assert!(description.contains("already used"), "{description}");
+}
+
+#[tokio::test]
+async fn jar_core_minimal_object_is_accepted_through_par() {
+    let app = spawn_app().await;
+    let k = keys();
+    let secret = app
+        .add_client_with("web", false, |c| c.jwks = Some(k.jwks.clone()))
+        .await
+        .unwrap();
+    let pkce = Pkce::new();
+    let mut minimal = claims(&app, "web", &pkce);
+    for envelope in ["iss", "aud", "exp", "nbf", "iat", "jti"] {
+        minimal = without(minimal, envelope);
+    }
+    let object = sign(k.es.as_ref(), "es", &minimal);
+    let resp = app
+        .post_form("/par", Some(("web", &secret)), &[("request", &object)])
+        .await;
+    assert_eq!(resp.status(), 201, "RFC 9126 asks no more of an object than RFC 9101");
+    let wrong = sign(k.es.as_ref(), "es", &with(minimal, "iss", json!("someone-else")));
+    let resp = app
+        .post_form("/par", Some(("web", &secret)), &[("request", &wrong)])
+        .await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"], "invalid_request_object");
 }

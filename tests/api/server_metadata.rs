@@ -70,3 +70,46 @@ async fn discovery_follows_the_server_wide_switches() {
         "no endpoint when registration is off"
     );
 }
+
+#[tokio::test]
+async fn request_uri_by_reference_is_not_advertised_and_par_still_works() {
+    let app = spawn_app().await;
+    app.add_user("alice").await;
+    let secret = app.add_client("app", false).await.unwrap();
+    let doc = document(&app, "/.well-known/openid-configuration").await;
+    // Discovery §3: a `request_uri` by reference is refused, so it is not supported;
+    // PAR's own URNs are what `pushed_authorization_request_endpoint` stands for.
+    assert_eq!(doc["request_uri_parameter_supported"], false);
+    assert_eq!(doc["pushed_authorization_request_endpoint"], app.url("/par"));
+    let by_reference = browser()
+        .get(app.authorize_url("app", &[("request_uri", "https://rp.example/request.jwt")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(redirect_params(&by_reference)["error"], "request_uri_not_supported");
+
+    let pkce = Pkce::new();
+    let form = [
+        ("redirect_uri", REDIRECT),
+        ("response_type", "code"),
+        ("scope", "openid"),
+        ("state", "st4te"),
+        ("code_challenge", pkce.challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let resp = app.post_form("/par", Some(("app", &secret)), &form).await;
+    assert_eq!(resp.status(), 201);
+    let pushed: Value = resp.json().await.unwrap();
+    let mut url = url::Url::parse(&app.url("/authorize")).unwrap();
+    url.query_pairs_mut()
+        .append_pair("client_id", "app")
+        .append_pair("request_uri", pushed["request_uri"].as_str().unwrap());
+    let code = app.login(&browser(), url.as_str(), "alice").await["code"].clone();
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", pkce.verifier.as_str()),
+    ];
+    assert_eq!(app.token(Some(("app", &secret)), &form).await.status(), 200);
+}

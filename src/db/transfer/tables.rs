@@ -81,6 +81,8 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("registration_token_hash", B),
             ("registration_metadata", T),
             ("metadata_expires_at", I),
+            ("introspect_any", I),
+            ("initiate_login_uri", T),
         ],
     },
     Table {

@@ -139,6 +139,8 @@ fn client_spec_properties() -> Value {
         "jwks_uri": text_or_null(),
         "frontchannel_logout_uri": text_or_null(),
         "frontchannel_logout_session_required": boolean(),
+        "introspect_any": {"type": "boolean", "description": "may introspect every token (a resource server); otherwise only tokens issued to the client or naming it in aud"},
+        "initiate_login_uri": {"type": ["string", "null"], "description": "https URL where third-party-initiated sign-in starts (OpenID Connect Core §4)"},
     })
 }
 

@@ -46,6 +46,8 @@ pub struct Metadata {
     pub require_pushed_authorization_requests: bool,
     pub require_signed_request_object: bool,
     pub dpop_bound_access_tokens: bool,
+    /// OpenID Connect Registration §2: where a third party starts the sign-in (https).
+    pub initiate_login_uri: Option<String>,
 }
 
 pub(super) fn metadata_error(d: impl Into<String>) -> OAuthError {
@@ -180,6 +182,7 @@ pub fn client_of(m: &Metadata, client_id: &str, now: i64) -> Result<(Client, Opt
         require_pushed_authorization_requests: m.require_pushed_authorization_requests,
         require_signed_request_object: m.require_signed_request_object,
         dpop_bound_access_tokens: m.dpop_bound_access_tokens,
+        initiate_login_uri: m.initiate_login_uri.clone(),
         ..ClientSpec::default()
     };
     if m.redirect_uris.is_empty() && spec.grant_types.iter().any(|g| g == "authorization_code") {
@@ -211,6 +214,8 @@ pub fn client_of(m: &Metadata, client_id: &str, now: i64) -> Result<(Client, Opt
     client.consent_required = true;
     client.refresh = RefreshPolicy::OfflineAccess;
     client.admin = false;
+    // Reading other clients' tokens is an administrator's decision (RFC 7662 §4).
+    client.introspect_any = false;
     client.client_scopes = Vec::new();
     client.allowed_groups = Vec::new();
     client.registration_metadata = Some(Value::Object(display_metadata(m)?).to_string());
