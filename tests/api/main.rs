@@ -44,6 +44,7 @@ mod litestream;
 mod logout;
 mod mail;
 mod metadata_document;
+mod metrics_token;
 mod moto;
 mod nodes;
 mod notices;
