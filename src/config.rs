@@ -70,6 +70,8 @@ pub struct RawSettings {
     pub forwarded_header: Option<String>,
     pub forward_auth_cookie_domain: Option<String>,
     pub metrics_token: Option<String>,
+    /// A file holding the metrics token, so it stays out of argv and the environment.
+    pub metrics_token_file: Option<String>,
     /// The master key itself (from `TESSERA_MASTER_KEY`, never a flag: argv is public).
     pub master_key: Option<String>,
     pub master_key_file: Option<String>,
@@ -107,6 +109,7 @@ impl std::fmt::Debug for RawSettings {
             .field("listen", &self.listen)
             .field("issuer", &self.issuer)
             .field("metrics_token", &hidden(&self.metrics_token))
+            .field("metrics_token_file", &self.metrics_token_file)
             .field("master_key", &hidden(&self.master_key))
             .field("master_key_file", &self.master_key_file)
             .finish_non_exhaustive()
@@ -149,6 +152,7 @@ struct FileSettings {
     forwarded_header: Option<toml::Value>,
     forward_auth_cookie_domain: Option<toml::Value>,
     metrics_token: Option<toml::Value>,
+    metrics_token_file: Option<toml::Value>,
     master_key_file: Option<toml::Value>,
     sqlite_autocheckpoint: Option<toml::Value>,
     replicate_to: Option<toml::Value>,
@@ -659,12 +663,10 @@ impl Settings {
                 .map_err(|e| invalid("master_key_file", format!("cannot read {path}: {e}")))?;
             s.master_key = Some(MasterKey::parse(&text).map_err(|e| invalid("master_key_file", e))?);
         }
-        if let Some(v) = pick(&raw.metrics_token, &file.metrics_token) {
-            if v.len() < 16 || v.len() > 256 || !v.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(invalid("metrics_token", "16 to 256 visible ASCII characters"));
-            }
-            s.metrics_token = Some(Secret::from_string(v));
-        }
+        s.metrics_token = metrics_token(
+            pick(&raw.metrics_token, &file.metrics_token),
+            pick(&raw.metrics_token_file, &file.metrics_token_file),
+        )?;
         if let Some(v) = pick(&raw.trusted_proxies, &file.trusted_proxies) {
             s.trusted_proxies = v
                 .trim_matches(|c| c == '[' || c == ']')
@@ -807,6 +809,34 @@ pub fn redact_url(url: &str) -> String {
         }
         Err(_) => "(unparsable URL)".to_string(),
     }
+}
+
+/// The metrics token, given itself (`metrics_token`) or in a file (`metrics_token_file`,
+/// read like the master key and SMTP password files: one line, its newline dropped).
+fn metrics_token(given: Option<String>, path: Option<String>) -> Result<Option<Secret>, ConfigError> {
+    let (name, v) = match (given, path) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                "metrics_token_file",
+                "given together with `metrics_token`: give the token or a file holding it, not both",
+            ))
+        }
+        (Some(v), None) => ("metrics_token", v),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| invalid("metrics_token_file", format!("cannot read {path}: {e}")))?;
+            let token = text.trim_end_matches(['\r', '\n']).to_string();
+            if token.is_empty() {
+                return Err(invalid("metrics_token_file", format!("{path} is empty")));
+            }
+            ("metrics_token_file", token)
+        }
+    };
+    if v.len() < 16 || v.len() > 256 || !v.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid(name, "16 to 256 visible ASCII characters"));
+    }
+    Ok(Some(Secret::from_string(v)))
 }
 
 fn read_file(path: &Path) -> Result<FileSettings, ConfigError> {

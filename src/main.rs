@@ -278,6 +278,14 @@ struct ServeArgs {
     /// Require `Authorization: Bearer TOKEN` on /metrics [default: open, restrict at the proxy]
     #[arg(long, env = "TESSERA_METRICS_TOKEN", value_name = "TOKEN")]
     metrics_token: Option<String>,
+    /// File holding the /metrics bearer token (instead of --metrics-token, which argv shows)
+    #[arg(
+        long,
+        env = "TESSERA_METRICS_TOKEN_FILE",
+        value_name = "FILE",
+        conflicts_with = "metrics_token"
+    )]
+    metrics_token_file: Option<String>,
     /// Do not apply schema migrations on start (run `tessera migrate` first)
     #[arg(long)]
     no_migrate: bool,
@@ -403,6 +411,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         forwarded_header: s.forwarded_header.clone(),
         forward_auth_cookie_domain: s.forward_auth_cookie_domain.clone(),
         metrics_token: s.metrics_token.clone(),
+        metrics_token_file: s.metrics_token_file.clone(),
         no_migrate: s.no_migrate,
         replicate_to: s.replicate_to.clone(),
         replicate_retention: s.replicate_retention.clone(),

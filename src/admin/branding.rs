@@ -48,7 +48,7 @@ pub async fn update(state: &AppState, actor: &Actor, edit: &Edit<'_>) -> Result<
     });
     let logo = match edit.logo.filter(|b| !b.is_empty()) {
         Some(bytes) => match check_logo(bytes) {
-            Ok(kind) => Some(Some((bytes.to_vec(), kind))),
+            Ok(stored) => Some(Some(stored)),
             Err(e) => {
                 problems.insert("logo".into(), e);
                 None
@@ -104,7 +104,7 @@ pub async fn set_client_logo(
     logo: Option<&[u8]>,
 ) -> Result<(), AdminError> {
     let logo = match logo {
-        Some(bytes) => Some((bytes.to_vec(), check_logo(bytes).map_err(|e| invalid("logo", e))?)),
+        Some(bytes) => Some(check_logo(bytes).map_err(|e| invalid("logo", e))?),
         None => None,
     };
     let (now, actor, id) = (state.clock.now(), actor.clone(), client_id.to_string());

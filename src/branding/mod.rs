@@ -43,7 +43,7 @@ impl Defaults {
         let logo = match logo {
             Some(path) => {
                 let bytes = std::fs::read(path).map_err(|e| ("logo", format!("cannot read {path}: {e}")))?;
-                let kind = check_logo(&bytes).map_err(|e| ("logo", format!("{path}: {e}")))?;
+                let (bytes, kind) = check_logo(&bytes).map_err(|e| ("logo", format!("{path}: {e}")))?;
                 Some((Arc::from(bytes), kind))
             }
             None => None,
@@ -229,9 +229,9 @@ pub async fn theme(state: &crate::state::AppState) -> Result<String, db::DbError
     Ok(brand.theme_css(sheet.as_deref()))
 }
 
-/// A logo's media type, after checking its bytes: a PNG by its signature, or an SVG
-/// that `svg::check` accepts.
-pub fn check_logo(bytes: &[u8]) -> Result<&'static str, String> {
+/// A logo as it is stored, and its media type, after checking its bytes: a PNG by its
+/// signature, as it came; or an SVG as `svg::sanitise` writes it again.
+pub fn check_logo(bytes: &[u8]) -> Result<(Vec<u8>, &'static str), String> {
     if bytes.is_empty() {
         return Err("the file is empty".into());
     }
@@ -239,11 +239,10 @@ pub fn check_logo(bytes: &[u8]) -> Result<&'static str, String> {
         return Err(format!("the file is larger than {} KiB", MAX_LOGO / 1024));
     }
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Ok("image/png");
+        return Ok((bytes.to_vec(), "image/png"));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "the file is neither a PNG nor an SVG".to_string())?;
-    svg::check(text)?;
-    Ok("image/svg+xml")
+    Ok((svg::sanitise(text)?.into_bytes(), "image/svg+xml"))
 }
 
 /// `#rgb` or `#rrggbb`, lowercased.
@@ -275,9 +274,13 @@ mod tests {
 
     #[test]
     fn a_logo_is_a_png_or_a_checked_svg_within_the_size_limit() {
-        assert_eq!(check_logo(b"\x89PNG\r\n\x1a\n...."), Ok("image/png"));
+        let png = b"\x89PNG\r\n\x1a\n....";
+        assert_eq!(check_logo(png), Ok((png.to_vec(), "image/png")));
         let svg = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><rect width="10" height="10" fill="#123"/></svg>"##;
-        assert_eq!(check_logo(svg.as_bytes()), Ok("image/svg+xml"));
+        assert_eq!(
+            check_logo(svg.as_bytes()),
+            Ok((svg.as_bytes().to_vec(), "image/svg+xml"))
+        );
         assert!(check_logo(b"").is_err());
         assert!(check_logo(b"GIF89a").is_err());
         assert!(check_logo(&vec![b' '; MAX_LOGO + 1]).is_err());

@@ -1,156 +1,208 @@
-//! The check an SVG logo passes before it is stored: drawing only. Browsers run no
+//! The sanitiser an SVG logo passes before it is stored: drawing only. Browsers run no
 //! script in an SVG shown through `<img>`, and the logo's own URL is served with a
 //! sandboxing CSP, but what is stored should not hold script, foreign content or
-//! references to other resources in the first place: the elements are an allowlist
-//! of shapes, text, gradients, filters and the editors' metadata, event attributes
-//! are refused, and links and `url()` may point only inside the file.
+//! references to other resources in the first place.
+//!
+//! The file is parsed by a real XML parser (roxmltree): names are compared as
+//! (namespace URI, local name) after prefixes are resolved (Namespaces in XML 1.0 §6),
+//! and values after entities and character references are decoded (XML 1.0 §4.1), so
+//! neither a prefix bound to the SVG namespace nor `u&#114;l(` passes unseen. A
+//! document type is refused (no entity declarations), as are processing
+//! instructions. Elements and attributes are an allow-list; the editors' metadata
+//! (Inkscape, Sodipodi, RDF, Creative Commons, Dublin Core) is dropped, and the stored
+//! logo is the allowed content written out again, nothing else.
 
-use quick_xml::events::{BytesStart, Event};
-use quick_xml::Reader;
+use roxmltree::{Document, Node, NodeType};
 
-/// SVG elements a logo may use (local names).
+const SVG_NS: &str = "http://www.w3.org/2000/svg";
+const XLINK_NS: &str = "http://www.w3.org/1999/xlink";
+const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
+
+/// The editors' namespaces, whose elements and attributes are dropped: inert
+/// bookkeeping that a browser never draws.
+const EDITOR_NS: &[&str] = &[
+    "http://www.inkscape.org/namespaces/inkscape",
+    "http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd",
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "http://creativecommons.org/ns#",
+    "http://web.resource.org/cc/",
+    "http://purl.org/dc/elements/1.1/",
+];
+
+/// SVG elements a logo may use (local names in the SVG namespace).
+#[rustfmt::skip]
 const ELEMENTS: &[&str] = &[
-    "svg",
-    "g",
-    "defs",
-    "symbol",
-    "use",
-    "title",
-    "desc",
-    "metadata",
-    "style",
-    "path",
-    "rect",
-    "circle",
-    "ellipse",
-    "line",
-    "polyline",
-    "polygon",
-    "text",
-    "tspan",
-    "textPath",
-    "linearGradient",
-    "radialGradient",
-    "stop",
-    "clipPath",
-    "mask",
-    "pattern",
-    "filter",
-    "feBlend",
-    "feColorMatrix",
-    "feComponentTransfer",
-    "feComposite",
-    "feFlood",
-    "feGaussianBlur",
-    "feMerge",
-    "feMergeNode",
-    "feOffset",
-    "feFuncA",
-    "feFuncR",
-    "feFuncG",
+    "svg", "g", "defs", "symbol", "use", "title", "desc", "metadata", "style", "path", "rect",
+    "circle", "ellipse", "line", "polyline", "polygon", "text", "tspan", "textPath",
+    "linearGradient", "radialGradient", "stop", "clipPath", "mask", "pattern", "filter",
+    "feBlend", "feColorMatrix", "feComponentTransfer", "feComposite", "feFlood",
+    "feGaussianBlur", "feMerge", "feMergeNode", "feOffset", "feFuncA", "feFuncR", "feFuncG",
     "feFuncB",
 ];
 
-/// Prefixes of the editors' own elements (Inkscape, Sodipodi, RDF metadata), inert.
-const EDITOR_PREFIXES: &[&str] = &["sodipodi", "inkscape", "rdf", "cc", "dc"];
+/// Attributes without a namespace a logo may carry: geometry, presentation (SVG 1.1
+/// §6.4's property list), gradients, filters and text. Anything else is refused.
+#[rustfmt::skip]
+const ATTRIBUTES: &[&str] = &[
+    "id", "class", "style", "version", "baseProfile", "viewBox", "preserveAspectRatio",
+    "width", "height", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "rx", "ry", "fx",
+    "fy", "fr", "d", "points", "pathLength", "transform", "href", "role", "aria-label",
+    "aria-hidden", "lang", "alignment-baseline", "baseline-shift", "clip", "clip-path",
+    "clip-rule", "color", "color-interpolation", "color-interpolation-filters",
+    "color-rendering", "direction", "display", "dominant-baseline", "enable-background",
+    "fill", "fill-opacity", "fill-rule", "filter", "flood-color", "flood-opacity", "font",
+    "font-family", "font-size", "font-size-adjust", "font-stretch", "font-style",
+    "font-variant", "font-weight", "image-rendering", "letter-spacing", "lighting-color",
+    "marker-end", "marker-mid", "marker-start", "mask", "opacity", "overflow",
+    "paint-order", "shape-rendering", "stop-color", "stop-opacity", "stroke",
+    "stroke-dasharray", "stroke-dashoffset", "stroke-linecap", "stroke-linejoin",
+    "stroke-miterlimit", "stroke-opacity", "stroke-width", "text-anchor",
+    "text-decoration", "text-rendering", "unicode-bidi", "vector-effect", "visibility",
+    "word-spacing", "writing-mode", "mix-blend-mode", "isolation", "offset",
+    "gradientUnits", "gradientTransform", "spreadMethod", "patternUnits",
+    "patternContentUnits", "patternTransform", "clipPathUnits", "maskUnits",
+    "maskContentUnits", "filterUnits", "primitiveUnits", "in", "in2", "result", "mode",
+    "operator", "k1", "k2", "k3", "k4", "values", "type", "tableValues", "slope",
+    "intercept", "amplitude", "exponent", "stdDeviation", "edgeMode", "dx", "dy", "rotate",
+    "textLength", "lengthAdjust", "startOffset", "method", "spacing", "side", "media",
+];
 
 const MAX_DEPTH: usize = 64;
 
-/// `Ok` when `text` is an SVG document of drawing only; else why not.
-pub fn check(text: &str) -> Result<(), String> {
-    let mut reader = Reader::from_str(text);
-    let mut depth = 0usize;
-    let mut seen_root = false;
-    let mut in_style = false;
-    loop {
-        let event = reader
-            .read_event()
-            .map_err(|e| format!("the SVG cannot be read: {e}"))?;
-        match event {
-            Event::Start(e) => {
-                element(&e, &mut seen_root, depth)?;
-                in_style = e.local_name().as_ref() == b"style";
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err("the SVG nests too deeply".into());
-                }
-            }
-            Event::Empty(e) => element(&e, &mut seen_root, depth)?,
-            Event::End(_) => {
-                depth = depth.saturating_sub(1);
-                in_style = false;
-            }
-            Event::Text(t) if in_style => css(&String::from_utf8_lossy(t.as_ref()))?,
-            Event::CData(t) => {
-                if !in_style {
-                    return Err("the SVG holds character data outside a style".into());
-                }
-                css(&String::from_utf8_lossy(t.as_ref()))?;
-            }
-            Event::DocType(_) => return Err("the SVG has a document type (entities are not accepted)".into()),
-            Event::PI(_) => return Err("the SVG has a processing instruction".into()),
-            Event::Eof => break,
-            _ => {}
+/// The logo as it is stored: the allowed content of `text` written out again; else
+/// why it is refused, naming what a logo may not hold.
+pub fn sanitise(text: &str) -> Result<String, String> {
+    let doc = Document::parse(text).map_err(|e| match e {
+        roxmltree::Error::DtdDetected => "the SVG has a document type (entities are not accepted)".to_string(),
+        e => format!("the SVG cannot be read: {e}"),
+    })?;
+    for node in doc.root().children() {
+        if node.node_type() == NodeType::PI {
+            return Err("the SVG has a processing instruction".into());
         }
     }
-    if !seen_root {
+    let root = doc.root_element();
+    if root.tag_name().namespace() != Some(SVG_NS) || root.tag_name().name() != "svg" {
         return Err("the file is not an SVG".into());
     }
-    Ok(())
-}
-
-fn element(e: &BytesStart<'_>, seen_root: &mut bool, depth: usize) -> Result<(), String> {
-    let qname = String::from_utf8_lossy(e.name().as_ref()).into_owned();
-    let (prefix, local) = qname
-        .split_once(':')
-        .map_or((None, qname.as_str()), |(p, l)| (Some(p), l));
-    if depth == 0 {
-        if *seen_root || local != "svg" || prefix.is_some() {
-            return Err("the file is not one SVG document".into());
-        }
-        *seen_root = true;
-    }
-    let allowed = match prefix {
-        None | Some("svg") => ELEMENTS.contains(&local),
-        Some(p) => EDITOR_PREFIXES.contains(&p),
+    let mut out = String::with_capacity(text.len());
+    let xlink = root
+        .descendants()
+        .any(|n| n.attributes().any(|a| a.namespace() == Some(XLINK_NS)));
+    let extra = if xlink {
+        format!(" xmlns=\"{SVG_NS}\" xmlns:xlink=\"{XLINK_NS}\"")
+    } else {
+        format!(" xmlns=\"{SVG_NS}\"")
     };
-    if !allowed {
-        return Err(format!("the SVG uses <{qname}>, which a logo does not need"));
+    write_element(root, &extra, 0, &mut out)?;
+    Ok(out)
+}
+
+/// Writes `node` (an element) and what it holds, or says why it may not be stored.
+fn write_element(node: Node<'_, '_>, extra: &str, depth: usize, out: &mut String) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err("the SVG nests too deeply".into());
     }
-    for attr in e.attributes() {
-        let attr = attr.map_err(|e| format!("the SVG has a broken attribute: {e}"))?;
-        let key = String::from_utf8_lossy(attr.key.as_ref()).to_ascii_lowercase();
-        let local_key = key.rsplit(':').next().unwrap_or(&key);
-        let value = String::from_utf8_lossy(&attr.value).into_owned();
-        let compact: String = value
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect::<String>()
-            .to_ascii_lowercase();
-        if local_key.starts_with("on") {
-            return Err(format!("the SVG has an event attribute ({key})"));
-        }
-        if local_key == "href" && !value.trim_start().starts_with('#') {
-            return Err("the SVG links outside itself".into());
-        }
-        if compact.contains("javascript:") || compact.contains("http://www.w3.org/1999/xhtml") {
-            return Err("the SVG holds script or HTML".into());
-        }
-        if external_url(&compact) {
-            return Err("the SVG refers to another resource".into());
+    let name = node.tag_name();
+    let local = name.name();
+    let ns = name.namespace();
+    if ns.is_some_and(|n| EDITOR_NS.contains(&n)) {
+        return Ok(());
+    }
+    if ns != Some(SVG_NS) || !ELEMENTS.contains(&local) {
+        return Err(match ns {
+            Some(SVG_NS) => format!("the SVG uses <{local}>, which a logo does not need"),
+            Some(other) => format!("the SVG uses <{local}> of {other}, which a logo does not need"),
+            None => format!("the SVG uses <{local}> outside the SVG namespace"),
+        });
+    }
+    out.push('<');
+    out.push_str(local);
+    out.push_str(extra);
+    for attr in node.attributes() {
+        let Some(written) = attribute(attr.namespace(), attr.name(), attr.value())? else {
+            continue;
+        };
+        out.push(' ');
+        out.push_str(&written);
+        out.push_str("=\"");
+        escape(attr.value(), true, out);
+        out.push('"');
+    }
+    if !node.has_children() {
+        out.push_str("/>");
+        return Ok(());
+    }
+    out.push('>');
+    for child in node.children() {
+        match child.node_type() {
+            NodeType::Element => write_element(child, "", depth + 1, out)?,
+            NodeType::Text => {
+                let text = child.text().unwrap_or_default();
+                if local == "style" {
+                    css(text)?;
+                }
+                escape(text, false, out);
+            }
+            NodeType::PI => return Err("the SVG has a processing instruction".into()),
+            NodeType::Comment | NodeType::Root => {}
         }
     }
+    out.push_str("</");
+    out.push_str(local);
+    out.push('>');
     Ok(())
 }
 
-/// A style sheet inside the SVG: no imports, no resources from outside.
+/// The name an attribute is written with, `None` when it is dropped (an editor's), or
+/// why it is refused. `value` is already decoded.
+fn attribute(ns: Option<&str>, local: &str, value: &str) -> Result<Option<String>, String> {
+    let written = match ns {
+        Some(n) if EDITOR_NS.contains(&n) => return Ok(None),
+        None if local.to_ascii_lowercase().starts_with("on") => {
+            return Err(format!("the SVG has an event attribute ({local})"))
+        }
+        None if ATTRIBUTES.contains(&local) => local.to_string(),
+        Some(XLINK_NS) if local == "href" || local == "title" => format!("xlink:{local}"),
+        Some(XML_NS) if local == "space" || local == "lang" => format!("xml:{local}"),
+        Some(other) => {
+            return Err(format!(
+                "the SVG has an attribute {local} of {other}, which a logo does not need"
+            ))
+        }
+        None => return Err(format!("the SVG has an attribute {local}, which a logo does not need")),
+    };
+    if local == "href" && !value.trim_start().starts_with('#') {
+        return Err("the SVG links outside itself".into());
+    }
+    css(value)?;
+    Ok(Some(written))
+}
+
+/// A style sheet, a `style` attribute or any value, decoded: nothing that imports,
+/// loads from outside the file (`url(#id)` only) or runs. CSS escapes (`u\72l(`) and
+/// comments (`@im/**/port`) could hide those words from this check, so a backslash is
+/// refused and comments are read as nothing.
 fn css(text: &str) -> Result<(), String> {
-    let compact: String = text
+    if text.contains('\\') {
+        return Err("the SVG's style has a CSS escape (\\), which a logo does not need".into());
+    }
+    let mut plain = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        plain.push_str(&rest[..start]);
+        rest = rest[start + 2..].split_once("*/").map_or("", |(_, after)| after);
+    }
+    plain.push_str(rest);
+    let compact: String = plain
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
         .to_ascii_lowercase();
-    if compact.contains("@import") || external_url(&compact) || compact.contains("javascript:") {
+    if compact.contains("javascript:") || compact.contains("expression(") {
+        return Err("the SVG holds script".into());
+    }
+    if compact.contains("@import") || external_url(&compact) {
         return Err("the SVG's style refers to another resource".into());
     }
     Ok(())
@@ -165,61 +217,20 @@ fn external_url(compact: &str) -> bool {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::check;
-
-    const HEAD: &str =
-        r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 40 40">"#;
-
-    fn svg(body: &str) -> String {
-        format!("{HEAD}{body}</svg>")
-    }
-
-    #[test]
-    fn drawings_pass() {
-        let ok = [
-            svg(
-                r##"<defs><linearGradient id="g"><stop offset="0" stop-color="#fff"/></linearGradient></defs><circle r="9" fill="url(#g)"/>"##,
-            ),
-            svg(r#"<g transform="translate(2 2)"><path d="M0 0h10v10z"/><text x="1" y="9">Acme</text></g>"#),
-            svg(r##"<style>.a { fill: #0a7; }</style><rect class="a" width="4" height="4"/><use href="#x"/>"##),
-            format!(
-                r#"<?xml version="1.0" encoding="UTF-8"?><!-- made by hand -->{}"#,
-                svg("<title>Acme</title>")
-            ),
-            svg(
-                r##"<sodipodi:namedview xmlns:sodipodi="http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd" pagecolor="#fff"/>"##,
-            ),
-        ];
-        for s in ok {
-            assert_eq!(check(&s), Ok(()), "{s}");
-        }
-    }
-
-    #[test]
-    fn script_foreign_content_and_outside_references_are_refused() {
-        let bad = [
-            svg("<script>alert(1)</script>"),
-            svg(r#"<rect onload="alert(1)" width="1" height="1"/>"#),
-            svg(r#"<rect ONCLICK="x()"/>"#),
-            svg(r#"<foreignObject><div xmlns="http://www.w3.org/1999/xhtml">x</div></foreignObject>"#),
-            svg(r#"<a href="javascript:alert(1)"><rect/></a>"#),
-            svg(r#"<use xlink:href="https://evil.example/x.svg#a"/>"#),
-            svg(r#"<image href="https://evil.example/t.png"/>"#),
-            svg(r#"<rect style="fill: url( 'https://evil.example/p' )"/>"#),
-            svg(r#"<style>@import url(https://evil.example/a.css);</style>"#),
-            svg(r#"<style><![CDATA[ rect { fill: url(http://x/) } ]]></style>"#),
-            svg(r#"<animate attributeName="href" to="javascript:alert(1)"/>"#),
-            svg(r#"<x:script xmlns:x="http://www.w3.org/1999/xhtml">alert(1)</x:script>"#),
-            r#"<!DOCTYPE svg [<!ENTITY x "y">]><svg xmlns="http://www.w3.org/2000/svg">&x;</svg>"#.to_string(),
-            r#"<html><svg xmlns="http://www.w3.org/2000/svg"/></html>"#.to_string(),
-            format!("{}{}", svg(""), svg("")),
-            "just text".to_string(),
-            "<svg".to_string(),
-        ];
-        for s in bad {
-            assert!(check(&s).is_err(), "accepted: {s}");
+/// Text or an attribute value, escaped for XML 1.0 §2.4 (and `"` in a value).
+fn escape(text: &str, in_attribute: bool, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if in_attribute => out.push_str("&quot;"),
+            '\n' | '\t' | '\r' if in_attribute => out.push_str(&format!("&#{};", c as u32)),
+            c => out.push(c),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "svg_tests.rs"]
+mod tests;

@@ -160,6 +160,18 @@ pub async fn decide(
     Ok(Decision::Allow(identity_headers(&app, &holder)))
 }
 
+/// Records a question whose browser sent two `tessera_fa` cookies (one set by another
+/// host under the shared domain, RFC 6265 §8.6): answered as if it sent none, and
+/// audited once, here, so an operator sees the attempt.
+pub async fn several_cookies(state: &AppState, target: &Target, ip: &str) {
+    Event::new("forward_auth.cookie_conflict")
+        .target(format!("host:{}", target.host))
+        .ip(Some(ip.to_string()))
+        .detail(json!({"host": target.host, "method": target.method, "cookie": COOKIE}))
+        .log(state)
+        .await;
+}
+
 /// Writes `forward_auth.granted` the first time a token opens an app (once across the
 /// nodes: the access row decides who writes it).
 async fn audit_first_access(

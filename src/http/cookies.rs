@@ -3,6 +3,7 @@
 //! prefixed on https issuers. The picked language's cookie is `http::lang`'s.
 
 use actix_web::cookie::{time::Duration, Cookie, SameSite};
+use actix_web::HttpRequest;
 
 use crate::state::AppState;
 
@@ -54,4 +55,42 @@ pub fn browser(state: &AppState, value: String) -> Cookie<'static> {
 pub fn device(state: &AppState, value: String) -> Cookie<'static> {
     let max_age = crate::lifecycle::devices::COOKIE_MAX_AGE;
     build(state, device_name(state), value, max_age)
+}
+
+/// How many cookies of one name a request carries. A host may set a cookie for its
+/// parent domain (RFC 6265 §5.3, step 6) with another path, and the browser then sends
+/// both under one name, in an order the server cannot trust (§5.4, step 2): picking
+/// one would let a sibling host choose the session ("cookie tossing").
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sent {
+    Absent,
+    One(String),
+    /// Two or more: none is believed, and the request is treated as carrying none.
+    Several,
+}
+
+/// The cookies named `name` in every `Cookie` header of the request.
+pub fn sent(req: &HttpRequest, name: &str) -> Sent {
+    let Ok(all) = req.cookies() else {
+        return Sent::Absent;
+    };
+    let mut values = all.iter().filter(|c| c.name() == name).map(|c| c.value());
+    match (values.next(), values.next()) {
+        (None, _) => Sent::Absent,
+        (Some(v), None) => Sent::One(v.to_string()),
+        (Some(_), Some(_)) => Sent::Several,
+    }
+}
+
+/// The value of the one cookie named `name`; none when absent or sent more than once
+/// (logged, since a second cookie of Tessera's names is someone else's doing).
+pub fn single(req: &HttpRequest, name: &str) -> Option<String> {
+    match sent(req, name) {
+        Sent::One(v) => Some(v),
+        Sent::Absent => None,
+        Sent::Several => {
+            tracing::warn!(cookie = name, "several cookies of one name sent: treated as none");
+            None
+        }
+    }
 }

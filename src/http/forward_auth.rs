@@ -8,7 +8,7 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::authorize::login_page;
-use super::{errors, guard, pages, portal};
+use super::{cookies, errors, guard, pages, params, portal};
 use crate::auth::limits::Bucket;
 use crate::forward_auth::{self as fa, Decision, Refusal, Target};
 use crate::oidc::interaction::Pending;
@@ -110,8 +110,16 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
     if pinned.len() > 1 {
         return plain(StatusCode::BAD_REQUEST, "refused: app was given more than once");
     }
-    let cookie = req.cookie(fa::COOKIE).map(|c| c.value().to_string());
     let ip = guard::ip_text(req, state);
+    // Two `tessera_fa` cookies: the answer is the one for a browser that carries none.
+    let cookie = match cookies::sent(req, fa::COOKIE) {
+        cookies::Sent::One(v) => Some(v),
+        cookies::Sent::Absent => None,
+        cookies::Sent::Several => {
+            fa::several_cookies(state, &target, &ip).await;
+            None
+        }
+    };
     match fa::decide(
         state,
         &target,
@@ -217,7 +225,8 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
         let cx = state.ctx();
         return login_page(&req, &state, &cx, Pending::Portal(back), &app.id, "").await;
     };
-    let presented = req.cookie(fa::COOKIE).map(|c| c.value().to_string());
+    // With two cookies, neither is renewed: a fresh token is issued.
+    let presented = params::cookie(&req, fa::COOKIE);
     let (token, max_age) = match fa::issue(&state, &viewer.session, presented.as_deref()).await {
         Ok(t) => t,
         Err(e) => return errors::server_page(e),

@@ -187,6 +187,7 @@ pub fn link_token(req: &HttpRequest) -> String {
         .unwrap_or_default()
 }
 
+/// The one cookie of that name; two of one name count as none (`cookies::single`).
 pub fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
-    req.cookie(name).map(|c| c.value().to_string())
+    super::cookies::single(req, name)
 }

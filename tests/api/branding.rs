@@ -295,3 +295,88 @@ async fn every_node_shows_what_one_node_stored() {
     let img = plain_client().get(nodes[1].url("/branding/logo")).send().await.unwrap();
     assert_eq!(img.bytes().await.unwrap().as_ref(), PNG);
 }
+
+/// An SVG logo as Inkscape saves it: its editors' namespaces, a layer, a gradient.
+const INKSCAPE_SVG: &str = r##"<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!-- Created with Inkscape (http://www.inkscape.org/) -->
+<svg width="64mm" height="32mm" viewBox="0 0 64 32" version="1.1" id="svg5"
+   inkscape:version="1.2.2 (b0a8486541, 2022-12-01)" sodipodi:docname="acme.svg"
+   xmlns:inkscape="http://www.inkscape.org/namespaces/inkscape"
+   xmlns:sodipodi="http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd"
+   xmlns="http://www.w3.org/2000/svg" xmlns:svg="http://www.w3.org/2000/svg"
+   xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+   xmlns:cc="http://creativecommons.org/ns#" xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <sodipodi:namedview id="namedview7" pagecolor="#ffffff" inkscape:document-units="mm"/>
+  <metadata id="metadata5"><rdf:RDF><cc:Work rdf:about=""><dc:format>image/svg+xml</dc:format>
+    <dc:type rdf:resource="http://purl.org/dc/dcmitype/StillImage"/></cc:Work></rdf:RDF></metadata>
+  <g inkscape:label="Layer 1" inkscape:groupmode="layer" id="layer1">
+    <path style="fill:#0a7f5a;stroke:none" d="M 2,2 H 30 V 30 H 2 Z" id="path1" sodipodi:nodetypes="ccccc"/>
+  </g>
+</svg>
+"##;
+
+#[tokio::test]
+async fn svg_logos_are_judged_by_namespace_and_decoded_value_and_stored_sanitised() {
+    let app = spawn_app().await;
+    app.add_client("rp", false).await;
+    let (b, csrf) = app.admin_browser().await;
+    let bypasses = [
+        r#"<svg xmlns="http://www.w3.org/2000/svg"><inkscape:script xmlns:inkscape="http://www.w3.org/2000/svg">alert(1)</inkscape:script></svg>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg"><rect width="8" height="8" style="fill: u&#114;l(https://evil.example/p)"/></svg>"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg"><style>@&#105;mport "https://evil.example/a.css";</style></svg>"#,
+    ];
+    for evil in bypasses {
+        let refused = upload(
+            &app,
+            &b,
+            "/admin/branding",
+            &[("csrf", &csrf)],
+            Some(("logo", "x.svg", evil.as_bytes())),
+        )
+        .await;
+        assert_eq!(refused.status(), 400, "{evil}");
+        let text = refused.text().await.unwrap();
+        assert!(text_of(&text, "logo-error").is_some(), "{evil}: {text}");
+        assert!(
+            attr(&login_page(&app, "rp").await, "#brand-logo", "src").is_none(),
+            "{evil} stored"
+        );
+        let none = plain_client().get(app.url("/branding/logo")).send().await.unwrap();
+        assert_eq!(none.status(), 404, "{evil} served");
+    }
+    let refused = upload(
+        &app,
+        &b,
+        "/admin/branding",
+        &[("csrf", &csrf)],
+        Some(("logo", "x.svg", bypasses[0].as_bytes())),
+    )
+    .await;
+    let why = text_of(&refused.text().await.unwrap(), "logo-error").unwrap();
+    assert!(why.contains("<script>"), "the message names the element: {why}");
+
+    // A real editor's file is accepted, its metadata dropped, its drawing kept.
+    let saved = upload(
+        &app,
+        &b,
+        "/admin/branding",
+        &[("csrf", &csrf)],
+        Some(("logo", "acme.svg", INKSCAPE_SVG.as_bytes())),
+    )
+    .await;
+    assert_eq!(saved.status(), 302, "{}", saved.text().await.unwrap());
+    let logo = attr(&login_page(&app, "rp").await, "#brand-logo", "src").expect("the stored logo");
+    let img = plain_client().get(app.url(&logo)).send().await.unwrap();
+    assert_eq!(img.headers()["content-type"], "image/svg+xml");
+    let csp = img.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(csp.contains("sandbox") && csp.contains("default-src 'none'"), "{csp}");
+    let served = img.text().await.unwrap();
+    assert!(
+        served.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="64mm""#),
+        "{served}"
+    );
+    assert!(served.contains(r#"d="M 2,2 H 30 V 30 H 2 Z""#), "{served}");
+    for dropped in ["inkscape", "sodipodi", "rdf:", "purl.org", "<?xml", "<!--"] {
+        assert!(!served.contains(dropped), "{dropped} in {served}");
+    }
+}

@@ -178,6 +178,32 @@ fn invalid_settings_fail_at_start_with_one_line_naming_the_setting() {
 }
 
 #[test]
+fn a_missing_or_empty_metrics_token_file_stops_the_start_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cfg.db");
+    let missing = dir.path().join("no-such-token");
+    let empty = dir.path().join("empty-token");
+    std::fs::write(&empty, "\n").unwrap();
+    for (file, says) in [(&missing, "cannot read"), (&empty, "is empty")] {
+        let file = file.display().to_string();
+        let out = tessera(
+            &db,
+            &["serve", "--listen", "127.0.0.1:0", "--metrics-token-file", &file],
+            None,
+        );
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("`metrics_token_file`") && err.contains(says), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The environment variable is read the same way.
+    let missing = missing.display().to_string();
+    let out = tessera_with(&db, &["serve"], None, &[("TESSERA_METRICS_TOKEN_FILE", &missing)]);
+    assert!(stderr(&out).contains("`metrics_token_file`"), "{}", stderr(&out));
+}
+
+#[test]
 fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = initialised(&dir, "cli.db");

@@ -271,7 +271,7 @@ async fn readiness_and_metrics_report_what_happened() {
 }
 
 /// The metric only this run's engine reports, and the one only the other does.
-fn engine_metrics() -> (&'static str, &'static str) {
+pub(crate) fn engine_metrics() -> (&'static str, &'static str) {
     match postgres_url() {
         Some(_) => ("tessera_pg_connections_open", "tessera_writer_batches_total"),
         None => ("tessera_writer_batches_total", "tessera_pg_connections_open"),

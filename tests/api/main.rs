@@ -51,6 +51,7 @@ mod litestream;
 mod logout;
 mod mail;
 mod metadata_document;
+mod metrics_token;
 mod moto;
 mod nodes;
 mod notices;

@@ -2,6 +2,7 @@
 //! here the test plays the proxy, sending the `X-Forwarded-*` headers itself from
 //! 127.0.0.1; `proxies.rs` puts real nginx and Caddy in front.
 
+mod cookies;
 mod proxies;
 mod registry;
 
