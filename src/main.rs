@@ -317,8 +317,9 @@ struct ServeArgs {
     /// Accept https client_ids naming a client ID metadata document [default: false]
     #[arg(long, env = "TESSERA_CLIENT_ID_DOCUMENTS", value_name = "true|false")]
     client_id_documents: Option<String>,
-    /// Let metadata-document and jwks_uri fetches reach loopback and private
-    /// addresses; for tests only [default: false]
+    /// Let outbound fetches of caller-chosen URLs (metadata documents, jwks_uri,
+    /// registered logos, self-registered clients' back-channel logout) reach loopback
+    /// and private addresses; for tests only [default: false]
     #[arg(long, env = "TESSERA_FETCH_PRIVATE_ADDRESSES", value_name = "true|false")]
     fetch_private_addresses: Option<String>,
     /// Require a server nonce in DPoP proofs (RFC 9449 §8) [default: false]
