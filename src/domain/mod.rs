@@ -2,11 +2,13 @@
 
 mod address_like;
 mod grant_type;
+mod lookalike;
 mod redirect_uri;
 mod scope;
 
 pub use address_like::username_address_problem;
 pub use grant_type::GrantType;
+pub use lookalike::{nfkc, username_lookalike_problem, username_skeleton};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 
