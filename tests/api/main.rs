@@ -45,6 +45,7 @@ mod keys;
 mod languages;
 mod litestream;
 mod logout;
+mod lookalike_usernames;
 mod mail;
 mod metadata_document;
 mod moto;

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_protocol2.sql"),
     include_str!("migrations/0007_branding.sql"),
     include_str!("migrations/0008_passkey_accounts.sql"),
+    include_str!("migrations/0009_username_skeleton.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

@@ -22,6 +22,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_protocol2.sql"),
     include_str!("migrations/0014_branding.sql"),
     include_str!("migrations/0015_passkey_accounts.sql"),
+    include_str!("migrations/0016_username_skeleton.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
