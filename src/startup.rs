@@ -98,6 +98,7 @@ impl Application {
         let keys = KeyStore::new(keys);
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
+        fill_skeletons(&db).await;
         let log_key = log_key(&db).await?;
         let clients = crate::oidc::client_cache::ClientCache::new(&settings);
         let dpop_nonces = dpop_nonce_key(&db).await?;
@@ -189,6 +190,7 @@ pub async fn command_state(settings: Settings) -> Result<AppState, StartupError>
     let keys = crate::crypto::keys::KeySet::from_records(&[], clock.now(), 0)
         .map_err(|e| StartupError::Keys(e.to_string()))?;
     let hasher = Hasher::start(1, settings.bcrypt_cost)?;
+    fill_skeletons(&db).await;
     let log_key = log_key(&db).await?;
     let branding = crate::branding::Cache::new(&settings);
     Ok(AppState {
@@ -277,6 +279,17 @@ pub async fn open_database(settings: &Settings, open: Open) -> Result<Db, Startu
         }
         (None, Open::Create) => Ok(Db::open(&settings.db_path, &settings.sqlite)?),
         (None, Open::Existing) => Ok(Db::open_existing(&settings.db_path, &settings.sqlite)?),
+    }
+}
+
+/// The look-alike skeletons of accounts made before they were stored. A failure (two
+/// nodes filling look-alike rows at once) leaves the rest for the next start rather
+/// than stopping this one: new names are still checked against every filled row.
+async fn fill_skeletons(db: &Db) {
+    match db.write(db::users::fill_skeletons).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(accounts = n, "stored the look-alike skeletons of existing usernames"),
+        Err(e) => tracing::warn!(error = %e, "could not store the look-alike skeletons of existing usernames"),
     }
 }
 

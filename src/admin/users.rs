@@ -236,6 +236,12 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
             };
             let email = blank_to_none(&input.email).flatten();
             let name = blank_to_none(&input.name).flatten();
+            if db::users::looks_like_another(c, username.as_str())? {
+                return Ok(Err(invalid(
+                    "username",
+                    "this username is too similar to an existing username",
+                )));
+            }
             let id = match db::users::insert(
                 c,
                 &db::users::NewUser {

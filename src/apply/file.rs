@@ -181,7 +181,11 @@ fn user(node: &Node, path: String) -> Result<(String, UserDecl), Problem> {
         ));
     }
     let username = required(&f, "username")?;
-    Username::parse(&username.v).map_err(|e| f.place.problem("username", e.0))?;
+    // The name as it is stored (NFKC), so that a second run finds the account it made.
+    let username = Username::parse(&username.v)
+        .map_err(|e| f.place.problem("username", e.0))?
+        .as_str()
+        .to_string();
     let email = f.str("email")?.map(|e| e.v.trim().to_string());
     if let Some(e) = email.as_deref().filter(|e| !e.is_empty()) {
         Email::parse(e).map_err(|err| f.place.problem("email", err.0))?;
@@ -213,7 +217,7 @@ fn user(node: &Node, path: String) -> Result<(String, UserDecl), Problem> {
         _ => None,
     };
     let decl = UserDecl {
-        username: username.v.clone(),
+        username: username.clone(),
         email,
         name,
         admin: f.bool("admin")?.map(|b| b.v),
@@ -223,7 +227,7 @@ fn user(node: &Node, path: String) -> Result<(String, UserDecl), Problem> {
         claims,
         place: f.place,
     };
-    Ok((username.v, decl))
+    Ok((username, decl))
 }
 
 fn strings(v: Option<Vec<At<String>>>) -> Option<Vec<String>> {

@@ -82,7 +82,7 @@ async fn check(
     let user = if name.is_empty() || name.len() > 256 {
         None
     } else {
-        db.read(move |c| db::users::find_by_username(c, &name))
+        db.read(move |c| db::users::find_for_sign_in(c, &name))
             .await
             .map_err(|e| fail(e.into()))?
     };

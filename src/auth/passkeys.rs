@@ -356,7 +356,7 @@ pub async fn named(state: &AppState, username: &str) -> Result<Named, DbError> {
     }
     state
         .db
-        .read(move |c| match db::users::find_by_username(c, &name)? {
+        .read(move |c| match db::users::find_for_sign_in(c, &name)? {
             Some(u) if !u.disabled => Ok(Named {
                 passkey: db::passkeys::count_for_user(c, u.id)? > 0,
                 password: crate::auth::password::has_password(&u.password_hash),

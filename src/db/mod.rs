@@ -40,6 +40,7 @@ mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transfer;
+mod usernames;
 pub mod users;
 
 use std::path::Path;

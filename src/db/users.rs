@@ -3,6 +3,8 @@
 use super::sql::{args, Row};
 use super::{DbError, Tx};
 
+pub use super::usernames::{fill_skeletons, find_for_sign_in, lookalike_taken, looks_like_another};
+
 /// An account. `Debug` leaves the password hash and claims out.
 #[derive(Clone)]
 pub struct User {
@@ -104,18 +106,31 @@ pub fn add_to_group(conn: &Tx<'_>, user_id: i64, group: &str) -> Result<(), DbEr
     Ok(())
 }
 
-/// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken.
+/// Inserts a user; `DbError::Conflict` when the name (case-insensitive) is taken, or
+/// when an existing name looks like it (the same confusable skeleton, UTS #39 §4, kept
+/// unique by an index, so that two sign-ups racing with `admin` and `аdmin` cannot both
+/// win on either engine). `lookalike_taken` tells the two apart.
 pub fn insert(conn: &Tx<'_>, u: &NewUser<'_>) -> Result<i64, DbError> {
+    let skeleton = crate::domain::username_skeleton(u.username);
     conn.one(
-        "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) RETURNING id",
-        args![u.sub, u.username, u.email, u.name, u.password_hash, u.is_admin, u.now],
+        "INSERT INTO users (sub, username, email, name, password_hash, is_admin, created_at, updated_at, skeleton)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) RETURNING id",
+        args![
+            u.sub,
+            u.username,
+            u.email,
+            u.name,
+            u.password_hash,
+            u.is_admin,
+            u.now,
+            skeleton
+        ],
         |r| r.get(0),
     )
 }
 
 /// Creates users with these names sharing one password hash, each with the address
-/// `NAME@domain`; names that exist are skipped. Returns how many were created.
+/// `NAME@domain`; names that exist, or look like one that does, are skipped. Returns how many were created.
 pub fn insert_many(
     conn: &Tx<'_>,
     names: &[String],
@@ -125,6 +140,10 @@ pub fn insert_many(
 ) -> Result<usize, DbError> {
     let mut created = 0;
     for name in names {
+        // Checked first: a failed insert would abort the whole transaction on PostgreSQL.
+        if find_by_username(conn, name)?.is_some() || lookalike_taken(conn, name)? {
+            continue;
+        }
         let email = format!("{name}@{domain}");
         let new = NewUser {
             sub: &crate::crypto::random::random_id(),

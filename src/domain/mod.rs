@@ -2,11 +2,13 @@
 
 mod address_like;
 mod grant_type;
+mod lookalike;
 mod redirect_uri;
 mod scope;
 
 pub use address_like::username_address_problem;
 pub use grant_type::GrantType;
+pub use lookalike::{nfkc, username_lookalike_problem, username_skeleton};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 
@@ -43,17 +45,25 @@ impl ClientId {
     }
 }
 
-/// A login name: 1–64 characters, no whitespace or control characters.
+/// A login name chosen for a new account: in NFKC, 1–64 characters, no whitespace,
+/// control, invisible or formatting characters, letters of one script only (see
+/// `lookalike`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Username(String);
 
 impl Username {
+    /// The name in NFKC, or why it is refused; the value holds the normalised form,
+    /// which is what must be stored.
     pub fn parse(s: &str) -> Result<Self, ParseError> {
+        let s = nfkc(s);
         let ok = !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(|c| c.is_whitespace() || c.is_control());
         if !ok {
             return refuse("a username is 1-64 characters without spaces");
         }
-        Ok(Self(s.to_string()))
+        if let Some(problem) = username_lookalike_problem(&s) {
+            return refuse(problem);
+        }
+        Ok(Self(s))
     }
 
     pub fn as_str(&self) -> &str {

@@ -177,11 +177,11 @@ fn create_user(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<
     .into_iter()
     .flatten()
     .map(clean_username)
-    .find(|u| !u.is_empty())
+    .find(|u| !u.is_empty() && crate::domain::Username::parse(u).is_ok())
     .unwrap_or_else(|| format!("{}-user", p.id));
     let mut username = base.clone();
     let mut n = 1;
-    while db::users::find_by_username(c, &username)?.is_some() {
+    while db::users::find_by_username(c, &username)?.is_some() || db::users::lookalike_taken(c, &username)? {
         n += 1;
         username = format!("{base}{n}");
         if n > 1000 {
@@ -227,7 +227,9 @@ fn create_user(c: &Tx<'_>, p: &Provider, profile: &Profile, now: i64) -> Result<
 /// Letters, digits and `._-` of the upstream's name, at most 48 characters (no `@`:
 /// a username with one would pass for an email address).
 fn clean_username(raw: &str) -> String {
-    raw.trim()
+    // In NFKC first, as `Username::parse` stores names; names it refuses (mixed scripts)
+    // are passed over by the caller.
+    crate::domain::nfkc(raw.trim())
         .chars()
         .filter(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
         .take(48)

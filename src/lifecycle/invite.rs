@@ -211,9 +211,20 @@ pub enum Accepted {
     Off,
 }
 
-/// The refusal of a username that has an account.
-fn taken() -> String {
-    crate::i18n::t().acct_error_username_taken_choose.to_string()
+/// The refusal of a username an account has, or one that looks like an account's.
+fn taken(why: super::Unavailable) -> Problems {
+    let t = crate::i18n::t();
+    let message = match why {
+        super::Unavailable::Taken => t.acct_error_username_taken_choose,
+        super::Unavailable::LooksLike => t.acct_error_username_lookalike,
+    };
+    Problems::from([("username".into(), message.to_string())])
+}
+
+/// The chosen name as it is stored: trimmed and in NFKC, as `Username::parse` makes it
+/// (the form's text is checked by `check_username` first).
+fn chosen(username: &str) -> String {
+    Username::parse(username.trim()).map_or_else(|_| username.trim().to_string(), |u| u.as_str().to_string())
 }
 
 /// Checks the username and password: the rules of a sign-up (the setup page's, less
@@ -238,10 +249,15 @@ fn check(choice: &Choice<'_>, admin: bool, invited: &str) -> Problems {
 /// account gets verified (the link proved it), so it may be the username too.
 fn check_username(username: &str, invited: &str) -> Problems {
     let mut problems = Problems::new();
-    if let Err(e) = Username::parse(username.trim()) {
-        problems.insert("username".into(), e.0);
-    } else if let Some(p) = crate::domain::username_address_problem(username, Some(invited)) {
-        problems.insert("username".into(), p);
+    match Username::parse(username.trim()) {
+        Err(e) => {
+            problems.insert("username".into(), e.0);
+        }
+        Ok(u) => {
+            if let Some(p) = crate::domain::username_address_problem(u.as_str(), Some(invited)) {
+                problems.insert("username".into(), p);
+            }
+        }
     }
     problems
 }
@@ -306,15 +322,10 @@ pub async fn passkey_options(
     if !problems.is_empty() {
         return Ok(Err(Accepted::Invalid(problems)));
     }
-    let name = username.trim().to_string();
+    let name = chosen(username);
     let lookup = name.clone();
-    if state
-        .db
-        .read(move |c| db::users::find_by_username(c, &lookup))
-        .await?
-        .is_some()
-    {
-        return Ok(Err(Accepted::Invalid(Problems::from([("username".into(), taken())]))));
+    if let Some(why) = state.db.read(move |c| super::username_unavailable(c, &lookup)).await? {
+        return Ok(Err(Accepted::Invalid(taken(why))));
     }
     let Some(link) = digest_of(token) else {
         return Ok(Err(Accepted::Dead));
@@ -354,14 +365,14 @@ async fn create(
 ) -> Result<Accepted, Internal> {
     let grants = Grants::of(&token);
     let now = state.clock.now();
-    let username = choice.username.trim().to_string();
+    let username = chosen(choice.username);
     let (name, ip) = (username.clone(), choice.ip.clone());
     let link = digest_of(choice.token);
     let written = state
         .db
         .write(move |c| {
-            if db::users::find_by_username(c, &name)?.is_some() {
-                return Ok(Accepted::Invalid(Problems::from([("username".into(), taken())])));
+            if let Some(why) = super::username_unavailable(c, &name)? {
+                return Ok(Accepted::Invalid(taken(why)));
             }
             let (sub, hash, made) = match &credential {
                 Credential::Password(hash) => (random_id(), hash.as_str(), None),
@@ -424,7 +435,7 @@ async fn create(
         .await;
     match written {
         Ok(a) => Ok(a),
-        Err(DbError::Conflict) => Ok(Accepted::Invalid(Problems::from([("username".into(), taken())]))),
+        Err(DbError::Conflict) => Ok(Accepted::Invalid(taken(super::Unavailable::Taken))),
         Err(e) => Err(e.into()),
     }
 }

@@ -179,6 +179,22 @@ pub fn notify(
     queue(conn, settings, to, Some(user.id), "notice", &message, now)
 }
 
+/// Why a username cannot be chosen: an account has it (case-insensitively), or has a
+/// name that looks like it (the same confusable skeleton, UTS #39 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    Taken,
+    LooksLike,
+}
+
+/// Whether `username` (as parsed, in NFKC) can still be had, and if not, why.
+pub fn username_unavailable(c: &Tx<'_>, username: &str) -> Result<Option<Unavailable>, DbError> {
+    if db::users::find_by_username(c, username)?.is_some() {
+        return Ok(Some(Unavailable::Taken));
+    }
+    Ok(db::users::lookalike_taken(c, username)?.then_some(Unavailable::LooksLike))
+}
+
 /// Tells this node's mailer that mail was queued (after the transaction committed).
 pub fn wake(state: &AppState) {
     state.mail_wakeup.notify_one();

@@ -85,7 +85,7 @@ pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queu
     let user = if who.contains('@') {
         db::users::find_by_email(c, who)?
     } else {
-        db::users::find_by_username(c, who)?
+        db::users::find_for_sign_in(c, who)?
     };
     let target = user.filter(|u| !u.disabled).and_then(|u| {
         let email = u.email.clone().filter(|e| !e.is_empty())?;

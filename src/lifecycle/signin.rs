@@ -82,7 +82,7 @@ fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Opti
     let user = if who.contains('@') {
         db::users::find_by_email(c, who)?
     } else {
-        db::users::find_by_username(c, who)?
+        db::users::find_for_sign_in(c, who)?
     };
     let Some(user) = user.filter(|u| !u.disabled) else {
         return Ok(None);

@@ -124,11 +124,14 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
     }
 }
 
-fn taken() -> Problems {
-    Problems::from([(
-        "username".to_string(),
-        crate::i18n::t().acct_error_username_taken.to_string(),
-    )])
+/// The refusal of a username an account has, or one that looks like an account's.
+fn taken(why: super::Unavailable) -> Problems {
+    let t = crate::i18n::t();
+    let message = match why {
+        super::Unavailable::Taken => t.acct_error_username_taken,
+        super::Unavailable::LooksLike => t.acct_error_username_lookalike,
+    };
+    Problems::from([("username".to_string(), message.to_string())])
 }
 
 /// Creates the account from the form, unverified and held from signing in, and mails
@@ -160,8 +163,8 @@ pub async fn submit(
         .db
         .write(move |c| {
             // The username first, whatever the address: "taken" must not depend on it.
-            if db::users::find_by_username(c, checked.username.as_str())?.is_some() {
-                return Ok(Outcome::Invalid(taken()));
+            if let Some(why) = super::username_unavailable(c, checked.username.as_str())? {
+                return Ok(Outcome::Invalid(taken(why)));
             }
             if db::users::email_taken(c, checked.email.as_str())? {
                 // Told when one account has it; two sharing it are left alone.
@@ -181,7 +184,7 @@ pub async fn submit(
             };
             let id = match db::users::insert(c, &new) {
                 Ok(id) => id,
-                Err(DbError::Conflict) => return Ok(Outcome::Invalid(taken())),
+                Err(DbError::Conflict) => return Ok(Outcome::Invalid(taken(super::Unavailable::Taken))),
                 Err(e) => return Err(e),
             };
             db::users::set_must_verify(c, id, true)?;

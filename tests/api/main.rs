@@ -49,6 +49,7 @@ mod keys;
 mod languages;
 mod litestream;
 mod logout;
+mod lookalike_usernames;
 mod mail;
 mod metadata_document;
 mod metrics_token;

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_branding.sql"),
     include_str!("migrations/0008_passkey_accounts.sql"),
     include_str!("migrations/0009_client_introspection.sql"),
+    include_str!("migrations/0010_username_skeleton.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

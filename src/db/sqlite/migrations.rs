@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0014_branding.sql"),
     include_str!("migrations/0015_passkey_accounts.sql"),
     include_str!("migrations/0016_client_introspection.sql"),
+    include_str!("migrations/0017_username_skeleton.sql"),
 ];
 
 pub const LATEST: i64 = MIGRATIONS.len() as i64;

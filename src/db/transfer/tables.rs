@@ -36,6 +36,7 @@ pub(in crate::db) const TABLES: &[Table] = &[
             ("notify_new_device", I),
             ("must_verify", I),
             ("deletion_requested_at", I),
+            ("skeleton", T),
         ],
     },
     Table {
