@@ -52,6 +52,23 @@ pub fn queue(
         tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
         return Ok(Queued::Limited);
     }
+    store(conn, settings, to, user_id, kind, message, false, now)?;
+    Ok(Queued::Yes)
+}
+
+/// Renders `message` and stores it in the outbox: to be sent, or as a decoy (never
+/// sent, filed under no account).
+#[allow(clippy::too_many_arguments)]
+fn store(
+    conn: &Tx<'_>,
+    settings: &Settings,
+    to: &str,
+    user_id: Option<i64>,
+    kind: &str,
+    message: &Message,
+    decoy: bool,
+    now: i64,
+) -> Result<(), DbError> {
     // The name the admin page stored, else `--org-name`'s: what the pages show.
     let org = db::branding::get(conn)?
         .org_name
@@ -65,12 +82,12 @@ pub fn queue(
             text: &rendered.text,
             html: &rendered.html,
             kind,
-            user_id,
-            decoy: false,
+            user_id: user_id.filter(|_| !decoy),
+            decoy,
         },
         now,
     )?;
-    Ok(Queued::Yes)
+    Ok(())
 }
 
 /// Queues `message` as `queue` does when `deliver` and within the hourly limit; else
@@ -99,23 +116,7 @@ pub fn queue_or_decoy(
     if deliver && !send {
         tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
     }
-    let org = db::branding::get(conn)?
-        .org_name
-        .unwrap_or_else(|| settings.org_name.clone());
-    let rendered = message.render(&org);
-    db::outbox::queue(
-        conn,
-        &db::outbox::NewMail {
-            to,
-            subject: &rendered.subject,
-            text: &rendered.text,
-            html: &rendered.html,
-            kind,
-            user_id: user_id.filter(|_| send),
-            decoy: !send,
-        },
-        now,
-    )?;
+    store(conn, settings, to, user_id, kind, message, !send, now)?;
     Ok(if send { Queued::Yes } else { Queued::Limited })
 }
 
