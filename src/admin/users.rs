@@ -205,12 +205,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
     let mut problems = Problems::new();
     // A username with an `@` must be the new account's own address, marked verified.
     let verified = input.email.as_deref().filter(|_| input.email_verified == Some(true));
-    let username = match Username::parse(input.username.as_deref().unwrap_or("").trim()).and_then(|u| {
-        match crate::domain::username_address_problem(u.as_str(), verified) {
-            Some(p) => Err(crate::domain::ParseError(p)),
-            None => Ok(u),
-        }
-    }) {
+    let username = match Username::parse_new(input.username.as_deref().unwrap_or("").trim(), verified) {
         Ok(u) => Some(u),
         Err(e) => {
             problems.insert("username".into(), e.0);

@@ -57,12 +57,7 @@ pub async fn finish(
     confirm: &str,
 ) -> Result<Outcome, Internal> {
     // The first administrator's address is not verified yet: no `@` in the username.
-    let name = Username::parse(username.trim()).and_then(|u| {
-        match crate::domain::username_address_problem(u.as_str(), None) {
-            Some(p) => Err(crate::domain::ParseError(p)),
-            None => Ok(u),
-        }
-    });
+    let name = Username::parse_new(username.trim(), None);
     let mail = Email::parse(email);
     let problems: Problems = [
         ("username", name.as_ref().err().map(|e| e.0.clone())),

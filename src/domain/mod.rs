@@ -66,6 +66,17 @@ impl Username {
         Ok(Self(s))
     }
 
+    /// `parse`, then the rule that keeps a name from passing for an address: an `@`
+    /// only when the name is the account's own verified address (`verified_email`;
+    /// `None` when there is none, or it is not verified yet).
+    pub fn parse_new(s: &str, verified_email: Option<&str>) -> Result<Self, ParseError> {
+        let name = Self::parse(s)?;
+        match username_address_problem(name.as_str(), verified_email) {
+            Some(problem) => Err(ParseError(problem)),
+            None => Ok(name),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

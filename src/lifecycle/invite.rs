@@ -249,15 +249,8 @@ fn check(choice: &Choice<'_>, admin: bool, invited: &str) -> Problems {
 /// account gets verified (the link proved it), so it may be the username too.
 fn check_username(username: &str, invited: &str) -> Problems {
     let mut problems = Problems::new();
-    match Username::parse(username.trim()) {
-        Err(e) => {
-            problems.insert("username".into(), e.0);
-        }
-        Ok(u) => {
-            if let Some(p) = crate::domain::username_address_problem(u.as_str(), Some(invited)) {
-                problems.insert("username".into(), p);
-            }
-        }
+    if let Err(e) = Username::parse_new(username.trim(), Some(invited)) {
+        problems.insert("username".into(), e.0);
     }
     problems
 }

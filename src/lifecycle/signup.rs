@@ -72,12 +72,7 @@ struct Checked {
 
 fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
     // The address is not verified yet: a username with an `@` is refused.
-    let username = Username::parse(form.username.trim()).and_then(|u| {
-        match crate::domain::username_address_problem(u.as_str(), None) {
-            Some(p) => Err(crate::domain::ParseError(p)),
-            None => Ok(u),
-        }
-    });
+    let username = Username::parse_new(form.username.trim(), None);
     let email = Email::parse(form.email).and_then(|e| {
         if domain_allowed(settings, e.as_str()) {
             Ok(e)
