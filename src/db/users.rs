@@ -376,13 +376,26 @@ pub fn delete(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
     Ok(conn.exec("DELETE FROM users WHERE id = ?1", args![user_id])? == 1)
 }
 
-/// Administrators who can still sign in (the last one may not be removed).
+/// Administrators who can still sign in (the last one may not be removed). Inside a
+/// write on PostgreSQL their rows are locked for the rest of the transaction: two
+/// changes that each count before they write (two administrators demoting each other
+/// at once) then run one after the other, and the second counts what the first left,
+/// since READ COMMITTED checks a locked row's condition again once the lock is granted.
+/// SQLite's one writer orders them already.
 pub fn count_active_admins(conn: &Tx<'_>) -> Result<i64, DbError> {
-    conn.one(
-        "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
+    if conn.writes_one_at_a_time() {
+        return conn.one(
+            "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
+            args![],
+            |r| r.get(0),
+        );
+    }
+    let ids = conn.rows(
+        "SELECT id FROM users WHERE is_admin = 1 AND disabled = 0 ORDER BY id FOR UPDATE",
         args![],
-        |r| r.get(0),
-    )
+        |r| r.get::<i64>(0),
+    )?;
+    Ok(ids.len() as i64)
 }
 
 /// Gives the account a confirmed address (a pending change of address taking effect).

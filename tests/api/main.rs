@@ -23,6 +23,7 @@ mod conformance;
 mod consent;
 mod contract;
 mod cors;
+mod counted_rules;
 mod dashboard;
 mod deletion;
 mod device;
