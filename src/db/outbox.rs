@@ -38,8 +38,15 @@ pub fn queue(conn: &Tx<'_>, m: &NewMail<'_>, now: i64) -> Result<i64, DbError> {
     )
 }
 
+/// The advisory lock key of the hourly mail limits ("tessmail"; migrations use another).
+const MAIL_LIMIT_LOCK: i64 = 0x7465_7373_6d61_696c;
+
 /// Mails of these kinds queued since `since` about this account, and to this address
-/// (the hourly limits).
+/// (the hourly limits). Called inside the write that queues the mail: on PostgreSQL
+/// the count first takes a transaction-wide advisory lock, so parallel requests on any
+/// node count and queue one after another and cannot together pass the limit (a count
+/// does not lock the rows a parallel insert adds); SQLite's one writer orders them
+/// already.
 pub fn count_since(
     conn: &Tx<'_>,
     user_id: Option<i64>,
@@ -47,6 +54,9 @@ pub fn count_since(
     kinds: &[&str],
     since: i64,
 ) -> Result<(i64, i64), DbError> {
+    if !conn.writes_one_at_a_time() {
+        conn.row("SELECT pg_advisory_xact_lock(?1)", args![MAIL_LIMIT_LOCK], |_| Ok(()))?;
+    }
     let marks: Vec<String> = (0..kinds.len()).map(|i| format!("?{}", i + 3)).collect();
     let kind_in = format!("kind IN ({})", marks.join(", "));
     let count = |who: &str, first: &dyn super::sql::ToValue| -> Result<i64, DbError> {
