@@ -383,19 +383,9 @@ pub fn delete(conn: &Tx<'_>, user_id: i64) -> Result<bool, DbError> {
 /// since READ COMMITTED checks a locked row's condition again once the lock is granted.
 /// SQLite's one writer orders them already.
 pub fn count_active_admins(conn: &Tx<'_>) -> Result<i64, DbError> {
-    if conn.writes_one_at_a_time() {
-        return conn.one(
-            "SELECT count(*) FROM users WHERE is_admin = 1 AND disabled = 0",
-            args![],
-            |r| r.get(0),
-        );
-    }
-    let ids = conn.rows(
-        "SELECT id FROM users WHERE is_admin = 1 AND disabled = 0 ORDER BY id FOR UPDATE",
-        args![],
-        |r| r.get::<i64>(0),
-    )?;
-    Ok(ids.len() as i64)
+    let lock = if conn.writes_one_at_a_time() { "" } else { " FOR UPDATE" };
+    let sql = format!("SELECT id FROM users WHERE is_admin = 1 AND disabled = 0 ORDER BY id{lock}");
+    Ok(conn.rows(&sql, args![], |r| r.get::<i64>(0))?.len() as i64)
 }
 
 /// Gives the account a confirmed address (a pending change of address taking effect).
