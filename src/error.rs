@@ -29,10 +29,10 @@ impl From<DbError> for Internal {
     }
 }
 
-impl From<crate::auth::HashError> for Internal {
-    fn from(e: crate::auth::HashError) -> Self {
+impl From<crate::crypto::password::HashError> for Internal {
+    fn from(e: crate::crypto::password::HashError) -> Self {
         match e {
-            crate::auth::HashError::Overloaded => Internal::Busy,
+            crate::crypto::password::HashError::Overloaded => Internal::Busy,
             other => {
                 tracing::error!(error = %other, "password hashing error");
                 Internal::Failed

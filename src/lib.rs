@@ -9,6 +9,7 @@ pub mod branding;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod context;
 pub mod crypto;
 pub mod db;
 pub mod domain;

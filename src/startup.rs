@@ -12,9 +12,9 @@ use actix_web::http::header;
 use actix_web::HttpMessage;
 use actix_web::{web, App, HttpServer};
 
-use crate::auth::Hasher;
 use crate::clock::Clock;
 use crate::config::{self, ConfigError, Settings};
+use crate::crypto::password::Hasher;
 use crate::crypto::KeyStore;
 use crate::db::{self, Db, DbError};
 use crate::state::AppState;

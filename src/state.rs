@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::auth::Hasher;
 use crate::clock::Clock;
 use crate::config::Settings;
+use crate::crypto::password::Hasher;
 use crate::crypto::KeyStore;
 use crate::db::Db;
 
@@ -59,16 +59,21 @@ impl AppState {
     /// top of a request and pass it to every `oidc` call the request makes.
     pub fn ctx(&self) -> crate::oidc::Ctx<'_> {
         crate::oidc::Ctx {
-            issuer: &self.issuer,
-            settings: &self.settings,
-            db: &self.db,
-            keys: &self.keys,
+            base: crate::context::Ctx {
+                issuer: &self.issuer,
+                settings: &self.settings,
+                db: &self.db,
+                keys: &self.keys,
+                now: self.clock.now(),
+                hasher: &self.hasher,
+                log_key: &self.log_key,
+                dpop_nonces: &self.dpop_nonces,
+                logout_wakeup: &self.logout_wakeup,
+                mail_wakeup: &self.mail_wakeup,
+                metrics: &self.metrics,
+                node: &self.node,
+            },
             clients: &self.clients,
-            logout_wakeup: &self.logout_wakeup,
-            now: self.clock.now(),
-            hasher: &self.hasher,
-            log_key: &self.log_key,
-            dpop_nonces: &self.dpop_nonces,
         }
     }
 }

@@ -82,8 +82,8 @@ impl From<Internal> for AdminError {
     }
 }
 
-impl From<crate::auth::HashError> for AdminError {
-    fn from(e: crate::auth::HashError) -> Self {
+impl From<crate::crypto::password::HashError> for AdminError {
+    fn from(e: crate::crypto::password::HashError) -> Self {
         AdminError::Server(e.into())
     }
 }

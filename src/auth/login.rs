@@ -4,7 +4,7 @@
 use crate::db::{self, users::User, Db, DbError};
 use crate::error::Internal;
 
-use super::{HashError, Hasher};
+use crate::crypto::password::{HashError, Hasher};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoginError {
@@ -96,7 +96,7 @@ async fn check(
             .read(db::users::sample_hash)
             .await
             .map_err(|e| fail(e.into()))?
-            .and_then(|h| super::password::cost_of(&h))
+            .and_then(|h| crate::crypto::password::cost_of(&h))
             .unwrap_or(hasher.cost());
         hasher.verify_dummy(password, cost).await.map_err(|e| fail(e.into()))?;
         return Err((LoginError::InvalidCredentials, Outcome::Unknown));
@@ -188,7 +188,7 @@ pub enum Reauth {
 /// known to be right, so that every account converges on the configured cost (and on
 /// one timing). A failure here is logged: the sign-in itself has succeeded.
 async fn rehash_if_needed(db: &Db, hasher: &Hasher, user: &User, password: &str) {
-    if super::password::cost_of(&user.password_hash) == Some(hasher.cost()) {
+    if crate::crypto::password::cost_of(&user.password_hash) == Some(hasher.cost()) {
         return;
     }
     let new = match hasher.hash(password).await {

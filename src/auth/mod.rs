@@ -7,8 +7,6 @@ pub mod limits;
 pub mod login;
 pub mod mfa;
 pub mod passkeys;
-pub mod password;
+
 pub mod setup;
 pub mod totp;
-
-pub use password::{HashError, Hasher};

@@ -359,7 +359,7 @@ pub async fn named(state: &AppState, username: &str) -> Result<Named, DbError> {
         .read(move |c| match db::users::find_for_sign_in(c, &name)? {
             Some(u) if !u.disabled => Ok(Named {
                 passkey: db::passkeys::count_for_user(c, u.id)? > 0,
-                password: crate::auth::password::has_password(&u.password_hash),
+                password: crate::crypto::password::has_password(&u.password_hash),
             }),
             _ => Ok(plain),
         })
@@ -397,7 +397,7 @@ pub async fn remove(state: &AppState, user: &User, id: i64) -> Result<Removed, D
                 return Ok(Removed::NotFound);
             }
             let other_way = keys.len() > 1
-                || crate::auth::password::has_password(&u.password_hash)
+                || crate::crypto::password::has_password(&u.password_hash)
                 || !db::identities::of_user(c, uid)?.is_empty();
             if !other_way {
                 return Ok(Removed::LastWayIn);

@@ -5,6 +5,7 @@ pub mod assertion;
 pub mod dpop;
 pub mod jwt;
 pub mod keys;
+pub mod password;
 pub mod pem;
 pub mod random;
 pub mod request_jwt;

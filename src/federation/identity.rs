@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Profile;
 use crate::audit::Event;
-use crate::auth::password::NO_PASSWORD;
+use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::random::random_id;
 use crate::db::{self, providers::Provider, users::User, DbError, Tx};
 use crate::error::Internal;
@@ -302,7 +302,7 @@ pub async fn unlink(state: &AppState, user_id: i64, provider_id: &str) -> Result
             if !links.iter().any(|i| i.provider_id == pid) {
                 return Ok(Unlink::NotLinked);
             }
-            let other_way = crate::auth::password::has_password(&user.password_hash)
+            let other_way = crate::crypto::password::has_password(&user.password_hash)
                 || links.len() > 1
                 || db::passkeys::count_for_user(c, user_id)? > 0;
             if !other_way {

@@ -15,11 +15,11 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::guard::{self, ip_text};
-use super::portal::{self, Viewer};
-use super::{errors, multipart, pages};
 use crate::admin::{self, branding::Edit, Actor, AdminError, Problems};
 use crate::branding::Branding;
+use crate::http::guard::{self, ip_text};
+use crate::http::signin::portal::{self, Viewer};
+use crate::http::{admin::multipart, errors, pages};
 use crate::state::AppState;
 
 struct Page {

@@ -9,7 +9,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 
-use super::guard::ClientTag;
+use crate::http::guard::ClientTag;
 use crate::state::AppState;
 
 /// Who may read a route's answers from another origin.

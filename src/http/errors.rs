@@ -6,10 +6,10 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::HttpResponse;
 
-use super::pages;
 use crate::admin::{AdminError, Problems};
 use crate::auth::passkeys::PasskeyError;
 use crate::error::Internal;
+use crate::http::pages;
 use crate::oidc::authorize::AuthorizeError;
 use crate::oidc::interaction::ResumeError;
 use crate::oidc::logout::LogoutError;
@@ -111,7 +111,7 @@ pub fn authorize(e: AuthorizeError) -> HttpResponse {
             &message,
             crate::i18n::t().err_rejected_hint,
         ),
-        AuthorizeError::Respond(resp) => super::authorize::respond(&resp),
+        AuthorizeError::Respond(resp) => crate::http::protocol::authorize::respond(&resp),
         AuthorizeError::Server(e) => server_page(e),
     }
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use actix_web::http::{header, Method, StatusCode};
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 
-use super::{errors, pages};
 use crate::auth::client_ip;
 use crate::auth::limits::{retry_after_secs, Bucket};
+use crate::http::{errors, pages};
 use crate::oidc::{ErrorCode, OAuthError};
 use crate::state::AppState;
 

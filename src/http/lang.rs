@@ -22,7 +22,7 @@ pub fn cookie_name(state: &AppState) -> &'static str {
 
 /// Remembers a person's pick in this browser.
 pub fn cookie(state: &AppState, locale: Locale) -> actix_web::cookie::Cookie<'static> {
-    super::cookies::build(state, cookie_name(state), locale.tag().to_string(), MAX_AGE)
+    crate::http::cookies::build(state, cookie_name(state), locale.tag().to_string(), MAX_AGE)
 }
 
 /// The language `req` is answered in, and what chose it.

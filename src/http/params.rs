@@ -189,5 +189,5 @@ pub fn link_token(req: &HttpRequest) -> String {
 
 /// The one cookie of that name; two of one name count as none (`cookies::single`).
 pub fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
-    super::cookies::single(req, name)
+    crate::http::cookies::single(req, name)
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::errors;
+use crate::http::errors;
 use crate::state::AppState;
 
 pub async fn healthz() -> HttpResponse {
@@ -54,7 +54,10 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(expected) = state.settings.metrics_token.as_ref().map(|t| t.expose()) {
-        let presented = super::userinfo::header_token(&req).ok().flatten().unwrap_or_default();
+        let presented = crate::http::protocol::userinfo::header_token(&req)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         let same = presented.len() == expected.len()
             && bool::from(subtle::ConstantTimeEq::ct_eq(presented.as_bytes(), expected.as_bytes()));
         if !same {

@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
-use crate::auth::password::NO_PASSWORD;
 use crate::config::Settings;
+use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
@@ -187,7 +187,7 @@ async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Interna
                 return Ok(None);
             };
             let passkey_account =
-                !crate::auth::password::has_password(&u.password_hash) && db::passkeys::count_for_user(c, uid)? > 0;
+                !crate::crypto::password::has_password(&u.password_hash) && db::passkeys::count_for_user(c, uid)? > 0;
             Ok(Some(Holder {
                 totp: db::mfa::enabled(c, uid)?,
                 id: u.id,

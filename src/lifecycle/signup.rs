@@ -147,7 +147,7 @@ pub async fn submit(
         Err(problems) => return Ok(Outcome::Invalid(problems)),
     };
     let password_hash = if form.passkey {
-        crate::auth::password::NO_PASSWORD.to_string()
+        crate::crypto::password::NO_PASSWORD.to_string()
     } else {
         state.hasher.hash(form.password).await?
     };

@@ -234,7 +234,7 @@ pub struct Usable {
 /// account. Such an account comes from a sign-up with a passkey instead of a password,
 /// and its address is confirmed by making the passkey.
 fn needs_passkey(conn: &Tx<'_>, user: &User) -> Result<bool, DbError> {
-    Ok(!crate::auth::password::has_password(&user.password_hash)
+    Ok(!crate::crypto::password::has_password(&user.password_hash)
         && db::passkeys::count_for_user(conn, user.id)? == 0
         && db::identities::of_user(conn, user.id)?.is_empty())
 }

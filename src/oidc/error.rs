@@ -143,8 +143,8 @@ impl From<DbError> for OAuthError {
     }
 }
 
-impl From<crate::auth::HashError> for OAuthError {
-    fn from(e: crate::auth::HashError) -> Self {
+impl From<crate::crypto::password::HashError> for OAuthError {
+    fn from(e: crate::crypto::password::HashError) -> Self {
         Internal::from(e).into()
     }
 }

@@ -247,7 +247,7 @@ async fn administrators_manage_users_through_the_pages() {
         assert!(audit.contains(e), "{e} on the audit page");
     }
     assert!(!audit.contains("login.ok"), "filtered to admin events");
-    let today = &tessera::http::portal::when(app.clock.now())[..10];
+    let today = &tessera::http::signin::portal::when(app.clock.now())[..10];
     let dated = b
         .get(app.url(&format!("/admin/audit?event=admin.&from={today}&to={today}")))
         .send()

@@ -463,7 +463,7 @@ async fn a_hash_of_another_cost_is_replaced_at_the_next_sign_in() {
         .unwrap()
         .password_hash;
     assert_ne!(now, old);
-    assert_eq!(tessera::auth::password::cost_of(&now), Some(4), "the configured cost");
+    assert_eq!(tessera::crypto::password::cost_of(&now), Some(4), "the configured cost");
     assert!(bcrypt::verify(PASSWORD, &now).unwrap(), "the same password");
 }
 

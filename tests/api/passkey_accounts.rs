@@ -180,7 +180,7 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
     assert!(done.text().await.unwrap().contains("Your account is ready"));
 
     let grace = user(&app, "grace").await.expect("the account exists");
-    assert!(!tessera::auth::password::has_password(&grace.password_hash));
+    assert!(!tessera::crypto::password::has_password(&grace.password_hash));
     assert!(grace.email_verified, "the link proved the address");
     assert_eq!(passkey_count(&app, grace.id).await, 1);
     let handle = URL_SAFE_NO_PAD.decode(o["user"]["id"].as_str().unwrap()).unwrap();
@@ -382,7 +382,7 @@ async fn under_passkey_only_a_reset_replaces_a_password_with_a_passkey() {
     assert_eq!(done.status(), 200);
     let after = user(&app, "ada").await.unwrap();
     assert!(
-        !tessera::auth::password::has_password(&after.password_hash),
+        !tessera::crypto::password::has_password(&after.password_hash),
         "the password is gone"
     );
     let b = browser();
@@ -413,7 +413,7 @@ async fn a_sign_up_with_a_passkey_confirms_its_address_by_making_it() {
     assert_eq!(sent.status(), 200);
     assert!(text_of(&sent.text().await.unwrap(), "signup-sent").is_some());
     let lin = user(&app, "lin").await.unwrap();
-    assert!(!tessera::auth::password::has_password(&lin.password_hash));
+    assert!(!tessera::crypto::password::has_password(&lin.password_hash));
 
     let link = sink.nth("lin@example.org", 1).await.link("/email/verify");
     let token = token_of(&link);

@@ -1,0 +1,516 @@
+//! `/admin/api/`: the admin JSON API (docs/ADMIN_API.md). A caller is an admin client
+//! with a `tessera:admin` access token from its own client credentials, or a signed-in
+//! administrator's browser session with the session's CSRF token in `X-CSRF-Token`
+//! on every change.
+
+use std::future::Future;
+
+use actix_web::http::{Method, StatusCode};
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::admin::{self, clients::ClientSpec, users::UserInput, Actor, AdminError, ListQuery};
+use crate::http::{errors, guard::ip_text, protocol::userinfo::header_token, signin::portal};
+use crate::oidc::token::ADMIN_SCOPE;
+use crate::oidc::{introspect, ErrorCode, OAuthError};
+use crate::state::AppState;
+
+use crate::http::errors::{admin_json as admin_error, json_error};
+
+fn forbidden(description: &str) -> HttpResponse {
+    json_error(StatusCode::FORBIDDEN, "forbidden", description, None)
+}
+
+/// Who is calling, or the 401/403 that refuses them.
+async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpResponse> {
+    let cx = state.ctx();
+    let ip = Some(ip_text(req, state));
+    match header_token(req) {
+        Err(e) => return Err(errors::bearer(Some(&e))),
+        Ok(Some(token)) => {
+            let invalid = || {
+                errors::bearer(Some(&OAuthError::new(
+                    ErrorCode::InvalidToken,
+                    "the token is not valid",
+                )))
+            };
+            let Some(at) = introspect::check_access_token(&cx, &token)
+                .await
+                .map_err(|e| errors::oauth_json(&e))?
+            else {
+                return Err(invalid());
+            };
+            // RFC 9449 §7.2: a DPoP-bound token is no bearer token, and this API
+            // takes bearer tokens only.
+            if crate::oidc::dpop::bound_key(&at.claims).is_some() {
+                return Err(invalid());
+            }
+            let client_id = at.str_claim("client_id").to_string();
+            let scoped = at.str_claim("scope").split(' ').any(|s| s == ADMIN_SCOPE);
+            // Only a client's own token (client credentials) acts as an admin client.
+            let own = at.str_claim("sub") == client_id;
+            let admin_client = match state.clients.get(&state.db, &client_id, cx.now).await {
+                Ok(c) => c.is_some_and(|c| c.admin),
+                Err(e) => return Err(errors::oauth_json(&e.into())),
+            };
+            if !(scoped && own && admin_client) {
+                return Err(forbidden(
+                    "the token does not carry the tessera:admin scope of an admin client",
+                ));
+            }
+            return Ok(Actor {
+                name: format!("client:{client_id}"),
+                ip,
+                user_id: None,
+            });
+        }
+        Ok(None) => {}
+    }
+    let Some(viewer) = portal::viewer(req, state).await? else {
+        return Err(errors::bearer(None));
+    };
+    if !viewer.user.is_admin {
+        return Err(forbidden("administrators only"));
+    }
+    if req.method() != Method::GET && !portal::csrf_header_ok(req, &viewer) {
+        return Err(forbidden("a session needs its CSRF token in X-CSRF-Token for changes"));
+    }
+    Ok(Actor {
+        name: viewer.user.username.clone(),
+        ip,
+        user_id: Some(viewer.user.id),
+    })
+}
+
+/// Runs an operation for an authorised caller and answers with its JSON (also the
+/// provider routes of `admin_providers`).
+pub(crate) async fn run<T, F, Fut>(req: &HttpRequest, state: &AppState, status: StatusCode, op: F) -> HttpResponse
+where
+    T: Serialize,
+    F: FnOnce(Actor) -> Fut,
+    Fut: Future<Output = Result<T, AdminError>>,
+{
+    let actor = match caller(req, state).await {
+        Ok(a) => a,
+        Err(resp) => return resp,
+    };
+    match op(actor).await {
+        Ok(v) => {
+            let mut b = HttpResponse::build(status);
+            errors::no_store(&mut b);
+            if status == StatusCode::NO_CONTENT {
+                b.finish()
+            } else {
+                b.json(v)
+            }
+        }
+        Err(e) => admin_error(&e),
+    }
+}
+
+pub(crate) fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, AdminError> {
+    serde_json::from_slice(bytes).map_err(|e| admin::invalid("body", format!("not valid JSON for this call: {e}")))
+}
+
+fn user_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("user"))
+}
+
+fn group_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("group"))
+}
+
+fn list_query(req: &HttpRequest) -> Result<ListQuery, AdminError> {
+    ListQuery::parse(req.query_string())
+}
+
+type Data = web::Data<AppState>;
+type Id = web::Path<String>;
+
+pub async fn stats(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| admin::overview::stats(&state)).await
+}
+
+pub async fn users_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::users::list(&state, &list_query(&req)?).await
+    })
+    .await
+}
+
+pub async fn users_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        admin::users::create(s, &a, body::<UserInput>(&bytes)?).await
+    })
+    .await
+}
+
+pub async fn user_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::users::get(&state, user_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn user_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::users::update(s, &a, user_id(&id)?, body::<UserInput>(&bytes)?).await
+    })
+    .await
+}
+
+pub async fn user_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        admin::users::delete(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PasswordBody {
+    password: String,
+}
+
+pub async fn user_password(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        let b: PasswordBody = body(&bytes)?;
+        admin::users::set_password(s, &a, user_id(&id)?, &b.password).await
+    })
+    .await
+}
+
+pub async fn user_disable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::users::set_disabled(s, &a, user_id(&id)?, true).await
+    })
+    .await
+}
+
+pub async fn user_enable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::users::set_disabled(s, &a, user_id(&id)?, false).await
+    })
+    .await
+}
+
+pub async fn user_unlock(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::users::unlock(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn user_mfa_reset(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::users::reset_mfa(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn user_sessions(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::users::sessions(&state, user_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn user_sessions_end(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let n = admin::users::end_sessions(s, &a, user_id(&id)?, None).await?;
+        Ok(json!({"ended": n}))
+    })
+    .await
+}
+
+pub async fn user_session_end(req: HttpRequest, state: Data, path: web::Path<(String, String)>) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let (id, sid) = path.into_inner();
+        let n = admin::users::end_sessions(s, &a, user_id(&id)?, Some(&sid)).await?;
+        Ok(json!({"ended": n}))
+    })
+    .await
+}
+
+pub async fn clients_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::clients::list(&state, &list_query(&req)?).await
+    })
+    .await
+}
+
+fn with_secret(client: &crate::db::clients::Client, secret: Option<&crate::crypto::Secret>) -> Value {
+    let mut v = admin::clients::view(client);
+    if let Some(s) = secret {
+        v["client_secret"] = json!(s.expose());
+    }
+    v
+}
+
+pub async fn clients_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        let (client, secret) = admin::clients::create(s, &a, &body::<ClientSpec>(&bytes)?).await?;
+        Ok(with_secret(&client, secret.as_ref()))
+    })
+    .await
+}
+
+pub async fn client_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        Ok(admin::clients::view(&admin::clients::get(&state, &id).await?))
+    })
+    .await
+}
+
+/// A JSON merge patch (RFC 7396) over the client's current specification.
+pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let existing = admin::clients::get(s, &id).await?;
+        let patch: Value = body(&bytes)?;
+        let Value::Object(patch) = patch else {
+            return Err(admin::invalid("body", "a JSON object"));
+        };
+        let mut current = serde_json::to_value(admin::clients::spec_of(&existing))
+            .map_err(|_| AdminError::Server(crate::error::Internal::Failed))?;
+        for (k, v) in patch {
+            current[k] = v;
+        }
+        let spec: ClientSpec = serde_json::from_value(current)
+            .map_err(|e| admin::invalid("body", format!("not valid for a client: {e}")))?;
+        Ok(admin::clients::view(&admin::clients::update(s, &a, &id, &spec).await?))
+    })
+    .await
+}
+
+pub async fn client_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        admin::clients::delete(s, &a, &id).await
+    })
+    .await
+}
+
+pub async fn client_secret(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let secret = admin::clients::rotate_secret(s, &a, &id).await?;
+        Ok(json!({"client_id": id.as_str(), "client_secret": secret.expose()}))
+    })
+    .await
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NameBody {
+    name: String,
+}
+
+pub async fn groups_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| admin::groups::list(&state)).await
+}
+
+pub async fn groups_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        admin::groups::create(s, &a, &body::<NameBody>(&bytes)?.name).await
+    })
+    .await
+}
+
+pub async fn group_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::groups::get(&state, group_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn group_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        admin::groups::rename(s, &a, group_id(&id)?, &body::<NameBody>(&bytes)?.name).await
+    })
+    .await
+}
+
+pub async fn group_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        admin::groups::delete(s, &a, group_id(&id)?).await
+    })
+    .await
+}
+
+pub async fn group_member_put(req: HttpRequest, state: Data, path: web::Path<(String, String)>) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let (id, username) = path.into_inner();
+        admin::groups::set_member(s, &a, group_id(&id)?, &username, true).await
+    })
+    .await
+}
+
+pub async fn group_member_delete(req: HttpRequest, state: Data, path: web::Path<(String, String)>) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::OK, |a| async move {
+        let (id, username) = path.into_inner();
+        admin::groups::set_member(s, &a, group_id(&id)?, &username, false).await
+    })
+    .await
+}
+
+pub async fn keys_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| admin::overview::keys(&state)).await
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct RotateBody {
+    alg: Option<String>,
+}
+
+pub async fn keys_rotate(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        let b: RotateBody = if bytes.is_empty() {
+            RotateBody::default()
+        } else {
+            body(&bytes)?
+        };
+        admin::overview::rotate_key(s, &a, b.alg.as_deref().unwrap_or("RS256")).await
+    })
+    .await
+}
+
+pub async fn audit(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::overview::audit(&state, &list_query(&req)?).await
+    })
+    .await
+}
+
+pub async fn mail_queue(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::mail::queue(&state, &list_query(&req)?).await
+    })
+    .await
+}
+
+pub async fn invitations_list(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| admin::invitations::list(&state)).await
+}
+
+pub async fn invitations_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::CREATED, |a| async move {
+        admin::invitations::create(s, &a, body(&bytes)?).await
+    })
+    .await
+}
+
+pub async fn invitation_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        let id = id.parse().map_err(|_| AdminError::NotFound("invitation"))?;
+        admin::invitations::revoke(s, &a, id).await
+    })
+    .await
+}
+
+/// An administrator approves a user's request to delete their account (204).
+pub async fn user_deletion_approve(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        crate::lifecycle::deletion::approve(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+/// An administrator rejects a user's deletion request: the account stays (204).
+pub async fn user_deletion_reject(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
+    let s = state.get_ref();
+    run(&req, s, StatusCode::NO_CONTENT, |a| async move {
+        crate::lifecycle::deletion::reject(s, &a, user_id(&id)?).await
+    })
+    .await
+}
+
+/// Any other path under the API: a JSON 404, after the same authorisation (so the
+/// API's shape is not revealed to strangers).
+pub async fn unknown(req: HttpRequest, state: Data) -> HttpResponse {
+    run(&req, &state, StatusCode::OK, |_| async {
+        Err::<(), _>(AdminError::NotFound("route"))
+    })
+    .await
+}
+
+/// Registers the API under `/admin/api`.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/admin/api")
+            // Public, unlike the rest: the document reveals only the documented API.
+            .route("/openapi.json", web::get().to(crate::http::admin::openapi::serve))
+            .route("/stats", web::get().to(stats))
+            .route("/users", web::get().to(users_list))
+            .route("/users", web::post().to(users_create))
+            .route("/users/{id}", web::get().to(user_get))
+            .route("/users/{id}", web::patch().to(user_patch))
+            .route("/users/{id}", web::delete().to(user_delete))
+            .route("/users/{id}/password", web::post().to(user_password))
+            .route("/users/{id}/disable", web::post().to(user_disable))
+            .route("/users/{id}/enable", web::post().to(user_enable))
+            .route("/users/{id}/unlock", web::post().to(user_unlock))
+            .route("/users/{id}/mfa/reset", web::post().to(user_mfa_reset))
+            .route("/users/{id}/sessions", web::get().to(user_sessions))
+            .route("/users/{id}/sessions", web::delete().to(user_sessions_end))
+            .route("/users/{id}/sessions/{sid}", web::delete().to(user_session_end))
+            .route("/clients", web::get().to(clients_list))
+            .route("/clients", web::post().to(clients_create))
+            .route("/clients/{id}", web::get().to(client_get))
+            .route("/clients/{id}", web::patch().to(client_patch))
+            .route("/clients/{id}", web::delete().to(client_delete))
+            .route("/clients/{id}/secret", web::post().to(client_secret))
+            .route("/groups", web::get().to(groups_list))
+            .route("/groups", web::post().to(groups_create))
+            .route("/groups/{id}", web::get().to(group_get))
+            .route("/groups/{id}", web::patch().to(group_patch))
+            .route("/groups/{id}", web::delete().to(group_delete))
+            .route("/groups/{id}/members/{username}", web::put().to(group_member_put))
+            .route("/groups/{id}/members/{username}", web::delete().to(group_member_delete))
+            .route("/keys", web::get().to(keys_list))
+            .route("/keys/rotate", web::post().to(keys_rotate))
+            .route("/audit", web::get().to(audit))
+            .route("/mail", web::get().to(mail_queue))
+            .route("/invitations", web::get().to(invitations_list))
+            .route("/invitations", web::post().to(invitations_create))
+            .route("/invitations/{id}", web::delete().to(invitation_delete))
+            .route(
+                "/registration-tokens",
+                web::get().to(crate::http::admin::registration::api_list),
+            )
+            .route(
+                "/registration-tokens",
+                web::post().to(crate::http::admin::registration::api_create),
+            )
+            .route(
+                "/registration-tokens/{id}",
+                web::delete().to(crate::http::admin::registration::api_revoke),
+            )
+            .route("/users/{id}/deletion/approve", web::post().to(user_deletion_approve))
+            .route("/users/{id}/deletion", web::delete().to(user_deletion_reject))
+            .default_service(web::to(unknown)),
+    );
+}

@@ -1,0 +1,173 @@
+//! `/admin/groups`: creating, renaming and deleting groups, and their members.
+
+use actix_web::http::StatusCode;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::admin::{self, groups::GroupView, AdminError, Problems};
+use crate::db::groups::Group;
+use crate::http::admin::{done, error_page, flash, posted, posted_to};
+use crate::http::pages;
+use crate::http::signin::portal::{self, Viewer};
+use crate::i18n::t;
+use crate::state::AppState;
+
+#[derive(Template)]
+#[template(path = "admin_groups.html")]
+struct GroupsPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    groups: Vec<Group>,
+    name: &'a str,
+    problems: Problems,
+}
+
+async fn groups_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    status: StatusCode,
+    name: &str,
+    problems: Problems,
+) -> HttpResponse {
+    match admin::groups::list(state).await {
+        Ok(groups) => pages::render(
+            status,
+            &GroupsPage {
+                is_admin: true,
+                flash: flash(req),
+                csrf: &v.csrf,
+                groups,
+                name,
+                problems,
+            },
+        ),
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match portal::require_admin(&req, &state).await {
+        Ok(v) => groups_page(&req, &state, &v, StatusCode::OK, "", Problems::new()).await,
+        Err(resp) => resp,
+    }
+}
+
+pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
+    let (v, form, actor) = match posted(&req, &state, &body).await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    match admin::groups::create(&state, &actor, form.get("name")).await {
+        Ok(g) => done(&format!("/admin/groups/{}", g.group.id), "created"),
+        Err(AdminError::Invalid(p)) => {
+            groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p).await
+        }
+        Err(e) => error_page(&e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin_group.html")]
+struct GroupPage<'a> {
+    is_admin: bool,
+    flash: Option<&'a str>,
+    csrf: &'a str,
+    group: GroupView,
+    problems: Problems,
+}
+
+fn group_id(raw: &str) -> Result<i64, AdminError> {
+    raw.parse().map_err(|_| AdminError::NotFound("group"))
+}
+
+async fn group_page(
+    req: &HttpRequest,
+    state: &AppState,
+    v: &Viewer,
+    id: i64,
+    status: StatusCode,
+    problems: Problems,
+) -> HttpResponse {
+    match admin::groups::get(state, id).await {
+        Ok(group) => pages::render(
+            status,
+            &GroupPage {
+                is_admin: true,
+                flash: flash(req),
+                csrf: &v.csrf,
+                group,
+                problems,
+            },
+        ),
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn group(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
+    let v = match portal::require_admin(&req, &state).await {
+        Ok(v) => v,
+        Err(resp) => return resp,
+    };
+    match group_id(&id) {
+        Ok(id) => group_page(&req, &state, &v, id, StatusCode::OK, Problems::new()).await,
+        Err(e) => error_page(&e),
+    }
+}
+
+/// Rename (the group's own path), `members/add`, `members/remove` (the path's last
+/// segment) and `delete`.
+pub async fn group_action(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: Bytes,
+) -> HttpResponse {
+    let (raw, action) = path.into_inner();
+    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "group").await {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
+    let here = format!("/admin/groups/{id}");
+    let result = match action.as_str() {
+        "rename" => admin::groups::rename(&state, &actor, id, form.get("name"))
+            .await
+            .map(|_| "saved"),
+        "add" => admin::groups::set_member(&state, &actor, id, form.get("username"), true)
+            .await
+            .map(|_| "saved"),
+        "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
+            .await
+            .map(|_| "saved"),
+        "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", t().adm_group_delete_unconfirmed)),
+        "delete" => {
+            return match admin::groups::delete(&state, &actor, id).await {
+                Ok(()) => done("/admin/groups", "deleted"),
+                Err(e) => error_page(&e),
+            }
+        }
+        _ => Err(AdminError::NotFound("action")),
+    };
+    match result {
+        Ok(code) => done(&here, code),
+        Err(AdminError::Invalid(p)) => group_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
+        Err(e) => error_page(&e),
+    }
+}
+
+pub async fn group_rename(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    body: Bytes,
+) -> HttpResponse {
+    group_action(
+        req,
+        state,
+        web::Path::from((id.into_inner(), "rename".to_string())),
+        body,
+    )
+    .await
+}
