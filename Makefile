@@ -22,9 +22,9 @@ fmt: ## Format the code
 clippy: ## Lint, warnings are errors
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-lint: ## Format check, clippy with warnings as errors, the layering check, scripts parse
+lint: ## Format check, the import rules, clippy with warnings as errors, scripts parse
 	$(CARGO) fmt --all -- --check
-	bash scripts/check-layers.sh
+	python3 scripts/check-imports.py
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
 	node --check stress/peer/server.mjs

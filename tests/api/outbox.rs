@@ -152,19 +152,20 @@ async fn queued_mail_survives_kill_9_and_is_delivered_once_after_restart() {
     // retry in 5 s), then kill. Killed between its claim and that record, the message
     // would wait for the claim's lease (3 minutes) instead: late, not lost, and not
     // what this test is about.
-    let recorded = || {
-        let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-        conn.query_row("SELECT attempts FROM mail_outbox", [], |r| r.get::<_, i64>(0))
-            .ok()
+    // Read through the storage API, as another process would (the server holds the file).
+    let recorded = || async {
+        let store = tessera::db::Db::open_existing(&db, &tessera::config::Settings::default().sqlite).ok()?;
+        let list = store.read(|c| tessera::db::outbox::list(c, None, 1)).await.ok()?;
+        list.first().map(|m| m.attempts)
     };
     for _ in 0..150 {
-        if recorded().is_some_and(|attempts| attempts > 0) {
+        if recorded().await.is_some_and(|attempts| attempts > 0) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(sink.connections() > 0, "the mailer tried while SMTP was down");
-    assert_eq!(recorded(), Some(1), "the failed attempt is recorded");
+    assert_eq!(recorded().await, Some(1), "the failed attempt is recorded");
     server.signal("KILL");
     drop(server);
     assert!(sink.messages().is_empty());
