@@ -23,5 +23,6 @@ pub mod mail;
 pub mod metrics;
 pub mod oidc;
 pub mod replica;
+pub mod signin;
 pub mod startup;
 pub mod state;

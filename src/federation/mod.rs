@@ -3,7 +3,6 @@
 //! account is linked to a local one (`identity`), which then signs in as any local
 //! sign-in does: second factor, session, code to the client.
 
-pub mod flow;
 pub mod github;
 pub mod identity;
 pub mod logout;

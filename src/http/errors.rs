@@ -11,9 +11,9 @@ use crate::auth::passkeys::PasskeyError;
 use crate::error::Internal;
 use crate::http::pages;
 use crate::oidc::authorize::AuthorizeError;
-use crate::oidc::interaction::ResumeError;
 use crate::oidc::logout::LogoutError;
 use crate::oidc::{ErrorCode, OAuthError};
+use crate::signin::ResumeError;
 
 pub fn status_of(code: ErrorCode) -> StatusCode {
     match code {

@@ -45,7 +45,7 @@ fn too_many_json(wait: Duration) -> HttpResponse {
     resp
 }
 
-fn too_many_page(wait: Duration) -> HttpResponse {
+pub fn too_many_page(wait: Duration) -> HttpResponse {
     let mut resp = pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
         crate::i18n::t().err_too_many_title,

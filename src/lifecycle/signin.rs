@@ -14,7 +14,7 @@ use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::oidc::interaction::{Parked, Pending};
+use crate::signin::{Parked, Pending};
 use crate::state::AppState;
 
 /// How long the link and the code work.

@@ -21,7 +21,7 @@ use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::oidc::interaction::Pending;
+use crate::signin::Pending;
 use crate::state::AppState;
 
 use super::{link_token, queue, wake, Queued};

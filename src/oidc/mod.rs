@@ -15,7 +15,6 @@ pub mod error;
 pub mod fetch;
 pub mod frontchannel;
 pub mod grant;
-pub mod interaction;
 pub mod introspect;
 pub mod issue;
 pub mod keys;

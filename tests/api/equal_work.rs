@@ -8,7 +8,7 @@
 use tessera::crypto::TokenHash;
 use tessera::db::{self, sessions::NewLoginRequest};
 use tessera::lifecycle::{reset, signin};
-use tessera::oidc::interaction::Pending;
+use tessera::signin::Pending;
 
 use crate::helpers::*;
 

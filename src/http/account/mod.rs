@@ -59,9 +59,9 @@ pub struct SessionRow {
 /// How a session was signed in, in words.
 fn method_label(amr: &str) -> &str {
     match amr {
-        crate::oidc::interaction::AMR_PASSWORD => t().acct_method_password,
-        crate::oidc::interaction::AMR_PASSWORD_OTP => t().acct_method_password_code,
-        crate::oidc::interaction::AMR_PASSKEY => t().acct_method_passkey,
+        crate::signin::AMR_PASSWORD => t().acct_method_password,
+        crate::signin::AMR_PASSWORD_OTP => t().acct_method_password_code,
+        crate::signin::AMR_PASSKEY => t().acct_method_passkey,
         crate::lifecycle::signin::AMR_EMAIL => t().acct_method_email,
         crate::lifecycle::signin::AMR_EMAIL_TOTP => t().acct_method_email_code,
         other => other,

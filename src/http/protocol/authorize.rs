@@ -8,9 +8,10 @@ use actix_web::{HttpRequest, HttpResponse};
 use crate::auth::limits::Bucket;
 use crate::crypto::{Secret, TokenHash};
 use crate::http::{cookies, errors, guard, pages, params};
-use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Next};
-use crate::oidc::interaction::{self, Parked, Pending};
+use crate::oidc::authorize::{AuthRequest, AuthResponse};
 use crate::oidc::Ctx;
+use crate::signin::authorize::Start;
+use crate::signin::{Parked, Pending};
 use crate::state::AppState;
 
 pub async fn authorize_get(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -35,7 +36,6 @@ pub fn bad_request_page(message: &str) -> HttpResponse {
 }
 
 async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpResponse {
-    let cx = state.ctx();
     if let Some(limited) = guard::limit_page(req, state, Bucket::Authorize) {
         return limited;
     }
@@ -43,51 +43,34 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
         Ok(p) => p,
         Err(e) => return bad_request_page(&e.description),
     };
-    let request = match authz::validate(&cx, &pairs).await {
-        Ok(r) => r,
+    let cx = state.ctx();
+    let cookie = params::cookie(req, cookies::session_name(state));
+    let (binding, new_cookie) = browser_cookie(req, state);
+    let binding = TokenHash::of(&binding);
+    let (request, start) = match crate::signin::authorize::start(state, &cx, &pairs, cookie.as_deref(), &binding).await
+    {
+        Ok(started) => started,
         Err(e) => return errors::authorize(e),
     };
     guard::tag_client(req, &request.client_id);
-    // OpenID Connect Core §3.1.2.1: the application's `ui_locales` choose the language
-    // of the sign-in's pages unless the person picked one.
-    let asked = request.ui_locales.as_deref().and_then(crate::i18n::from_ui_locales);
-    crate::i18n::prefer(asked, crate::i18n::Source::Application);
-    // Initiating User Registration via OpenID Connect 1.0 §4.1; without open sign-up
-    // the request goes on as if `create` were absent (discovery does not offer it).
-    if request.prompt.create && crate::lifecycle::signup::open(&state.settings) {
-        return crate::http::signin::signup::create(req, state, &cx, &request).await;
-    }
-    let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
-        Ok(s) => s,
-        Err(e) => return errors::server_page(e),
+    let mut resp = match start {
+        Start::Respond(resp) => return respond(&resp),
+        Start::Denied(resp) => return denied(state, &request.client_id, &resp).await,
+        Start::SignUp => return crate::http::signin::signup::create(req, state, &cx, &request).await,
+        Start::Login(parked) => {
+            let client_name = client_name(state, &request.client_id).await;
+            crate::http::branding::for_client(&request.client_id);
+            let hint = request.login_hint.clone().unwrap_or_default();
+            login_form(state, &parked, &Pending::Login(*request), &client_name, &hint).await
+        }
+        Start::Upstream(url) => crate::http::signin::federation::to_upstream(&url),
+        Start::UpstreamDown { parked, provider } => {
+            crate::http::signin::federation::unreachable(state, &parked, &Pending::Login(*request), &provider).await
+        }
+        Start::Consent { user_id, parked } => show_consent(state, &request, user_id, &parked).await,
     };
-    let user_id = session.as_ref().map(|s| s.user_id);
-    match authz::decide(&cx, &request, session).await {
-        Ok(Next::Respond(resp)) => respond(&resp),
-        Ok(Next::Denied(resp)) => denied(state, &request.client_id, &resp).await,
-        Ok(Next::Login) => {
-            // `idp=ID`: straight to that upstream, when it is registered.
-            if let Some(id) = &request.idp {
-                if let Some(resp) = crate::http::signin::federation::direct(req, state, &request, id).await {
-                    return resp;
-                }
-            }
-            show_login(req, state, &cx, Pending::Login(request.clone()), &request).await
-        }
-        Ok(Next::Consent) => {
-            let browser = browser_cookie(req, state);
-            match interaction::park(&cx, &Pending::Consent(request.clone()), &TokenHash::of(&browser.0)).await {
-                Ok(parked) => {
-                    let mut page = show_consent(state, &request, user_id.unwrap_or_default(), &parked).await;
-                    set_browser(&mut page, state, browser.1);
-                    page
-                }
-                Err(e) => errors::server_page(e),
-            }
-        }
-        Err(e) => errors::authorize(e),
-    }
+    set_browser(&mut resp, state, new_cookie);
+    resp
 }
 
 /// Delivers an authorization response by redirect, or by form post when asked.
@@ -136,21 +119,7 @@ pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String
     }
 }
 
-/// Parks `pending` and shows the login form for it.
-pub async fn show_login(
-    req: &HttpRequest,
-    state: &AppState,
-    cx: &Ctx<'_>,
-    pending: Pending,
-    request: &AuthRequest,
-) -> HttpResponse {
-    let client_name = client_name(state, &request.client_id).await;
-    crate::http::branding::for_client(&request.client_id);
-    let hint = request.login_hint.as_deref().unwrap_or_default();
-    login_page(req, state, cx, pending, &client_name, hint).await
-}
-
-/// The login form for any parked step, naming what the sign-in is for.
+/// Parks `pending` and shows the login form for it, naming what the sign-in is for.
 pub async fn login_page(
     req: &HttpRequest,
     state: &AppState,
@@ -160,12 +129,25 @@ pub async fn login_page(
     hint: &str,
 ) -> HttpResponse {
     let (browser, new_cookie) = browser_cookie(req, state);
-    let parked = match interaction::park(cx, &pending, &TokenHash::of(&browser)).await {
+    let parked = match crate::signin::park(cx, &pending, &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };
+    let mut resp = login_form(state, &parked, &pending, client_name, hint).await;
+    set_browser(&mut resp, state, new_cookie);
+    resp
+}
+
+/// The login form for a parked step.
+async fn login_form(
+    state: &AppState,
+    parked: &Parked,
+    pending: &Pending,
+    client_name: &str,
+    hint: &str,
+) -> HttpResponse {
     let page = pages::LoginPage {
-        about: crate::http::protocol::registered_logo::about(state, &pending).await,
+        about: crate::http::protocol::registered_logo::about(state, pending).await,
         client_name,
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),
@@ -177,9 +159,7 @@ pub async fn login_page(
         cancel: None,
         step: pages::LoginStep::first(&state.settings),
     };
-    let mut resp = pages::render(StatusCode::OK, &page);
-    set_browser(&mut resp, state, new_cookie);
-    resp
+    pages::render(StatusCode::OK, &page)
 }
 
 pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64, parked: &Parked) -> HttpResponse {

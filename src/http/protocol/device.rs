@@ -12,7 +12,7 @@ use crate::http::protocol::token::authenticated;
 use crate::http::signin::login::resume_error;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::device;
-use crate::oidc::interaction::{self, Pending, ResumeError};
+use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
 
 /// RFC 8628 §3.1: the device's request for codes, with client authentication.
@@ -75,7 +75,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return entry_page(&typed, Some(crate::i18n::t().device_malformed));
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
+    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
@@ -95,7 +95,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Err(e) => return errors::server_page(e),
     }
     let (browser, new_cookie) = browser_cookie(&req, &state);
-    let parked = match interaction::park(&cx, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
+    let parked = match crate::signin::park(&cx, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };
@@ -127,7 +127,7 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let code = match interaction::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
+    let code = match crate::signin::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
         Ok(Pending::DeviceApprove(code)) => code,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -138,12 +138,12 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         _ => return bad_request_page(crate::i18n::t().err_approval_choice),
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
+    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return resume_error(ResumeError::Expired),
         Err(e) => return errors::server_page(e),
     };
-    if let Err(e) = interaction::consume(&cx, get("request_id")).await {
+    if let Err(e) = crate::signin::consume(&cx, get("request_id")).await {
         return resume_error(e);
     }
     if approve {

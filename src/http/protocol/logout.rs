@@ -9,8 +9,8 @@ use subtle::ConstantTimeEq;
 
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::frontchannel::{self, Frame};
-use crate::oidc::interaction::current_session;
 use crate::oidc::logout::{self, LogoutError, LogoutRequest};
+use crate::signin::current_session;
 use crate::state::AppState;
 
 #[derive(Template)]

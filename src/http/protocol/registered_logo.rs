@@ -9,7 +9,7 @@ use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::http::errors;
-use crate::oidc::interaction::Pending;
+use crate::signin::Pending;
 use crate::state::AppState;
 
 /// The registered client's logo, policy and terms for a sign-in's login page

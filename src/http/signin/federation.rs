@@ -10,16 +10,15 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
-use crate::auth::mfa;
 use crate::crypto::TokenHash;
-use crate::federation::flow::{self, Answer, Begin};
+use crate::db::providers::Provider;
 use crate::federation::identity::{self, Resolved, Unlink};
-use crate::federation::{self as fed, logout::Refused, Button, UpstreamError};
+use crate::federation::{self as fed, logout::Refused, Button};
 use crate::http::protocol::authorize::{bad_request_page, browser_cookie, respond, set_browser};
-use crate::http::signin::login::{complete_sign_in, purpose, resume_error, second_step_after, First, Resumed};
+use crate::http::signin::login::{purpose, resume_error};
 use crate::http::{cookies, errors, guard, pages, params};
-use crate::oidc::authorize::AuthRequest;
-use crate::oidc::interaction::{self, Federated, Parked, Pending, ResumeError, SignIn};
+use crate::signin::upstream::{self as flow, Answer, Back, Begin, Why};
+use crate::signin::{Parked, Pending, ResumeError};
 use crate::state::AppState;
 
 /// The login page's upstream buttons; a storage failure shows none rather than no page.
@@ -86,7 +85,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
     let Some(browser) = browser(&req, &state) else {
         return resume_error(ResumeError::Forged);
     };
-    let pending = match interaction::resume(&state.ctx(), request_id, csrf, Some(&browser)).await {
+    let pending = match crate::signin::resume(&state.ctx(), request_id, csrf, Some(&browser)).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
@@ -115,41 +114,18 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
     }
 }
 
-fn to_upstream(url: &str) -> HttpResponse {
+pub(crate) fn to_upstream(url: &str) -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, url))
         .insert_header((header::CACHE_CONTROL, "no-store"))
         .finish()
 }
 
-/// An authorization request with `idp=ID` and a sign-in to do: straight to that
-/// upstream. `None` when there is no such provider (the hint is advisory, and the
-/// login page is shown), or when it cannot be reached (the login page says so).
-pub async fn direct(req: &HttpRequest, state: &AppState, request: &AuthRequest, id: &str) -> Option<HttpResponse> {
-    let p = match fed::find(state, id).await {
-        Ok(Some(p)) => p,
-        Ok(None) => return None,
-        Err(e) => return Some(errors::server_page(e)),
-    };
-    let (value, new_cookie) = browser_cookie(req, state);
-    let browser = TokenHash::of(&value);
-    let then = Pending::Login(request.clone());
-    let mut resp = match flow::begin(state, &p, None, then.clone(), None, &browser).await {
-        Ok(url) => to_upstream(&url),
-        Err(Begin::Unavailable(why)) => {
-            tracing::warn!(provider = %p.id, reason = %why, "upstream sign-in could not start");
-            let parked = match interaction::park(&state.ctx(), &then, &browser).await {
-                Ok(p) => p,
-                Err(e) => return Some(errors::server_page(e)),
-            };
-            let msg = unreachable_text(&p.name);
-            login_again(state, &parked, &then, StatusCode::SERVICE_UNAVAILABLE, &msg, true).await
-        }
-        Err(Begin::Expired) => return Some(resume_error(ResumeError::Expired)),
-        Err(Begin::Server(e)) => return Some(errors::server_page(e)),
-    };
-    set_browser(&mut resp, state, new_cookie);
-    Some(resp)
+/// The login form when the upstream an authorization's `idp` names cannot be reached
+/// (503): it says so and offers the other ways in.
+pub(crate) async fn unreachable(state: &AppState, parked: &Parked, pending: &Pending, p: &Provider) -> HttpResponse {
+    let msg = unreachable_text(&p.name);
+    login_again(state, parked, pending, StatusCode::SERVICE_UNAVAILABLE, &msg, true).await
 }
 
 fn answer_of(req: &HttpRequest) -> Result<Answer, &'static str> {
@@ -178,106 +154,45 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
         Ok(a) => a,
         Err(msg) => return bad_request_page(msg),
     };
-    let browser = browser(&req, &state);
-    let came = match flow::callback(&state, &path, &answer, browser.as_ref()).await {
-        Ok(c) => c,
-        Err(e) => return resume_error(e),
+    let browser = crate::http::signin::login::browser(&req, &state);
+    let back = match flow::returned(&state, &state.ctx(), &path, &answer, &browser).await {
+        Ok(back) => back,
+        Err(e) => return crate::http::signin::login::refused(e),
     };
-    let Some(browser) = browser else {
-        return resume_error(ResumeError::Forged);
-    };
-    let ip = guard::ip_text(&req, &state);
-    let profile = match came.profile {
-        Ok(p) => p,
-        Err(e) => {
-            let (status, unavailable, msg) = match &e {
-                UpstreamError::Unavailable(_) => (StatusCode::BAD_GATEWAY, true, unreachable_text(&came.provider.name)),
-                UpstreamError::Refused(why) => (
+    match back {
+        Back::Next(step) => crate::http::signin::login::next(&state, step).await,
+        Back::Again {
+            provider,
+            parked,
+            then,
+            why,
+        } => {
+            let t = crate::i18n::t();
+            let name = &provider.name;
+            let (status, unavailable, msg) = match why {
+                Why::Unreachable => (StatusCode::BAD_GATEWAY, true, unreachable_text(name)),
+                Why::Refused(why) => {
+                    let msg = t.fill2(t.federation_refused, "provider", name, "why", &why);
+                    (StatusCode::FORBIDDEN, false, msg)
+                }
+                Why::Disabled => (StatusCode::FORBIDDEN, false, t.federation_disabled.to_string()),
+                Why::NeedsFactor => (StatusCode::FORBIDDEN, false, needs_factor(name)),
+                Why::Unlinked => (
                     StatusCode::FORBIDDEN,
                     false,
-                    crate::i18n::t().fill2(
-                        crate::i18n::t().federation_refused,
-                        "provider",
-                        &came.provider.name,
-                        "why",
-                        why,
-                    ),
+                    t.fill(t.federation_unlinked, "provider", name),
                 ),
             };
-            crate::audit::Event::new("federation.failed")
-                .actor(format!("provider:{}", came.provider.id))
-                .ip(Some(ip))
-                .detail(serde_json::json!({"reason": e.to_string()}))
-                .log(&state)
-                .await;
-            if came.link_user.is_some() {
-                let _ = interaction::consume(&state.ctx(), came.parked.request_id.expose()).await;
-                return crate::http::account::back("link-failed");
-            }
-            return login_again(&state, &came.parked, &came.then, status, &msg, unavailable).await;
+            login_again(&state, &parked, &then, status, &msg, unavailable).await
         }
-    };
-    if let Some(uid) = came.link_user {
-        return finish_link(&req, &state, &came.provider, &profile, uid, &came.parked).await;
+        Back::Link {
+            provider,
+            profile,
+            user_id,
+            parked,
+        } => finish_link(&req, &state, &provider, &profile, user_id, &parked).await,
+        Back::LinkFailed => crate::http::account::back("link-failed"),
     }
-    let user = match identity::resolve(&state, &came.provider, &profile, None).await {
-        Ok(Resolved::User(u)) => u,
-        Ok(refusal) => {
-            let name = &came.provider.name;
-            let msg = match refusal {
-                Resolved::Disabled => crate::i18n::t().federation_disabled.to_string(),
-                Resolved::NeedsFactor => needs_factor(name),
-                _ => crate::i18n::t().fill(crate::i18n::t().federation_unlinked, "provider", name),
-            };
-            return login_again(&state, &came.parked, &came.then, StatusCode::FORBIDDEN, &msg, false).await;
-        }
-        Err(e) => return errors::server_page(e),
-    };
-    let federated = Federated {
-        provider: came.provider.id.clone(),
-        subject: profile.subject.clone(),
-        sid: profile.sid.clone(),
-        amr: fed::session_amr(&profile.amr),
-    };
-    if came.provider.require_local_mfa {
-        match mfa::kind(&state, user.id).await {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                let msg = needs_factor(&came.provider.name);
-                return login_again(&state, &came.parked, &came.then, StatusCode::FORBIDDEN, &msg, false).await;
-            }
-            Err(e) => return errors::server_page(e),
-        }
-    }
-    let request_id = came.parked.request_id.expose();
-    let step = second_step_after(
-        &req,
-        &state,
-        request_id,
-        came.then,
-        &browser,
-        &user,
-        First::Upstream,
-        Some(federated.clone()),
-    )
-    .await;
-    let pending = match step {
-        Ok((pending, _)) => pending,
-        Err(resp) => return resp,
-    };
-    let who = SignIn {
-        user_id: user.id,
-        amr: federated.amr.clone().into(),
-        user_agent: guard::user_agent(&req),
-        ip: Some(ip),
-        federated: Some(federated),
-    };
-    let resumed = Resumed {
-        request_id,
-        pending,
-        browser: &browser,
-    };
-    complete_sign_in(&req, &state, &state.ctx(), resumed, &who, &user.username).await
 }
 
 async fn finish_link(
@@ -288,7 +203,7 @@ async fn finish_link(
     uid: i64,
     parked: &Parked,
 ) -> HttpResponse {
-    let _ = interaction::consume(&state.ctx(), parked.request_id.expose()).await;
+    let _ = crate::signin::consume(&state.ctx(), parked.request_id.expose()).await;
     // Only the account that asked, still signed in here, gets the link.
     match crate::http::signin::portal::require(req, state).await {
         Ok(v) if v.user.id == uid => {}
@@ -342,13 +257,13 @@ pub async fn cancel(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let cx = state.ctx();
-    let request = match interaction::resume(&cx, request_id, csrf, browser(&req, &state).as_ref()).await {
+    let request = match crate::signin::resume(&cx, request_id, csrf, browser(&req, &state).as_ref()).await {
         Ok(Pending::Login(r)) => r,
         Ok(_) => return resume_error(ResumeError::Expired),
         Err(e) => return resume_error(e),
     };
     let unavailable = params::field(&form, "reason") == "unavailable";
-    match interaction::cancel(&cx, request_id, &request, unavailable).await {
+    match crate::signin::cancel(&cx, request_id, &request, unavailable).await {
         Ok(r) => respond(&r),
         Err(e) => resume_error(e),
     }

@@ -11,7 +11,7 @@ use crate::auth::limits::Bucket;
 use crate::forward_auth::{self as fa, Decision, Refusal, Target};
 use crate::http::protocol::authorize::login_page;
 use crate::http::{cookies, errors, guard, pages, params, signin::portal};
-use crate::oidc::interaction::Pending;
+use crate::signin::Pending;
 use crate::state::AppState;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {

@@ -15,13 +15,14 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
-use crate::http::guard::{ip_text, user_agent};
+use crate::http::guard::ip_text;
 use crate::http::protocol::authorize::bad_request_page;
-use crate::http::signin::login::{complete_sign_in, resume_error, second_step, First, Resumed};
+use crate::http::signin::login::resume_error;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::i18n::t;
 use crate::lifecycle::signin::{self, CodeCheck, LinkUse, LinkView};
-use crate::oidc::interaction::{self, Pending, ResumeError, SignIn};
+use crate::signin::First;
+use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -116,7 +117,7 @@ async fn resume_login(
 ) -> Result<(Pending, TokenHash), HttpResponse> {
     let (request_id, csrf) = (params::field(form, "request_id"), params::field(form, "csrf"));
     let browser = browser_of(req, state);
-    match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+    match crate::signin::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => match browser {
             Some(b) => Ok((p, b)),
             None => Err(resume_error(ResumeError::Forged)),
@@ -199,7 +200,7 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
     let Some(form) = read_form(&req, &body) else {
         return form_refused();
     };
-    let (pending, browser) = match resume_login(&req, &state, &form).await {
+    let (pending, _) = match resume_login(&req, &state, &form).await {
         Ok(r) => r,
         Err(resp) => return resp,
     };
@@ -218,7 +219,7 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         error: Some(error),
     };
     match signin::check_code(&state, request_id, params::field(&form, "code")).await {
-        Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &browser, &user).await,
+        Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &user).await,
         Ok(CodeCheck::Wrong) => {
             failed("wrong code").log(&state).await;
             let error = t().acct_signin_code_wrong;
@@ -284,7 +285,7 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     match signin::use_link(&state, params::field(&form, "token"), Some(&browser)).await {
         Ok(LinkUse::Continue(c)) => {
             let signin::Continued { parked, pending, user } = *c;
-            go_on(&req, &state, parked.request_id.expose(), pending, &browser, &user).await
+            go_on(&req, &state, parked.request_id.expose(), pending, &user).await
         }
         Ok(LinkUse::OtherBrowser) => other_browser(),
         Ok(LinkUse::Locked(username)) => locked(&state, &username, ip_text(&req, &state)).await,
@@ -295,29 +296,11 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
 
 /// After a right code or a confirmed link: the second factor if the account has one
 /// (and this browser is not trusted), else the sign-in completes.
-async fn go_on(
-    req: &HttpRequest,
-    state: &AppState,
-    request_id: &str,
-    pending: Pending,
-    browser: &TokenHash,
-    user: &User,
-) -> HttpResponse {
-    let (pending, amr) = match second_step(req, state, request_id, pending, browser, user, First::Mail).await {
-        Ok(next) => next,
-        Err(resp) => return resp,
-    };
-    let who = SignIn {
-        user_id: user.id,
-        amr: amr.into(),
-        user_agent: user_agent(req),
-        ip: Some(ip_text(req, state)),
-        federated: None,
-    };
-    let resumed = Resumed {
-        request_id,
-        pending,
-        browser,
-    };
-    complete_sign_in(req, state, &state.ctx(), resumed, &who, &user.username).await
+async fn go_on(req: &HttpRequest, state: &AppState, request_id: &str, pending: Pending, user: &User) -> HttpResponse {
+    let browser = crate::http::signin::login::browser(req, state);
+    let cx = state.ctx();
+    match crate::signin::first::after_factor(state, &cx, request_id, pending, user, First::Mail, None, &browser).await {
+        Ok(step) => crate::http::signin::login::next(state, step).await,
+        Err(e) => crate::http::signin::login::refused(e),
+    }
 }

@@ -1,32 +1,26 @@
-//! The sign-in forms' targets: password (or a link or code by mail, `signin_link`),
-//! then the second factor when the account has one and the browser is not trusted to
-//! skip it (an authenticator app, or a code by mail with "Send a new code"), then the
-//! step the sign-in was for (an authorization, a device, Tessera's own pages), which
-//! records the browser (`lifecycle::devices`); and the consent form.
+//! The sign-in forms' targets: the password (or a link or code by mail, `signin_link`),
+//! the second factor with "Send a new code", the login form's own posts (the language
+//! picker, the username step) and the consent form. Each reads its form, makes one call
+//! into the sign-in journey (`crate::signin`) and renders the step it answers.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use actix_web::http::{header, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::auth::login::{authenticate, LoginError, Outcome};
-use crate::auth::mfa::{self, Kind, MfaError, SecondFactor};
-use crate::crypto::{Secret, TokenHash};
-use crate::db::users::User;
+use crate::crypto::TokenHash;
 use crate::http::guard::{ip_text, user_agent};
 use crate::http::protocol::authorize::{bad_request_page, client_name, denied, respond, show_consent};
 use crate::http::{cookies, errors, guard, pages, params};
-use crate::lifecycle::email_mfa::{self, Sent};
-use crate::lifecycle::{devices, signin};
-use crate::oidc::interaction::{
-    self, AfterLogin, Federated, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP,
-};
-use crate::oidc::Ctx;
+use crate::lifecycle::email_mfa::Sent;
+use crate::signin::complete::{Done, Then};
+use crate::signin::consent::Decision;
+use crate::signin::first::{NotSignedIn, PasswordForm};
+use crate::signin::second::{CodeForm, Factor, Page, Refused};
+use crate::signin::{Browser, Next, Pending, ResumeError};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -35,8 +29,6 @@ struct MfaPage<'a> {
     request_id: &'a str,
     csrf: &'a str,
     error: Option<&'a str>,
-    /// The last code was wrong (the words depend on the factor).
-    wrong: bool,
     /// Codes by mail: where they go (masked); `None` for an authenticator app.
     email_to: Option<String>,
     /// After "Send a new code".
@@ -44,40 +36,6 @@ struct MfaPage<'a> {
     /// Why no code was mailed just now.
     mail_error: Option<String>,
     remember: bool,
-}
-
-impl<'a> MfaPage<'a> {
-    fn new(request_id: &'a str, csrf: &'a str) -> Self {
-        Self {
-            request_id,
-            csrf,
-            error: None,
-            wrong: false,
-            email_to: None,
-            notice: None,
-            mail_error: None,
-            remember: false,
-        }
-    }
-
-    /// Fills in what the account's factor needs, and renders.
-    async fn show(mut self, state: &AppState, status: StatusCode, user_id: i64) -> HttpResponse {
-        match mfa::kind(state, user_id).await {
-            Ok(Some(Kind::Email)) => match email_mfa::destination(state, user_id).await {
-                Ok(to) => self.email_to = Some(to.unwrap_or_else(|| crate::i18n::t().mfa_no_address.into())),
-                Err(e) => return errors::server_page(e),
-            },
-            Ok(_) => {}
-            Err(e) => return errors::server_page(e),
-        }
-        if self.wrong {
-            self.error = Some(match self.email_to {
-                Some(_) => crate::i18n::t().mfa_wrong_mailed,
-                None => crate::i18n::t().mfa_wrong_app,
-            });
-        }
-        pages::render(status, &self)
-    }
 }
 
 /// Why no code went out, in words; `None` when one did.
@@ -110,8 +68,87 @@ pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
     }
 }
 
+/// The second-factor page for a parked step.
+fn mfa_page(page: &Page, status: StatusCode) -> HttpResponse {
+    let t = crate::i18n::t();
+    let email_to = match &page.factor {
+        Factor::Mail(to) => Some(to.clone().unwrap_or_else(|| t.mfa_no_address.into())),
+        Factor::App => None,
+    };
+    let error = page.wrong.then_some(match email_to {
+        Some(_) => t.mfa_wrong_mailed,
+        None => t.mfa_wrong_app,
+    });
+    let view = MfaPage {
+        request_id: &page.request_id,
+        csrf: &page.csrf,
+        error,
+        email_to,
+        notice: page.resent.then_some(t.mfa_resent),
+        mail_error: page.unsent.and_then(mail_problem),
+        remember: page.remember,
+    };
+    pages::render(status, &view)
+}
+
+/// What the browser brings to the journey: its address, user agent and cookies.
+pub(crate) fn browser(req: &HttpRequest, state: &AppState) -> Browser {
+    Browser {
+        ip: ip_text(req, state),
+        user_agent: user_agent(req),
+        binding: params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v)),
+        device: params::cookie(req, cookies::device_name(state)),
+        session: params::cookie(req, cookies::session_name(state)).map(|v| TokenHash::of(&v)),
+    }
+}
+
+/// A step of the journey that did not go on, as a page.
+pub(crate) fn refused(refusal: Refused) -> HttpResponse {
+    match refusal {
+        Refused::Resume(e) => resume_error(e),
+        Refused::Limited(wait) => guard::too_many_page(wait),
+        Refused::Locked => pages::error_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            crate::i18n::t().err_too_many_title,
+            crate::i18n::t().mfa_locked,
+            crate::i18n::t().mfa_locked_hint,
+        ),
+        Refused::Server(e) => errors::server_page(e),
+    }
+}
+
+/// The next step of a sign-in, rendered.
+pub(crate) async fn next(state: &AppState, next: Next) -> HttpResponse {
+    match next {
+        Next::SecondFactor(page) => mfa_page(&page, StatusCode::OK),
+        Next::WrongCode(page) => mfa_page(&page, StatusCode::UNAUTHORIZED),
+        Next::Done(done) => signed_in(state, *done).await,
+    }
+}
+
+/// A completed sign-in: where it leads, with the session and device cookies.
+pub(crate) async fn signed_in(state: &AppState, done: Done) -> HttpResponse {
+    let mut resp = match &done.then {
+        Then::Respond(r) if !r.form_post => HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, r.url()))
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .finish(),
+        Then::Respond(r) => respond(r),
+        Then::Consent {
+            request,
+            user_id,
+            parked,
+        } => show_consent(state, request, *user_id, parked).await,
+        Then::Denied { client_id, response } => denied(state, client_id, response).await,
+        Then::Device(code) => crate::http::protocol::device::after_login(code),
+        Then::Portal(path) => errors::redirect(path),
+    };
+    let _ = resp.add_cookie(&cookies::session(state, done.session_cookie.expose().to_string()));
+    let _ = resp.add_cookie(&cookies::device(state, done.device_cookie));
+    resp
+}
+
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -119,263 +156,29 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page(crate::i18n::t().err_signin_form);
     };
-    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
+    let password = PasswordForm {
+        request_id: params::field(&form, "request_id"),
+        csrf: params::field(&form, "csrf"),
+        username: params::field(&form, "username"),
+        password: params::field(&form, "password"),
     };
-    let username = params::field(&form, "username");
-    // Per-account limits come before any password is hashed.
-    if let Some(limited) = guard::limit_account(&state, username) {
-        return limited;
-    }
-    let (result, outcome) = authenticate(
-        &state.db,
-        &state.hasher,
-        username,
-        params::field(&form, "password"),
-        state.settings.lockout,
-        cx.now,
-    )
-    .await;
-    // A correct password counts as a sign-in only once any second factor is passed.
-    let (counter, event) = match outcome {
-        Outcome::Ok => (None, "login.password_ok"),
-        Outcome::Failed | Outcome::Unknown => (Some(&state.metrics.logins_failed), "login.failed"),
-        Outcome::Locked => (Some(&state.metrics.logins_locked), "login.locked"),
-    };
-    if let Some(c) = counter {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-    let ip = ip_text(&req, &state);
-    let attempted = match outcome {
-        Outcome::Unknown => state.log_key.pseudonym(username.trim()),
-        _ => username.trim().chars().take(64).collect(),
-    };
-    let user = match result {
-        Ok(user) => user,
-        Err(LoginError::InvalidCredentials) => {
-            Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
-            let step = match pages::LoginStep::first(&state.settings) {
-                pages::LoginStep::Both => pages::LoginStep::Both,
-                _ => match crate::auth::passkeys::named(&state, username).await {
-                    Ok(named) => pages::LoginStep::named(named),
-                    Err(e) => return errors::server_page(e),
-                },
-            };
-            let page = pages::LoginPage {
-                about: crate::http::protocol::registered_logo::about(&state, &pending).await,
-                client_name: &purpose(&state, &pending).await,
-                request_id,
-                csrf,
-                username,
-                error: Some(crate::i18n::t().signin_invalid),
-                mail: state.settings.smtp.is_some(),
-                signup: crate::lifecycle::signup::open(&state.settings),
-                providers: crate::http::signin::federation::buttons(&state).await,
-                cancel: None,
-                step,
-            };
-            return pages::render(StatusCode::UNAUTHORIZED, &page);
+    match crate::signin::first::password(&state, &state.ctx(), &password, &browser(&req, &state)).await {
+        Ok(step) => next(&state, step).await,
+        Err(NotSignedIn::Invalid { pending, named }) => {
+            let pending = *pending;
+            let step = named.map_or(pages::LoginStep::Both, pages::LoginStep::named);
+            let error = Some(crate::i18n::t().signin_invalid);
+            let mut resp = login_form(&state, &form, &pending, password.username, step, error).await;
+            *resp.status_mut() = StatusCode::UNAUTHORIZED;
+            resp
         }
-        Err(LoginError::Server(e)) => return errors::server_page(e),
-    };
-    // An open sign-up signs in only once its address is confirmed (a new link is mailed).
-    if let Some(held) = crate::http::signin::signup::unverified(&req, &state, &user, request_id).await {
-        return held;
-    }
-    let Some(browser) = browser else {
-        return resume_error(ResumeError::Forged);
-    };
-    let (pending, amr) = match second_step(&req, &state, request_id, pending, &browser, &user, First::Password).await {
-        Ok(next) => next,
-        Err(resp) => return resp,
-    };
-    let who = SignIn {
-        user_id: user.id,
-        amr: amr.into(),
-        user_agent: user_agent(&req),
-        ip: Some(ip),
-        federated: None,
-    };
-    let resumed = Resumed {
-        request_id,
-        pending,
-        browser: &browser,
-    };
-    complete_sign_in(&req, &state, &cx, resumed, &who, &user.username).await
-}
-
-/// The factor a sign-in began with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum First {
-    Password,
-    /// A link or code sent by mail (`lifecycle::signin`).
-    Mail,
-    /// An upstream provider's sign-in (`federation`); its `amr` is the upstream's.
-    Upstream,
-}
-
-impl First {
-    fn amr(self) -> &'static str {
-        match self {
-            First::Password => AMR_PASSWORD,
-            First::Mail => signin::AMR_EMAIL,
-            First::Upstream => "fed",
-        }
+        Err(NotSignedIn::Unverified { sent }) => crate::http::signin::signup::unverified_page(sent),
+        Err(NotSignedIn::Refused(e)) => refused(e),
     }
 }
 
-/// After a first factor: the second-factor page when the account has one and this
-/// browser is not trusted to skip it (`Err`, the response to send); else the parked
-/// step back with the `amr` to complete the sign-in with. A sign-in by mail skips
-/// codes by mail: a second code to the same mailbox would prove nothing more.
-pub async fn second_step(
-    req: &HttpRequest,
-    state: &AppState,
-    request_id: &str,
-    pending: Pending,
-    browser: &TokenHash,
-    user: &User,
-    first: First,
-) -> Result<(Pending, &'static str), HttpResponse> {
-    second_step_after(req, state, request_id, pending, browser, user, first, None).await
-}
-
-/// `second_step`, remembering the upstream account a federated first factor came
-/// from for the step after the code (the session records it).
-#[allow(clippy::too_many_arguments)]
-pub async fn second_step_after(
-    req: &HttpRequest,
-    state: &AppState,
-    request_id: &str,
-    pending: Pending,
-    browser: &TokenHash,
-    user: &User,
-    first: First,
-    fed: Option<Federated>,
-) -> Result<(Pending, &'static str), HttpResponse> {
-    let cx = state.ctx();
-    let ip = ip_text(req, state);
-    let kind = match mfa::kind(state, user.id).await {
-        Ok(Some(Kind::Email)) if first == First::Mail => None,
-        Ok(kind) => kind,
-        Err(e) => return Err(errors::server_page(e)),
-    };
-    let Some(kind) = kind else {
-        return Ok((pending, first.amr()));
-    };
-    let device = params::cookie(req, cookies::device_name(state));
-    match devices::is_trusted(state, user.id, device.as_deref()).await {
-        Ok(true) => {
-            Event::new("login.trusted_device")
-                .actor(&user.username)
-                .ip(Some(ip))
-                .log(state)
-                .await;
-            return Ok((pending, first.amr()));
-        }
-        Ok(false) => {}
-        Err(e) => return Err(errors::server_page(e)),
-    }
-    let event = match first {
-        First::Mail => "login.email_ok",
-        First::Upstream => "login.upstream_ok",
-        First::Password => "login.password_ok",
-    };
-    Event::new(event)
-        .actor(&user.username)
-        .ip(Some(ip.clone()))
-        .log(state)
-        .await;
-    let by_mail = first == First::Mail;
-    let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser, by_mail, fed).await {
-        Ok(parked) => parked,
-        Err(e) => return Err(resume_error(e)),
-    };
-    let mut page = MfaPage::new(parked.request_id.expose(), parked.csrf.expose());
-    if kind == Kind::Email {
-        // A code mailed under a minute ago (a second try at the password) still works.
-        match email_mfa::send_code(state, user.id, &ip).await {
-            Ok(Sent::TooSoon(_)) => {}
-            Ok(sent) => page.mail_error = mail_problem(sent),
-            Err(e) => return Err(errors::server_page(e)),
-        }
-    }
-    Err(page.show(state, StatusCode::OK, user.id).await)
-}
-
-/// The parked request a sign-in resumes: its id, what it was for, and the browser
-/// binding it was parked with.
-pub struct Resumed<'a> {
-    pub request_id: &'a str,
-    pub pending: Pending,
-    pub browser: &'a TokenHash,
-}
-
-/// Counts and audits a completed sign-in, then continues with what it was for.
-pub async fn complete_sign_in(
-    req: &HttpRequest,
-    state: &AppState,
-    cx: &Ctx<'_>,
-    resumed: Resumed<'_>,
-    who: &SignIn,
-    username: &str,
-) -> HttpResponse {
-    finish_sign_in(req, state, cx, resumed, who, username, false).await
-}
-
-/// `complete_sign_in`, trusting this browser when `remember` (ticked on the
-/// second-factor page, which was passed): the browser is recorded once the session is
-/// open, and its device cookie set or renewed.
-async fn finish_sign_in(
-    req: &HttpRequest,
-    state: &AppState,
-    cx: &Ctx<'_>,
-    resumed: Resumed<'_>,
-    who: &SignIn,
-    username: &str,
-    remember: bool,
-) -> HttpResponse {
-    state.metrics.logins_ok.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.ok")
-        .actor(username)
-        .ip(who.ip.clone())
-        .detail(match &who.federated {
-            Some(f) => serde_json::json!({"amr": who.amr, "provider": f.provider, "upstream_sub": f.subject}),
-            None => serde_json::json!({"amr": who.amr}),
-        })
-        .log(state)
-        .await;
-    let mut resp = match complete(req, state, cx, resumed, who).await {
-        Ok(resp) => resp,
-        Err(refused) => return refused,
-    };
-    let cookie = params::cookie(req, cookies::device_name(state))
-        .filter(|v| devices::cookie_digest(Some(v)).is_some())
-        .unwrap_or_else(|| Secret::generate().expose().to_string());
-    let seen = devices::SignedIn {
-        user_id: who.user_id,
-        cookie: &cookie,
-        user_agent: who.user_agent.as_deref(),
-        ip: who.ip.as_deref().unwrap_or_default(),
-        at: &crate::i18n::t().datetime(cx.now),
-        trust: remember,
-    };
-    // The session is open: a failure to record the browser is logged, never undoes it.
-    if let Err(e) = devices::signed_in(state, &seen).await {
-        tracing::warn!(error = %e, user_id = who.user_id, "the sign-in's browser was not recorded");
-    }
-    let _ = resp.add_cookie(&cookies::device(state, cookie));
-    resp
-}
-
-/// The second factor (RFC 6238, or a code sent by mail): a wrong code counts toward
-/// the account's lockout like a wrong password, and a locked account must start over.
+/// The second factor (RFC 6238, or a code sent by mail).
 pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -383,101 +186,15 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page(crate::i18n::t().err_verification_form);
     };
-    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let Step {
-        user_id,
-        then,
-        browser,
-        by_mail,
-        fed,
-    } = match resume_mfa(&req, &state, request_id, csrf).await {
-        Ok(r) => r,
-        Err(resp) => return resp,
+    let code = CodeForm {
+        request_id: params::field(&form, "request_id"),
+        csrf: params::field(&form, "csrf"),
+        code: params::field(&form, "code"),
+        remember: params::field(&form, "remember") == "on",
     };
-    if let Some(limited) = guard::limit_second_factor(&state, user_id) {
-        return limited;
-    }
-    let remember = params::field(&form, "remember") == "on";
-    let ip = ip_text(&req, &state);
-    let user = match mfa::second_factor(&state, user_id, params::field(&form, "code"), &ip).await {
-        Ok(SecondFactor::Passed { user, .. }) => user,
-        Ok(SecondFactor::Wrong { .. }) => {
-            state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-            let mut page = MfaPage::new(request_id, csrf);
-            (page.wrong, page.remember) = (true, remember);
-            return page.show(&state, StatusCode::UNAUTHORIZED, user_id).await;
-        }
-        Ok(SecondFactor::Locked { user, by_this_code }) => {
-            if by_this_code {
-                state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-            }
-            return locked_out(&state, request_id, &user.username, ip).await;
-        }
-        Ok(SecondFactor::Gone) => return resume_error(ResumeError::Expired),
-        Err(MfaError::Server(e)) => return errors::server_page(e),
-        Err(e) => {
-            tracing::error!(error = %e, user_id, "second factor could not be checked");
-            return errors::server_page(crate::error::Internal::Failed);
-        }
-    };
-    // The parked step says what the first factor was. After a password, the mailed
-    // code is a one-time password too (RFC 8176 `otp`; no value names mail), a second
-    // factor beside it; after a link by mail, only an authenticator app is asked.
-    let amr = match &fed {
-        // The upstream's methods, then the local code (RFC 8176 `otp`, `mfa`).
-        Some(f) => crate::federation::with_local_code(&f.amr).into(),
-        None if by_mail => signin::AMR_EMAIL_TOTP.into(),
-        None => AMR_PASSWORD_OTP.into(),
-    };
-    let who = SignIn {
-        user_id,
-        amr,
-        user_agent: user_agent(&req),
-        ip: Some(ip),
-        federated: fed,
-    };
-    let resumed = Resumed {
-        request_id,
-        pending: then,
-        browser: &browser,
-    };
-    finish_sign_in(&req, &state, &cx, resumed, &who, &user.username, remember).await
-}
-
-/// A resumed second-factor step.
-struct Step {
-    user_id: i64,
-    /// The step after it.
-    then: Pending,
-    /// The browser binding.
-    browser: TokenHash,
-    /// The first factor was a link or code by mail.
-    by_mail: bool,
-    /// The first factor was an upstream provider's sign-in.
-    fed: Option<Federated>,
-}
-
-/// The second-factor step a form names, for this browser.
-async fn resume_mfa(req: &HttpRequest, state: &AppState, request_id: &str, csrf: &str) -> Result<Step, HttpResponse> {
-    let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
-    match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Mfa {
-            user_id,
-            then,
-            by_mail,
-            fed,
-        }) => match browser {
-            Some(browser) => Ok(Step {
-                user_id,
-                then: *then,
-                browser,
-                by_mail,
-                fed,
-            }),
-            None => Err(resume_error(ResumeError::Forged)),
-        },
-        Ok(_) => Err(resume_error(ResumeError::Expired)),
-        Err(e) => Err(resume_error(e)),
+    match crate::signin::second::check_code(&state, &state.ctx(), &code, &browser(&req, &state)).await {
+        Ok(step) => next(&state, step).await,
+        Err(e) => refused(e),
     }
 }
 
@@ -495,7 +212,7 @@ async fn reposted(
     let form = read_form(req, body).ok_or_else(|| bad_request_page(crate::i18n::t().err_signin_form))?;
     let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    match interaction::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
+    match crate::signin::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
         Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => Ok((form, p)),
         Ok(_) => Err(resume_error(ResumeError::Expired)),
         Err(e) => Err(resume_error(e)),
@@ -509,6 +226,7 @@ async fn login_form(
     pending: &Pending,
     username: &str,
     step: pages::LoginStep,
+    error: Option<&str>,
 ) -> HttpResponse {
     let page = pages::LoginPage {
         about: crate::http::protocol::registered_logo::about(state, pending).await,
@@ -516,7 +234,7 @@ async fn login_form(
         request_id: params::field(form, "request_id"),
         csrf: params::field(form, "csrf"),
         username,
-        error: None,
+        error,
         mail: state.settings.smtp.is_some(),
         signup: crate::lifecycle::signup::open(&state.settings),
         providers: crate::http::signin::federation::buttons(state).await,
@@ -538,7 +256,15 @@ pub async fn language(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         return bad_request_page(crate::i18n::t().err_language);
     };
     crate::i18n::prefer(Some(picked), crate::i18n::Source::Picked);
-    let mut resp = login_form(&state, &form, &pending, "", pages::LoginStep::first(&state.settings)).await;
+    let mut resp = login_form(
+        &state,
+        &form,
+        &pending,
+        "",
+        pages::LoginStep::first(&state.settings),
+        None,
+    )
+    .await;
     let _ = resp.add_cookie(&crate::http::lang::cookie(&state, picked));
     resp
 }
@@ -560,11 +286,10 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
             Err(e) => return errors::server_page(e),
         }
     };
-    login_form(&state, &form, &pending, username, step).await
+    login_form(&state, &form, &pending, username, step, None).await
 }
 
-/// "Send a new code" on the second-factor page: at most one code a minute (and the
-/// mail limits of `lifecycle::queue`); a refusal says how long to wait.
+/// "Send a new code" on the second-factor page: a refusal says how long to wait.
 pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
@@ -574,135 +299,41 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return bad_request_page(crate::i18n::t().err_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let user_id = match resume_mfa(&req, &state, request_id, csrf).await {
-        Ok(step) => step.user_id,
-        Err(resp) => return resp,
-    };
-    let mut page = MfaPage::new(request_id, csrf);
-    let status = match email_mfa::send_code(&state, user_id, &ip_text(&req, &state)).await {
-        Ok(Sent::Yes) => {
-            page.notice = Some(crate::i18n::t().mfa_resent);
-            StatusCode::OK
+    match crate::signin::second::resend(&state, &state.ctx(), request_id, csrf, &browser(&req, &state)).await {
+        Ok(page) => {
+            let status = match page.unsent {
+                None => StatusCode::OK,
+                Some(Sent::Unverified) => StatusCode::CONFLICT,
+                Some(_) => StatusCode::TOO_MANY_REQUESTS,
+            };
+            mfa_page(&page, status)
         }
-        Ok(sent) => {
-            page.mail_error = mail_problem(sent);
-            match sent {
-                Sent::Unverified => StatusCode::CONFLICT,
-                _ => StatusCode::TOO_MANY_REQUESTS,
-            }
-        }
-        Err(e) => return errors::server_page(e),
-    };
-    page.show(&state, status, user_id).await
+        Err(e) => refused(e),
+    }
 }
 
-async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {
-    let cx = state.ctx();
-    state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
-    let _ = interaction::consume(&cx, request_id).await;
-    pages::error_page(
-        StatusCode::TOO_MANY_REQUESTS,
-        crate::i18n::t().err_too_many_title,
-        crate::i18n::t().mfa_locked,
-        crate::i18n::t().mfa_locked_hint,
-    )
-}
-
-/// Opens the session and continues with what the sign-in was for; `Err` when the
-/// parked request could not be finished (no session was opened).
-async fn complete(
-    req: &HttpRequest,
-    state: &AppState,
-    cx: &Ctx<'_>,
-    resumed: Resumed<'_>,
-    who: &SignIn,
-) -> Result<HttpResponse, HttpResponse> {
-    let Resumed {
-        request_id,
-        pending,
-        browser,
-    } = resumed;
-    let previous = params::cookie(req, cookies::session_name(state)).map(|v| TokenHash::of(&v));
-    let request = match pending {
-        Pending::Login(r) => r,
-        Pending::DeviceLogin(code) => {
-            let (cookie, _) = interaction::finish_session_only(cx, request_id, who, previous)
-                .await
-                .map_err(resume_error)?;
-            return Ok(with_session(
-                state,
-                crate::http::protocol::device::after_login(&code),
-                cookie.expose(),
-            ));
-        }
-        Pending::Portal(path) => {
-            let (cookie, _) = interaction::finish_session_only(cx, request_id, who, previous)
-                .await
-                .map_err(resume_error)?;
-            return Ok(with_session(state, errors::redirect(&path), cookie.expose()));
-        }
-        _ => return Err(resume_error(ResumeError::Expired)),
-    };
-    let done = interaction::finish(cx, request_id, &request, who, previous, browser)
-        .await
-        .map_err(resume_error)?;
-    let resp = match &done.next {
-        AfterLogin::Respond(r) if !r.form_post => HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, r.url()))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .finish(),
-        AfterLogin::Respond(r) => respond(r),
-        AfterLogin::Consent(parked) => show_consent(state, &request, who.user_id, parked).await,
-        AfterLogin::Denied(r) => denied(state, &request.client_id, r).await,
-    };
-    Ok(with_session(state, resp, done.session_cookie.expose()))
-}
-
-fn with_session(state: &AppState, mut resp: HttpResponse, cookie: &str) -> HttpResponse {
-    let _ = resp.add_cookie(&cookies::session(state, cookie.to_string()));
-    resp
-}
-
+/// The consent form's answer.
 pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state) {
         return refused;
     }
     let Some(form) = read_form(&req, &body) else {
         return bad_request_page(crate::i18n::t().err_consent_form);
     };
-    let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let request = match interaction::resume(&cx, request_id, csrf, browser.as_ref()).await {
-        Ok(Pending::Consent(r)) => r,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
-    };
     let approve = match params::field(&form, "decision") {
         "allow" => true,
         "deny" => false,
         _ => return bad_request_page(crate::i18n::t().err_consent_choice),
     };
-    let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return resume_error(ResumeError::Expired),
-        Err(e) => return errors::server_page(e),
+    let decision = Decision {
+        request_id: params::field(&form, "request_id"),
+        csrf: params::field(&form, "csrf"),
+        approve,
     };
-    match interaction::decide_consent(&cx, request_id, &request, &session, approve).await {
-        Ok(r) => {
-            // The consent is stored: whatever happens now, the user goes on.
-            let name = crate::account::actor_name(&state, session.user_id).await;
-            Event::new(if approve { "consent.granted" } else { "consent.denied" })
-                .actor(name)
-                .target(format!("client:{}", request.client_id))
-                .ip(Some(ip_text(&req, &state)))
-                .detail(serde_json::json!({"scope": request.scope}))
-                .log(&state)
-                .await;
-            respond(&r)
-        }
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let cx = state.ctx();
+    match crate::signin::consent::decide(&state, &cx, &decision, &browser(&req, &state), cookie.as_deref()).await {
+        Ok(r) => respond(&r),
         Err(e) => resume_error(e),
     }
 }

@@ -8,16 +8,15 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::auth::passkeys::{self, Assertion, Made, PasskeyError};
 use crate::crypto::TokenHash;
 use crate::domain::Problems;
-use crate::http::guard::{ip_text, user_agent};
-use crate::http::signin::login::{complete_sign_in, resume_error, Resumed};
+use crate::http::signin::login::resume_error;
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{cookies, errors, guard, pages, params};
-use crate::oidc::interaction::{self, Pending, SignIn, AMR_PASSKEY};
+use crate::signin::passkey::Refusal;
+use crate::signin::Pending;
 use crate::state::AppState;
 
 pub async fn script() -> HttpResponse {
@@ -190,7 +189,7 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
     };
     let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    match interaction::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
+    match crate::signin::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
         Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
         _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
     }
@@ -207,7 +206,6 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
 /// The passkey form's target: a verified assertion signs the user in (a passkey with
 /// user verification is two factors), then continues like a password sign-in.
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let cx = state.ctx();
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
         return refused;
@@ -216,70 +214,30 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return crate::http::protocol::authorize::bad_request_page(crate::i18n::t().passkey_bad_form);
     };
     let get = |n: &str| params::field(&form, n);
-    let request_id = get("request_id");
-    let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let pending = match interaction::resume(&cx, request_id, get("csrf"), browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(interaction::ResumeError::Expired),
-        Err(e) => return resume_error(e),
-    };
-    let Some(browser) = browser else {
-        return resume_error(interaction::ResumeError::Forged);
-    };
     let assertion = Assertion {
         credential_id: get("credential_id"),
         client_data: get("client_data"),
         authenticator_data: get("authenticator_data"),
         signature: get("signature"),
     };
-    let ip = ip_text(&req, &state);
-    let user_id = match passkeys::authenticate(&state, request_id, &assertion).await {
-        Ok(uid) => uid,
-        Err(PasskeyError::Refused(why)) => {
-            Event::new("login.failed")
-                .ip(Some(ip))
-                .detail(json!({"method": "passkey", "reason": why}))
-                .log(&state)
-                .await;
-            return pages::error_page(
-                StatusCode::UNAUTHORIZED,
-                crate::i18n::t().passkey_refused_title,
-                &crate::i18n::t().fill(crate::i18n::t().passkey_refused, "why", why),
-                crate::i18n::t().passkey_failed_hint,
-            );
-        }
-        Err(PasskeyError::Server(e)) => return errors::server_page(e),
-    };
-    let user = match crate::account::signed_in_user(&state, user_id).await {
-        Ok(Some(u)) if !u.disabled => u,
-        Ok(_) => {
-            return pages::error_page(
-                StatusCode::UNAUTHORIZED,
-                crate::i18n::t().passkey_refused_title,
-                crate::i18n::t().passkey_cannot,
-                crate::i18n::t().common_ask_admin,
-            )
-        }
-        Err(e) => return errors::server_page(e),
-    };
-    let who = SignIn {
-        user_id,
-        amr: AMR_PASSKEY.into(),
-        user_agent: user_agent(&req),
-        ip: Some(ip.clone()),
-        federated: None,
-    };
-    complete_sign_in(
-        &req,
-        &state,
-        &cx,
-        Resumed {
-            request_id,
-            pending,
-            browser: &browser,
-        },
-        &who,
-        &user.username,
-    )
-    .await
+    let browser = crate::http::signin::login::browser(&req, &state);
+    let names = (get("request_id"), get("csrf"));
+    let t = crate::i18n::t();
+    match crate::signin::passkey::sign_in(&state, &state.ctx(), names, &assertion, &browser).await {
+        Ok(done) => crate::http::signin::login::signed_in(&state, done).await,
+        Err(Refusal::Resume(e)) => resume_error(e),
+        Err(Refusal::Assertion(why)) => pages::error_page(
+            StatusCode::UNAUTHORIZED,
+            t.passkey_refused_title,
+            &t.fill(t.passkey_refused, "why", why),
+            t.passkey_failed_hint,
+        ),
+        Err(Refusal::Account) => pages::error_page(
+            StatusCode::UNAUTHORIZED,
+            t.passkey_refused_title,
+            t.passkey_cannot,
+            t.common_ask_admin,
+        ),
+        Err(Refusal::Server(e)) => errors::server_page(e),
+    }
 }

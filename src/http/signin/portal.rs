@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 use crate::db::{sessions::Session, users::User};
 use crate::http::protocol::authorize::login_page;
 use crate::http::{cookies, errors, pages, params};
-use crate::oidc::interaction::{self, Pending};
+use crate::signin::Pending;
 use crate::state::AppState;
 
 /// The signed-in person looking at a page.
@@ -41,7 +41,7 @@ pub fn csrf_header_ok(req: &HttpRequest, viewer: &Viewer) -> bool {
 pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer>, HttpResponse> {
     let cx = state.ctx();
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match interaction::current_session(&cx, cookie.as_deref()).await {
+    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(None),
         Err(e) => return Err(errors::server_page(e)),

@@ -11,17 +11,16 @@ use askama::Template;
 use crate::auth::limits::Bucket;
 use crate::auth::passkeys::PasskeyError;
 use crate::crypto::TokenHash;
-use crate::db::users::User;
 use crate::domain::Problems;
 use crate::http::protocol::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
 use crate::http::signin::login::{purpose, resume_error};
 use crate::http::{cookies, errors, guard, pages, params, signin::passkeys, signin::portal};
 use crate::i18n::t;
 use crate::lifecycle::signup::{self, Form, Outcome};
-use crate::lifecycle::verify::{self, Confirmed, Held};
+use crate::lifecycle::verify::{self, Confirmed};
 use crate::oidc::authorize::AuthRequest;
-use crate::oidc::interaction::{self, Pending, ResumeError};
 use crate::oidc::Ctx;
+use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -115,7 +114,7 @@ async fn parked_sign_in(
     request_id: &str,
     csrf: &str,
 ) -> Result<Pending, ResumeError> {
-    match interaction::resume(&state.ctx(), request_id, csrf, browser(req, state).as_ref()).await? {
+    match crate::signin::resume(&state.ctx(), request_id, csrf, browser(req, state).as_ref()).await? {
         p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => Ok(p),
         _ => Err(ResumeError::Expired),
     }
@@ -163,7 +162,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
 /// form, so that the new account's first sign-in answers the client.
 pub async fn create(req: &HttpRequest, state: &AppState, cx: &Ctx<'_>, request: &AuthRequest) -> HttpResponse {
     let (value, new_cookie) = browser_cookie(req, state);
-    let parked = match interaction::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
+    let parked = match crate::signin::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
         Ok(p) => p,
         Err(e) => return errors::server_page(e),
     };
@@ -433,7 +432,7 @@ async fn confirmed(
         return pages::render(StatusCode::OK, &page);
     };
     let (value, new_cookie) = browser_cookie(req, state);
-    match interaction::park(&state.ctx(), pending.as_ref(), &TokenHash::of(&value)).await {
+    match crate::signin::park(&state.ctx(), pending.as_ref(), &TokenHash::of(&value)).await {
         Ok(parked) => {
             page.request_id = parked.request_id.expose();
             page.csrf = parked.csrf.expose();
@@ -479,21 +478,18 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
     pages::render(StatusCode::OK, &page)
 }
 
-/// After a correct password: an open sign-up whose address is not confirmed yet does
-/// not sign in; a new link is mailed (within the hourly limit) and a page says so.
-/// `None`: the sign-in goes on.
-pub async fn unverified(req: &HttpRequest, state: &AppState, user: &User, request_id: &str) -> Option<HttpResponse> {
-    let ip = guard::ip_text(req, state);
-    let hint = match verify::hold_unverified(state, user, request_id, &ip).await {
-        Ok(None) => return None,
-        Ok(Some(Held::Sent)) => t().acct_unverified_sent,
-        Ok(Some(Held::NotSent)) => t().acct_unverified_not_sent,
-        Err(e) => return Some(errors::server_page(e)),
+/// An open sign-up's correct password before its address is confirmed: the page says
+/// a new link went out (`sent`), or that the last one still works.
+pub fn unverified_page(sent: bool) -> HttpResponse {
+    let hint = if sent {
+        t().acct_unverified_sent
+    } else {
+        t().acct_unverified_not_sent
     };
-    Some(pages::error_page(
+    pages::error_page(
         StatusCode::FORBIDDEN,
         t().acct_unverified_title,
         t().acct_unverified,
         hint,
-    ))
+    )
 }

@@ -3,12 +3,12 @@
 //! the record back once, for the browser that began, and asks the upstream who signed
 //! in. What the sign-in then does is the same as for a local sign-in.
 
-use super::{github, upstream, Kind, Profile, UpstreamError};
 use crate::crypto::random::sha256_b64;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::providers::Provider;
 use crate::error::Internal;
-use crate::oidc::interaction::{self, Parked, Pending, ResumeError};
+use crate::federation::{github, upstream, Kind, Profile, UpstreamError};
+use crate::signin::{Parked, Pending, ResumeError};
 use crate::state::AppState;
 
 /// Why the upstream could not be asked.
@@ -43,7 +43,7 @@ pub async fn begin(
     let cx = state.ctx();
     let (name, nonce, verifier) = (Secret::generate(), Secret::generate(), Secret::generate());
     let challenge = sha256_b64(verifier.expose().as_bytes());
-    let redirect = super::callback_url(state, &p.id);
+    let redirect = crate::federation::callback_url(state, &p.id);
     // The URL first: an upstream that cannot be reached leaves the parked sign-in as
     // it was, so the login page can offer the other ways in.
     let passed = passed_on(&then);
@@ -70,7 +70,7 @@ pub async fn begin(
         link_user,
         then: Box::new(then),
     };
-    interaction::park_named(&cx, consume, &pending, browser, name).await?;
+    crate::signin::park_named(&cx, consume, &pending, browser, name).await?;
     Ok(url)
 }
 
@@ -135,15 +135,17 @@ pub async fn callback(
         verifier,
         link_user,
         then,
-    } = interaction::resume_named(&cx, &answer.state, browser).await?
+    } = crate::signin::resume_named(&cx, &answer.state, browser).await?
     else {
         return Err(ResumeError::Expired);
     };
     let (Some(browser), true) = (browser, provider == provider_id) else {
         return Err(ResumeError::Forged);
     };
-    let p = super::find(state, &provider).await?.ok_or(ResumeError::Expired)?;
-    let parked = interaction::park_next(&cx, &answer.state, &then, browser).await?;
+    let p = crate::federation::find(state, &provider)
+        .await?
+        .ok_or(ResumeError::Expired)?;
+    let parked = crate::signin::park_next(&cx, &answer.state, &then, browser).await?;
     let profile = redeem(state, &p, answer, &verifier, (&nonce, max_age_of(&then))).await;
     Ok(Returned {
         provider: p,
@@ -194,9 +196,9 @@ async fn redeem(
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or_else(|| UpstreamError::Refused(format!("{} sent no authorization code", p.name)))?;
-    let secret = super::secret(state, p)
+    let secret = crate::federation::secret(state, p)
         .map_err(|_| UpstreamError::Unavailable("the provider's secret cannot be read".into()))?;
-    let redirect = super::callback_url(state, &p.id);
+    let redirect = crate::federation::callback_url(state, &p.id);
     match Kind::of(p) {
         Kind::Oidc => {
             let r = upstream::Redeem {
@@ -211,5 +213,133 @@ async fn redeem(
             upstream::finish(&state.upstreams, p, &r).await
         }
         Kind::GitHub => github::finish(&state.upstreams, p, &secret, code, verifier, &redirect).await,
+    }
+}
+
+/// Why an upstream's answer did not sign in; the login form says so, for the
+/// parked sign-in (re-parked under new names).
+#[derive(Debug)]
+pub enum Why {
+    /// The upstream could not be reached (502).
+    Unreachable,
+    /// The upstream refused, in its words (403).
+    Refused(String),
+    /// The local account is disabled (403).
+    Disabled,
+    /// The provider asks for a local second factor the account does not have (403).
+    NeedsFactor,
+    /// No local account is, or may be, linked to the upstream one (403).
+    Unlinked,
+}
+
+/// Where an upstream's answer leads.
+pub enum Back {
+    /// The sign-in goes on: the second factor, or signed in.
+    Next(crate::signin::Next),
+    /// Not signed in: the login form again for `then`, parked under `parked`.
+    Again {
+        provider: Box<Provider>,
+        parked: Parked,
+        then: Box<Pending>,
+        why: Why,
+    },
+    /// Linking an upstream account to the signed-in account `user_id` (the account
+    /// page): the parked record is the caller's to use up.
+    Link {
+        provider: Box<Provider>,
+        profile: Box<Profile>,
+        user_id: i64,
+        parked: Parked,
+    },
+    /// Linking failed at the upstream (audited; the parked record is used up).
+    LinkFailed,
+}
+
+/// The upstream sends the browser back: the parked sign-in taken back once, the code
+/// redeemed, the local account found (or made, `federation::identity`), then the
+/// second factor or the end of the sign-in, as for any first factor.
+pub async fn returned(
+    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
+    provider_id: &str,
+    answer: &Answer,
+    browser: &crate::signin::Browser,
+) -> Result<Back, crate::signin::second::Refused> {
+    let Returned {
+        provider,
+        then,
+        link_user,
+        parked,
+        profile,
+    } = callback(state, provider_id, answer, browser.binding.as_ref()).await?;
+    let profile = match profile {
+        Ok(p) => p,
+        Err(e) => {
+            crate::audit::Event::new("federation.failed")
+                .actor(format!("provider:{}", provider.id))
+                .ip(Some(browser.ip.clone()))
+                .detail(serde_json::json!({"reason": e.to_string()}))
+                .log(state)
+                .await;
+            if link_user.is_some() {
+                let _ = crate::signin::consume(cx, parked.request_id.expose()).await;
+                return Ok(Back::LinkFailed);
+            }
+            return Ok(again(
+                &provider,
+                &parked,
+                &then,
+                match e {
+                    UpstreamError::Unavailable(_) => Why::Unreachable,
+                    UpstreamError::Refused(why) => Why::Refused(why),
+                },
+            ));
+        }
+    };
+    if let Some(user_id) = link_user {
+        return Ok(Back::Link {
+            provider: Box::new(provider),
+            profile: Box::new(profile),
+            user_id,
+            parked,
+        });
+    }
+    use crate::federation::identity::{self, Resolved};
+    let user = match identity::resolve(state, &provider, &profile, None).await? {
+        Resolved::User(u) => u,
+        Resolved::Disabled => return Ok(again(&provider, &parked, &then, Why::Disabled)),
+        Resolved::NeedsFactor => return Ok(again(&provider, &parked, &then, Why::NeedsFactor)),
+        _ => return Ok(again(&provider, &parked, &then, Why::Unlinked)),
+    };
+    if provider.require_local_mfa
+        && crate::auth::mfa::kind(state, user.id)
+            .await
+            .map_err(crate::error::Internal::from)?
+            .is_none()
+    {
+        return Ok(again(&provider, &parked, &then, Why::NeedsFactor));
+    }
+    let federated = crate::signin::Federated {
+        provider: provider.id.clone(),
+        subject: profile.subject.clone(),
+        sid: profile.sid.clone(),
+        amr: crate::federation::session_amr(&profile.amr),
+    };
+    let request_id = parked.request_id.expose();
+    let first = crate::signin::First::Upstream;
+    let step = crate::signin::first::after_factor(state, cx, request_id, then, &user, first, Some(federated), browser);
+    Ok(Back::Next(step.await?))
+}
+
+/// The login form again for the re-parked sign-in, saying why.
+fn again(provider: &Provider, parked: &Parked, then: &Pending, why: Why) -> Back {
+    Back::Again {
+        provider: Box::new(provider.clone()),
+        parked: Parked {
+            request_id: parked.request_id.clone(),
+            csrf: parked.csrf.clone(),
+        },
+        then: Box::new(then.clone()),
+        why,
     }
 }

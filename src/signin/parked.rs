@@ -1,19 +1,16 @@
-//! The interactive steps of an authorization: the request parked server-side with a
-//! CSRF token bound to the browser, resumed after sign-in or consent, and turned into
-//! a session and a code.
-
-use std::borrow::Cow;
+//! The parked request: what a sign-in waits for, kept server-side under names sent
+//! to the browser (a request id and a CSRF token bound to the browser), resumed once
+//! by the next step.
 
 use crate::error::Internal;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use super::authorize::{code_record, consent_needed, denied_response, AuthRequest, AuthResponse};
-use super::{ErrorCode, OAuthError};
-use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
-use crate::db::{self, sessions::Session};
+use crate::db;
+use crate::oidc::authorize::AuthRequest;
 use crate::oidc::Ctx;
+use crate::signin::Federated;
 
 /// What a parked record waits for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,35 +70,6 @@ impl Pending {
     }
 }
 
-/// Who signed in, how (RFC 8176 `amr`), and from where (shown on the account page).
-#[derive(Debug, Clone)]
-pub struct SignIn {
-    pub user_id: i64,
-    pub amr: Cow<'static, str>,
-    pub user_agent: Option<String>,
-    pub ip: Option<String>,
-    /// The upstream account the sign-in came through, if any.
-    pub federated: Option<Federated>,
-}
-
-/// An upstream account behind a sign-in: its provider, subject and session id
-/// (`sid`), which the upstream's back-channel logout names.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Federated {
-    pub provider: String,
-    pub subject: String,
-    pub sid: Option<String>,
-    /// The upstream's `amr` values with `fed` (RFC 8176 §2).
-    pub amr: String,
-}
-
-/// `amr` for a password alone and for a password with a one-time code.
-pub const AMR_PASSWORD: &str = "pwd";
-pub const AMR_PASSWORD_OTP: &str = "pwd otp mfa";
-/// A passkey with user verification: a key the device holds plus the PIN or biometric
-/// that unlocked it (RFC 8176 `swk`, `user`; two factors).
-pub const AMR_PASSKEY: &str = "swk user mfa";
-
 /// What a form carries: names of a server-side record, not the request itself.
 pub struct Parked {
     pub request_id: Secret,
@@ -124,7 +92,7 @@ impl From<db::DbError> for ResumeError {
 }
 
 /// The row that parks `pending`, built outside the writer so it can join any transaction.
-struct ParkRow {
+pub(crate) struct ParkRow {
     id_hash: TokenHash,
     csrf_hash: TokenHash,
     browser: TokenHash,
@@ -133,7 +101,7 @@ struct ParkRow {
 }
 
 impl ParkRow {
-    fn new(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
+    pub(crate) fn new(cx: &Ctx<'_>, pending: &Pending, browser: &TokenHash) -> Result<(Self, Parked), Internal> {
         Self::named(cx, pending, browser, Secret::generate())
     }
 
@@ -152,7 +120,7 @@ impl ParkRow {
         Ok((row, parked))
     }
 
-    fn insert(&self, conn: &db::Tx<'_>, now: i64) -> Result<(), db::DbError> {
+    pub(crate) fn insert(&self, conn: &db::Tx<'_>, now: i64) -> Result<(), db::DbError> {
         db::sessions::create_login_request(
             conn,
             &db::sessions::NewLoginRequest {
@@ -294,178 +262,10 @@ pub async fn resume(
         .map_err(|_| ResumeError::Expired)
 }
 
-/// Where a completed sign-in leads.
-pub enum AfterLogin {
-    Respond(AuthResponse),
-    /// Consent is needed first; the consent page is parked under these names.
-    Consent(Parked),
-    /// Signed in, but not allowed to use this client.
-    Denied(AuthResponse),
-}
-
-/// The outcome of a successful sign-in.
-pub struct SignedIn {
-    pub session_cookie: Secret,
-    pub session: Session,
-    pub next: AfterLogin,
-}
-
-/// Consumes the parked request, opens a session (ending `previous`, if any) and
-/// either stores the code or parks the consent step, all in one transaction: a double
-/// submit yields one session and one code.
-pub async fn finish(
-    cx: &Ctx<'_>,
-    request_id: &str,
-    req: &AuthRequest,
-    who: &SignIn,
-    previous: Option<TokenHash>,
-    browser: &TokenHash,
-) -> Result<SignedIn, ResumeError> {
-    let now = cx.now;
-    let cookie = Secret::generate();
-    let session = new_session(cx, who);
-    let who = who.clone();
-    let code = Secret::generate();
-    let record = code_record(cx, req, &session, &code);
-    let (consent_row, consent_names) = ParkRow::new(cx, &Pending::Consent(req.clone()), browser)?;
-    let (id_hash, cookie_hash, s, r) = (TokenHash::of(request_id), cookie.hash(), session.clone(), req.clone());
-    let outcome = cx
-        .db
-        .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
-                return Ok(None);
-            }
-            if let Some(old) = previous {
-                db::sessions::end(c, &old, now)?;
-            }
-            store_session(c, &cookie_hash, &s, &who, now)?;
-            if !db::clients::group_allowed(c, &r.client_id, s.user_id)? {
-                return Ok(Some(Step::Denied));
-            }
-            if consent_needed(c, &r, s.user_id)? {
-                consent_row.insert(c, now)?;
-                return Ok(Some(Step::Consent));
-            }
-            record.insert(c, now)?;
-            Ok(Some(Step::Code))
-        })
-        .await?;
-    let next = match outcome {
-        None => return Err(ResumeError::Expired),
-        Some(Step::Code) => AfterLogin::Respond(AuthResponse::code(cx.issuer, req, &code)),
-        Some(Step::Consent) => AfterLogin::Consent(consent_names),
-        Some(Step::Denied) => AfterLogin::Denied(denied_response(cx, req)),
-    };
-    Ok(SignedIn {
-        session_cookie: cookie,
-        session,
-        next,
-    })
-}
-
-enum Step {
-    Code,
-    Consent,
-    Denied,
-}
-
 impl From<Internal> for ResumeError {
     fn from(e: Internal) -> Self {
         ResumeError::Server(e)
     }
-}
-
-pub fn new_session(cx: &Ctx<'_>, who: &SignIn) -> Session {
-    let now = cx.now;
-    Session {
-        sid: random_id(),
-        user_id: who.user_id,
-        auth_time: now,
-        expires_at: now + cx.settings.lifetimes.session,
-        amr: who.amr.to_string(),
-        reauth_at: None,
-    }
-}
-
-pub fn store_session(
-    conn: &db::Tx<'_>,
-    cookie_hash: &TokenHash,
-    s: &Session,
-    who: &SignIn,
-    now: i64,
-) -> Result<(), db::DbError> {
-    db::sessions::create(
-        conn,
-        &db::sessions::NewSession {
-            id_hash: cookie_hash,
-            sid: &s.sid,
-            user_id: s.user_id,
-            auth_time: s.auth_time,
-            now,
-            expires_at: s.expires_at,
-            amr: &s.amr,
-            user_agent: who.user_agent.as_deref(),
-            ip: who.ip.as_deref(),
-        },
-    )?;
-    if let Some(f) = &who.federated {
-        db::sessions::set_federated(conn, cookie_hash, &f.provider, &f.subject, f.sid.as_deref())?;
-    }
-    Ok(())
-}
-
-/// Consumes a parked login that is not an authorization (the device flow) and opens
-/// a session for the user.
-pub async fn finish_session_only(
-    cx: &Ctx<'_>,
-    request_id: &str,
-    who: &SignIn,
-    previous: Option<TokenHash>,
-) -> Result<(Secret, Session), ResumeError> {
-    let now = cx.now;
-    let cookie = Secret::generate();
-    let session = new_session(cx, who);
-    let who = who.clone();
-    let (id_hash, cookie_hash, s) = (TokenHash::of(request_id), cookie.hash(), session.clone());
-    let consumed = cx
-        .db
-        .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
-                return Ok(false);
-            }
-            if let Some(old) = previous {
-                db::sessions::end(c, &old, now)?;
-            }
-            store_session(c, &cookie_hash, &s, &who, now)?;
-            Ok(true)
-        })
-        .await?;
-    if !consumed {
-        return Err(ResumeError::Expired);
-    }
-    Ok((cookie, session))
-}
-
-/// Consumes a parked step without acting on it (a device decision, recorded apart).
-/// The person gives up on a parked authorization (after an upstream failed): the
-/// record is used up and the client is told, RFC 6749 §4.1.2.1 — `access_denied`, or
-/// `temporarily_unavailable` when the upstream could not be reached.
-pub async fn cancel(
-    cx: &Ctx<'_>,
-    request_id: &str,
-    req: &AuthRequest,
-    unavailable: bool,
-) -> Result<AuthResponse, ResumeError> {
-    consume(cx, request_id).await?;
-    let e = if unavailable {
-        OAuthError::new(
-            ErrorCode::TemporarilyUnavailable,
-            "the identity provider chosen for the sign-in could not be reached",
-        )
-    } else {
-        OAuthError::new(ErrorCode::AccessDenied, "the sign-in was cancelled")
-    };
-    Ok(AuthResponse::error_for(cx.issuer, req, &e))
 }
 
 pub async fn consume(cx: &Ctx<'_>, request_id: &str) -> Result<(), ResumeError> {
@@ -479,59 +279,6 @@ pub async fn consume(cx: &Ctx<'_>, request_id: &str) -> Result<(), ResumeError> 
     } else {
         Err(ResumeError::Expired)
     }
-}
-
-/// The user's answer on the consent page (Core §3.1.2.4): approval is remembered and a
-/// code issued; refusal is `access_denied` (RFC 6749 §4.1.2.1).
-pub async fn decide_consent(
-    cx: &Ctx<'_>,
-    request_id: &str,
-    req: &AuthRequest,
-    session: &Session,
-    approve: bool,
-) -> Result<AuthResponse, ResumeError> {
-    let now = cx.now;
-    let code = Secret::generate();
-    let record = code_record(cx, req, session, &code);
-    let (id_hash, uid, client_id, scope) = (
-        TokenHash::of(request_id),
-        session.user_id,
-        req.client_id.clone(),
-        req.scope.clone(),
-    );
-    let claims = super::authorize::claims_beyond_scope(req).join(" ");
-    let consumed = cx
-        .db
-        .write(move |c| {
-            if !db::sessions::consume_login_request(c, &id_hash, now)?.won() {
-                return Ok(false);
-            }
-            if approve {
-                db::consents::grant(c, uid, &client_id, &scope, &claims, now)?;
-                record.insert(c, now)?;
-            }
-            Ok(true)
-        })
-        .await?;
-    if !consumed {
-        return Err(ResumeError::Expired);
-    }
-    if approve {
-        Ok(AuthResponse::code(cx.issuer, req, &code))
-    } else {
-        let denied = OAuthError::new(ErrorCode::AccessDenied, "the user declined the request");
-        Ok(AuthResponse::error_for(cx.issuer, req, &denied))
-    }
-}
-
-/// The session behind a cookie value, if it is live.
-pub async fn current_session(cx: &Ctx<'_>, cookie: Option<&str>) -> Result<Option<Session>, Internal> {
-    let Some(value) = cookie.filter(|v| !v.is_empty() && v.len() <= 128) else {
-        return Ok(None);
-    };
-    let hash = TokenHash::of(value);
-    let now = cx.now;
-    Ok(cx.db.read(move |c| db::sessions::find_active(c, &hash, now)).await?)
 }
 
 #[cfg(test)]
