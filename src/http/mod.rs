@@ -58,99 +58,116 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     protocol::par::routes(cfg);
     protocol::register::routes(cfg);
     protocol::webfinger::routes(cfg);
+    signin_routes(cfg);
+    account_routes(cfg);
+    protocol_routes(cfg);
+}
+
+/// The sign-in fronts' forms: the login page's own posts, the second factor, links and
+/// codes by mail, passkeys, consent, sign-up and address verification.
+fn signin_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/login/language", web::post().to(signin::login::language))
+        .route("/login/username", web::post().to(signin::login::username))
+        .route("/login/mfa", web::post().to(signin::login::mfa))
+        .route("/login/mfa/resend", web::post().to(signin::login::resend))
+        .route("/login/email", web::post().to(signin::link::start))
+        .route("/login/email/send", web::post().to(signin::link::send))
+        .route("/login/email/code", web::post().to(signin::link::code))
+        .route("/login/email/link", web::get().to(signin::link::link_page))
+        .route("/login/email/link", web::post().to(signin::link::link_confirm))
+        .route("/login/passkey", web::post().to(signin::passkeys::login))
+        .route(
+            "/login/passkey/options",
+            web::post().to(signin::passkeys::login_options),
+        )
+        .route("/account/passkeys", web::post().to(signin::passkeys::register))
+        .route(
+            "/account/passkeys/options",
+            web::post().to(signin::passkeys::registration_options),
+        )
+        .route("/account/passkeys/delete", web::post().to(signin::passkeys::remove))
+        .route("/static/passkey.js", web::get().to(signin::passkeys::script))
+        .route("/consent", web::post().to(signin::login::consent))
+        .route("/signup", web::get().to(signin::signup::page))
+        .route("/signup", web::post().to(signin::signup::submit))
+        .route("/signup/start", web::post().to(signin::signup::start))
+        .route("/signup/continue", web::post().to(signin::signup::resume_login))
+        .route("/email/verify", web::get().to(signin::signup::verify_page))
+        .route("/email/verify", web::post().to(signin::signup::verify_confirm))
+        .route("/email/verify/passkey", web::post().to(signin::signup::verify_passkey))
+        .route(
+            "/email/verify/passkey/options",
+            web::post().to(signin::signup::verify_passkey_options),
+        );
+}
+
+/// The signed-in user's own pages, reset, invitations and the first-run setup.
+fn account_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/account/email-mfa", web::post().to(account::email_mfa))
+        .route("/account/notifications", web::post().to(account::notifications))
+        .route("/account/devices/untrust", web::post().to(account::untrust_device))
+        .route("/account", web::get().to(account::page))
+        .route("/account/profile", web::post().to(account::profile))
+        .route("/account/confirm", web::get().to(account::confirm::confirm_get))
+        .route("/account/confirm", web::post().to(account::confirm::confirm_post))
+        .route(
+            "/account/confirm/passkey",
+            web::post().to(account::confirm::passkey_post),
+        )
+        .route(
+            "/account/confirm/passkey/options",
+            web::post().to(account::confirm::passkey_options),
+        )
+        .route("/account/password", web::post().to(account::password))
+        .route("/account/sessions/end", web::post().to(account::end_one))
+        .route("/account/sessions/end-others", web::post().to(account::end_others))
+        .route("/account/totp", web::get().to(account::totp::totp_get))
+        .route("/account/totp", web::post().to(account::totp::totp_confirm))
+        .route("/account/totp/disable", web::post().to(account::totp::totp_disable))
+        .route("/account/apps/revoke", web::post().to(account::revoke_consent))
+        .route("/password/forgot", web::get().to(account::reset::forgot_page))
+        .route("/password/forgot", web::post().to(account::reset::forgot_submit))
+        .route("/password/reset", web::get().to(account::reset::reset_page))
+        .route("/password/reset", web::post().to(account::reset::reset_submit))
+        .route(
+            "/password/reset/passkey",
+            web::post().to(account::reset::passkey_submit),
+        )
+        .route(
+            "/password/reset/passkey/options",
+            web::post().to(account::reset::passkey_options),
+        )
+        .route("/invite", web::get().to(account::invite::page))
+        .route("/invite", web::post().to(account::invite::accept))
+        .route("/invite/passkey", web::post().to(account::invite::accept_passkey))
+        .route(
+            "/invite/passkey/options",
+            web::post().to(account::invite::passkey_options),
+        )
+        .route("/admin/invitations", web::get().to(account::invite::admin_list))
+        .route("/admin/invitations", web::post().to(account::invite::admin_create))
+        .route(
+            "/admin/invitations/{id}/revoke",
+            web::post().to(account::invite::admin_revoke),
+        )
+        .route("/account/delete", web::post().to(account::delete))
+        .route("/setup", web::get().to(account::setup::page))
+        .route("/setup", web::post().to(account::setup::submit));
+}
+
+/// Discovery's RFC 8414 path, RP-Initiated Logout, the device flow's endpoints, the
+/// metrics and the stylesheet.
+fn protocol_routes(cfg: &mut web::ServiceConfig) {
     cfg.route(
         "/.well-known/oauth-authorization-server",
         web::get().to(protocol::discovery::discovery),
     )
-    .route("/metrics", web::get().to(probes::metrics))
-    .route("/static/tessera.css", web::get().to(assets::stylesheet))
-    .route("/login/language", web::post().to(signin::login::language))
-    .route("/login/username", web::post().to(signin::login::username))
-    .route("/login/mfa", web::post().to(signin::login::mfa))
-    .route("/login/mfa/resend", web::post().to(signin::login::resend))
-    .route("/login/email", web::post().to(signin::link::start))
-    .route("/login/email/send", web::post().to(signin::link::send))
-    .route("/login/email/code", web::post().to(signin::link::code))
-    .route("/login/email/link", web::get().to(signin::link::link_page))
-    .route("/login/email/link", web::post().to(signin::link::link_confirm))
-    .route("/account/email-mfa", web::post().to(account::email_mfa))
-    .route("/account/notifications", web::post().to(account::notifications))
-    .route("/account/devices/untrust", web::post().to(account::untrust_device))
-    .route("/login/passkey", web::post().to(signin::passkeys::login))
-    .route(
-        "/login/passkey/options",
-        web::post().to(signin::passkeys::login_options),
-    )
-    .route("/account/passkeys", web::post().to(signin::passkeys::register))
-    .route(
-        "/account/passkeys/options",
-        web::post().to(signin::passkeys::registration_options),
-    )
-    .route("/account/passkeys/delete", web::post().to(signin::passkeys::remove))
-    .route("/static/passkey.js", web::get().to(signin::passkeys::script))
-    .route("/consent", web::post().to(signin::login::consent))
     .route("/logout", web::get().to(protocol::logout::logout_get))
     .route("/logout", web::post().to(protocol::logout::logout_post))
     .route("/logout/confirm", web::post().to(protocol::logout::confirm))
     .route("/device_authorization", web::post().to(protocol::device::authorization))
     .route("/device", web::get().to(protocol::device::page))
     .route("/device", web::post().to(protocol::device::decide))
-    .route("/account", web::get().to(account::page))
-    .route("/account/profile", web::post().to(account::profile))
-    .route("/account/confirm", web::get().to(account::confirm::confirm_get))
-    .route("/account/confirm", web::post().to(account::confirm::confirm_post))
-    .route(
-        "/account/confirm/passkey",
-        web::post().to(account::confirm::passkey_post),
-    )
-    .route(
-        "/account/confirm/passkey/options",
-        web::post().to(account::confirm::passkey_options),
-    )
-    .route("/account/password", web::post().to(account::password))
-    .route("/account/sessions/end", web::post().to(account::end_one))
-    .route("/account/sessions/end-others", web::post().to(account::end_others))
-    .route("/account/totp", web::get().to(account::totp::totp_get))
-    .route("/account/totp", web::post().to(account::totp::totp_confirm))
-    .route("/account/totp/disable", web::post().to(account::totp::totp_disable))
-    .route("/account/apps/revoke", web::post().to(account::revoke_consent))
-    .route("/password/forgot", web::get().to(account::reset::forgot_page))
-    .route("/password/forgot", web::post().to(account::reset::forgot_submit))
-    .route("/password/reset", web::get().to(account::reset::reset_page))
-    .route("/password/reset", web::post().to(account::reset::reset_submit))
-    .route(
-        "/password/reset/passkey",
-        web::post().to(account::reset::passkey_submit),
-    )
-    .route(
-        "/password/reset/passkey/options",
-        web::post().to(account::reset::passkey_options),
-    )
-    .route("/signup", web::get().to(signin::signup::page))
-    .route("/signup", web::post().to(signin::signup::submit))
-    .route("/signup/start", web::post().to(signin::signup::start))
-    .route("/signup/continue", web::post().to(signin::signup::resume_login))
-    .route("/email/verify", web::get().to(signin::signup::verify_page))
-    .route("/email/verify", web::post().to(signin::signup::verify_confirm))
-    .route("/email/verify/passkey", web::post().to(signin::signup::verify_passkey))
-    .route(
-        "/email/verify/passkey/options",
-        web::post().to(signin::signup::verify_passkey_options),
-    )
-    .route("/invite", web::get().to(account::invite::page))
-    .route("/invite", web::post().to(account::invite::accept))
-    .route("/invite/passkey", web::post().to(account::invite::accept_passkey))
-    .route(
-        "/invite/passkey/options",
-        web::post().to(account::invite::passkey_options),
-    )
-    .route("/admin/invitations", web::get().to(account::invite::admin_list))
-    .route("/admin/invitations", web::post().to(account::invite::admin_create))
-    .route(
-        "/admin/invitations/{id}/revoke",
-        web::post().to(account::invite::admin_revoke),
-    )
-    .route("/account/delete", web::post().to(account::delete))
-    .route("/setup", web::get().to(account::setup::page))
-    .route("/setup", web::post().to(account::setup::submit));
+    .route("/metrics", web::get().to(probes::metrics))
+    .route("/static/tessera.css", web::get().to(assets::stylesheet));
 }
