@@ -160,7 +160,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
             let step = match pages::LoginStep::first(&state.settings) {
                 pages::LoginStep::Both => pages::LoginStep::Both,
-                _ => match crate::auth::passkeys::named(&state, username).await {
+                _ => match crate::auth::passkeys::named(&state.ctx(), username).await {
                     Ok(named) => pages::LoginStep::named(named),
                     Err(e) => return errors::server_page(e),
                 },
@@ -555,7 +555,7 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     let step = if username.is_empty() {
         pages::LoginStep::Username
     } else {
-        match crate::auth::passkeys::named(&state, username).await {
+        match crate::auth::passkeys::named(&state.ctx(), username).await {
             Ok(named) => pages::LoginStep::named(named),
             Err(e) => return errors::server_page(e),
         }
