@@ -317,6 +317,14 @@ async fn dpop_nonce_key(db: &Db) -> Result<crate::crypto::dpop::NonceKey, Startu
 /// How long the node that purges holds the job before another may take it.
 const PURGE_LEASE: i64 = 120;
 
+/// The background tasks of `oidc` (key reloader, back-channel deliverer) hold the
+/// state and make a fresh context from it each pass.
+impl oidc::context::MakeCtx for AppState {
+    fn ctx(&self) -> oidc::Ctx<'_> {
+        AppState::ctx(self)
+    }
+}
+
 /// Every minute, deletes expired rows batch by batch until none are left.
 fn spawn_purger(state: AppState) {
     tokio::spawn(async move {
