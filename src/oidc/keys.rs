@@ -7,6 +7,7 @@ use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
 use crate::crypto::random::random_id;
 use crate::crypto::sealed::{self, MasterKey};
 use crate::db::{self, Db, DbError};
+use crate::oidc::client_spec::MAX_CLIENT_ACCESS_TTL;
 use crate::oidc::context::MakeCtx;
 use crate::oidc::Ctx;
 
@@ -19,9 +20,6 @@ pub fn keep_retired(state_lifetimes: &crate::config::TokenLifetimes) -> i64 {
         .max(MAX_CLIENT_ACCESS_TTL)
         + 300
 }
-
-/// The longest access-token lifetime a client may be registered with.
-pub const MAX_CLIENT_ACCESS_TTL: i64 = 86_400;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {

@@ -141,7 +141,7 @@ async fn store(db: &Db, client: &Client, stored: Option<&Client>, now: i64) -> R
 
 /// Whether a refetched document says what the stored copy says.
 fn same(a: &Client, b: &Client) -> bool {
-    crate::admin::clients::view(a) == crate::admin::clients::view(b)
+    super::client_spec::view(a) == super::client_spec::view(b)
         && a.jwks == b.jwks
         && a.registration_metadata == b.registration_metadata
 }
