@@ -1,82 +1,14 @@
 //! Parsing and validating an authorization request.
 
-use crate::error::Internal;
-use serde::{Deserialize, Serialize};
-
+use super::auth_request::{AuthRequest, Prompt};
+use super::error::AuthorizeError;
 use super::response::AuthResponse;
+use super::source::Via;
 use crate::crypto::jwt;
-use crate::db::clients::Client;
-use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
 use crate::oidc::claims::{client_supports, ClaimsRequest};
 use crate::oidc::Ctx;
 use crate::oidc::{pkce, ErrorCode, OAuthError};
-
-/// A validated authorization request; parked server-side while the user signs in.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AuthRequest {
-    pub client_id: String,
-    pub redirect_uri: String,
-    pub scope: String,
-    pub state: Option<String>,
-    pub nonce: Option<String>,
-    pub code_challenge: Option<String>,
-    pub prompt: Prompt,
-    pub max_age: Option<i64>,
-    pub login_hint: Option<String>,
-    /// The `claims` parameter (Core §5.5), as the JSON this provider re-serialised.
-    pub claims: Option<String>,
-    /// The subject of a valid `id_token_hint`: the user the client expects.
-    pub hint_sub: Option<String>,
-    /// `response_mode=form_post` (OAuth 2.0 Form Post Response Mode).
-    pub form_post: bool,
-    /// `idp`: the upstream provider to sign in with instead of the login page
-    /// (advisory: an unknown one is ignored). Absent from requests parked before it.
-    #[serde(default)]
-    pub idp: Option<String>,
-    /// RFC 8707 `resource` values (absolute URIs of registered resources).
-    #[serde(default)]
-    pub resource: Vec<String>,
-    /// RFC 9449 §10 `dpop_jkt`: the key the code will be bound to.
-    #[serde(default)]
-    pub dpop_jkt: Option<String>,
-    /// `ui_locales` (Core §3.1.2.1): the languages the application would like the
-    /// pages in, preferred first; the first one Tessera speaks is used.
-    #[serde(default)]
-    pub ui_locales: Option<String>,
-}
-
-/// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
-/// accepted and satisfied by the single signed-in account. `create` (Initiating User
-/// Registration via OpenID Connect 1.0 §4.1) opens the sign-up form when sign-up is
-/// open, and is ignored otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Prompt {
-    pub none: bool,
-    pub login: bool,
-    pub consent: bool,
-    /// Absent from requests parked before it existed.
-    #[serde(default)]
-    pub create: bool,
-}
-
-/// Why a request failed, and so where the answer goes.
-#[derive(Debug)]
-pub enum AuthorizeError {
-    /// The client or its redirect URI cannot be trusted: tell the person, never redirect
-    /// (RFC 6749 §4.1.2.1, RFC 9700 §4.11 on open redirectors).
-    Fatal(String),
-    /// Everything else goes back to the registered redirect URI.
-    Respond(AuthResponse),
-    /// The server itself failed (storage busy or broken).
-    Server(Internal),
-}
-
-impl From<DbError> for AuthorizeError {
-    fn from(e: DbError) -> Self {
-        AuthorizeError::Server(e.into())
-    }
-}
 
 const MAX_PARAM: usize = 4096;
 
@@ -91,35 +23,6 @@ fn single<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a s
 
 fn fatal(message: &str) -> AuthorizeError {
     AuthorizeError::Fatal(message.to_string())
-}
-
-/// How a request reached validation, and so which of the "only through" rules of its
-/// client and of the server still apply (RFC 9126 §6, RFC 9101 §10.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// At the authorization endpoint; `signed`: the parameters came from a request object.
-    Front { signed: bool },
-    /// At the pushed authorization request endpoint, before it is stored.
-    Push { signed: bool },
-    /// At the authorization endpoint from a pushed request, checked when it was pushed.
-    Pushed,
-}
-
-impl Via {
-    /// Why this request may not come this way, if it may not.
-    fn refusal(self, client: &Client, server_requires_par: bool) -> Option<&'static str> {
-        let signed = match self {
-            Via::Front { signed } | Via::Push { signed } => signed,
-            Via::Pushed => return None,
-        };
-        if !signed && client.require_signed_request_object {
-            return Some("this client must send its authorization request as a signed request object");
-        }
-        if matches!(self, Via::Front { .. }) && (client.require_par || server_requires_par) {
-            return Some("pushed authorization requests are required");
-        }
-        None
-    }
 }
 
 /// Validates an authorization request at the authorization endpoint: its own
