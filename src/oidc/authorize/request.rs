@@ -42,19 +42,7 @@ pub async fn validate_pushed(
 }
 
 async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Result<AuthRequest, AuthorizeError> {
-    let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
-    let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
-    let client = cx.clients.get(cx.db, client_id, cx.now).await?;
-    let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
-    let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
-    let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
-    // Exact string comparison with a registered URI (RFC 9700 §4.1.3).
-    if !client.redirect_uris.iter().any(|r| r == redirect) {
-        return Err(fatal(
-            "The redirect URI in the request is not registered for this application.",
-        ));
-    }
-    let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
+    let (client, redirect_uri) = target(cx, params).await?;
     // A repeated or oversized `state` is refused below, but cannot be echoed: which
     // one is genuine, and a 5 KB echo is no state a client sent to be kept.
     let (state_param, state_problem) = match single(params, "state") {
@@ -78,30 +66,18 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         ))
     };
     let get = |name: &str| single(params, name).map_err(|d| fail(ErrorCode::InvalidRequest, d));
+    let invalid = |d: &str| fail(ErrorCode::InvalidRequest, d.to_string());
     if let Some(problem) = state_problem {
         return Err(fail(ErrorCode::InvalidRequest, problem));
     }
     if let Some(e) = mode_error {
-        return Err(fail(ErrorCode::InvalidRequest, e.into()));
+        return Err(invalid(e));
     }
     if let Some(d) = via.refusal(&client, cx.settings.protocol.require_par) {
-        return Err(fail(ErrorCode::InvalidRequest, d.into()));
+        return Err(invalid(d));
     }
-    match get("response_type")? {
-        Some("code") => {}
-        None => return Err(fail(ErrorCode::InvalidRequest, "response_type is required".into())),
-        Some(_) => {
-            return Err(fail(
-                ErrorCode::UnsupportedResponseType,
-                "only response_type=code is supported".into(),
-            ))
-        }
-    }
-    if !client.allows_grant("authorization_code") {
-        return Err(fail(
-            ErrorCode::UnauthorizedClient,
-            "the client is not registered for the authorization code flow".into(),
-        ));
+    if let Some((code, d)) = flow_problem(&client, get("response_type")?) {
+        return Err(fail(code, d.into()));
     }
     let scope = Scope::parse(get("scope")?.unwrap_or("")).map_err(|e| fail(ErrorCode::InvalidScope, e.0))?;
     if !scope.contains("openid") {
@@ -113,41 +89,20 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         get("code_challenge_method")?,
         client.is_public(),
     )
-    .map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
-    let prompt = parse_prompt(get("prompt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
-    let max_age = match get("max_age")? {
-        None => None,
-        Some(v) => match v.parse::<i64>() {
-            Ok(n) if n >= 0 => Some(n),
-            _ => {
-                return Err(fail(
-                    ErrorCode::InvalidRequest,
-                    "max_age is not a non-negative integer".into(),
-                ))
-            }
-        },
-    };
-    let claims = match get("claims")? {
-        None => None,
-        Some(text) => {
-            let parsed = ClaimsRequest::parse(text).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
-            (!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default())
-        }
-    };
-    let hint_sub = match get("id_token_hint")? {
-        None => None,
-        Some(hint) => Some(hint_subject(cx, hint, &client.client_id).ok_or_else(|| {
-            fail(
-                ErrorCode::InvalidRequest,
-                "id_token_hint is not an ID token we issued".into(),
-            )
-        })?),
-    };
+    .map_err(invalid)?;
+    let prompt = parse_prompt(get("prompt")?).map_err(invalid)?;
+    let max_age = parse_max_age(get("max_age")?).map_err(invalid)?;
+    let claims = parse_claims(get("claims")?).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
+    let hint_sub = get("id_token_hint")?
+        .map(|hint| {
+            hint_subject(cx, hint, &client.client_id)
+                .ok_or_else(|| invalid("id_token_hint is not an ID token we issued"))
+        })
+        .transpose()?;
     let resource = crate::oidc::resource::requested(cx, params)
         .await
         .map_err(|d| fail(ErrorCode::InvalidTarget, d))?;
-    let dpop_jkt =
-        crate::oidc::dpop::jkt_param(get("dpop_jkt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
+    let dpop_jkt = crate::oidc::dpop::jkt_param(get("dpop_jkt")?).map_err(invalid)?;
     Ok(AuthRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.as_str().to_string(),
@@ -168,6 +123,68 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         dpop_jkt,
         ui_locales: get("ui_locales")?.map(|v| v.chars().take(256).collect()),
     })
+}
+
+/// The client and the redirect URI the answer may go to; until both are known and
+/// match, a problem is told to the person, never redirected.
+async fn target(
+    cx: &Ctx<'_>,
+    params: &[(String, String)],
+) -> Result<(std::sync::Arc<crate::db::clients::Client>, RedirectUri), AuthorizeError> {
+    let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
+    let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
+    let client = cx.clients.get(cx.db, client_id, cx.now).await?;
+    let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
+    let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
+    let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
+    // Exact string comparison with a registered URI (RFC 9700 §4.1.3).
+    if !client.redirect_uris.iter().any(|r| r == redirect) {
+        return Err(fatal(
+            "The redirect URI in the request is not registered for this application.",
+        ));
+    }
+    let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
+    Ok((client, redirect_uri))
+}
+
+/// Why the request cannot use the code flow with this client, if it cannot: the
+/// response type (only `code`) and the client's registered grants.
+fn flow_problem(client: &crate::db::clients::Client, response_type: Option<&str>) -> Option<(ErrorCode, &'static str)> {
+    match response_type {
+        Some("code") => {}
+        None => return Some((ErrorCode::InvalidRequest, "response_type is required")),
+        Some(_) => {
+            return Some((
+                ErrorCode::UnsupportedResponseType,
+                "only response_type=code is supported",
+            ))
+        }
+    }
+    if !client.allows_grant("authorization_code") {
+        return Some((
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for the authorization code flow",
+        ));
+    }
+    None
+}
+
+/// `max_age` (Core §3.1.2.1): a non-negative number of seconds.
+fn parse_max_age(value: Option<&str>) -> Result<Option<i64>, &'static str> {
+    match value.map(str::parse::<i64>) {
+        None => Ok(None),
+        Some(Ok(n)) if n >= 0 => Ok(Some(n)),
+        Some(_) => Err("max_age is not a non-negative integer"),
+    }
+}
+
+/// The `claims` parameter (Core §5.5), re-serialised; `None` when it asks for nothing.
+fn parse_claims(value: Option<&str>) -> Result<Option<String>, String> {
+    let Some(text) = value else {
+        return Ok(None);
+    };
+    let parsed = ClaimsRequest::parse(text)?;
+    Ok((!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default()))
 }
 
 /// RFC 7636 §4.3 with RFC 9700 §2.1.1: S256 only, required for public clients.
