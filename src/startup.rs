@@ -66,36 +66,8 @@ impl Application {
             settings.sqlite.autocheckpoint = false;
         }
         let db = open_database(&settings, Open::Create).await?;
-        let replication = match &settings.replicate_to {
-            Some(target) => {
-                let store = target.open(&settings.s3).map_err(StartupError::Replication)?;
-                let key = settings
-                    .master_key
-                    .as_ref()
-                    .map(crate::replica::format::ObjectKey::from_master);
-                let shipper = crate::replica::shipper::Shipper::start(
-                    &db,
-                    store,
-                    key,
-                    settings.replicate_retention,
-                    clock.clone(),
-                )
-                .map_err(StartupError::Replication)?;
-                Some(Arc::new(shipper))
-            }
-            None => None,
-        };
-        let keep = oidc::keys::keep_retired(&settings.lifetimes);
-        let keys = oidc::keys::ensure(&db, &clock, keep, settings.master_key.as_ref())
-            .await
-            .map_err(|e| StartupError::Keys(e.to_string()))?;
-        oidc::keys::seal_client_secrets(&db, settings.master_key.as_ref())
-            .await
-            .map_err(|e| StartupError::Keys(e.to_string()))?;
-        crate::federation::seal_secrets(&db, settings.master_key.as_ref())
-            .await
-            .map_err(StartupError::Keys)?;
-        let keys = KeyStore::new(keys);
+        let replication = start_replication(&settings, &db, &clock)?;
+        let keys = signing_keys(&settings, &db, &clock).await?;
         let hasher = Hasher::start(settings.hash_threads, settings.bcrypt_cost)?;
         let limits = crate::auth::limits::RateLimits::new(settings.rate_limit);
         fill_skeletons(&db).await;
@@ -125,26 +97,9 @@ impl Application {
             branding,
         };
         if let Some(path) = state.settings.apply_file.clone() {
-            // Before the listener serves: the first request already sees the file's
-            // clients and groups. A bad file stops the start, as a bad setting does.
-            let report = crate::apply::apply_file(&state, &path, crate::apply::Mode::default())
-                .await
-                .map_err(StartupError::Apply)?;
-            // Standard output, like the setup link: a generated client secret or a
-            // set-password link must not reach the log.
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "applied {}:", path.display());
-            let _ = out.write_all(report.as_bytes());
+            apply_at_start(&state, &path).await?;
         }
-        if let Some(schedule) = state.settings.backups.clone() {
-            crate::replica::backups::spawn(state.clone(), schedule, state.backups.clone());
-        }
-        spawn_purger(state.clone());
-        spawn_limit_pruner(state.clone());
-        oidc::keys::spawn_reloader(state.clone());
-        oidc::logout::spawn_deliverer(state.clone());
-        crate::lifecycle::spawn_mailer(state.clone());
+        spawn_background(&state);
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),
@@ -172,6 +127,69 @@ impl Application {
         }
         result
     }
+}
+
+/// The replication thread, when `--replicate-to` is set.
+fn start_replication(
+    settings: &Settings,
+    db: &Db,
+    clock: &Clock,
+) -> Result<Option<Arc<crate::replica::shipper::Shipper>>, StartupError> {
+    let Some(target) = &settings.replicate_to else {
+        return Ok(None);
+    };
+    let store = target.open(&settings.s3).map_err(StartupError::Replication)?;
+    let key = settings
+        .master_key
+        .as_ref()
+        .map(crate::replica::format::ObjectKey::from_master);
+    let shipper = crate::replica::shipper::Shipper::start(db, store, key, settings.replicate_retention, clock.clone())
+        .map_err(StartupError::Replication)?;
+    Ok(Some(Arc::new(shipper)))
+}
+
+/// The signing keys (made on first start), with clients' and upstreams' secrets
+/// sealed under the master key when one is set.
+async fn signing_keys(settings: &Settings, db: &Db, clock: &Clock) -> Result<KeyStore, StartupError> {
+    let keep = oidc::keys::keep_retired(&settings.lifetimes);
+    let keys = oidc::keys::ensure(db, clock, keep, settings.master_key.as_ref())
+        .await
+        .map_err(|e| StartupError::Keys(e.to_string()))?;
+    oidc::keys::seal_client_secrets(db, settings.master_key.as_ref())
+        .await
+        .map_err(|e| StartupError::Keys(e.to_string()))?;
+    crate::federation::seal_secrets(db, settings.master_key.as_ref())
+        .await
+        .map_err(StartupError::Keys)?;
+    Ok(KeyStore::new(keys))
+}
+
+/// Applies `--apply` before the listener serves: the first request already sees the
+/// file's clients and groups. A bad file stops the start, as a bad setting does.
+async fn apply_at_start(state: &AppState, path: &std::path::Path) -> Result<(), StartupError> {
+    let report = crate::apply::apply_file(state, path, crate::apply::Mode::default())
+        .await
+        .map_err(StartupError::Apply)?;
+    // Standard output, like the setup link: a generated client secret or a
+    // set-password link must not reach the log.
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "applied {}:", path.display());
+    let _ = out.write_all(report.as_bytes());
+    Ok(())
+}
+
+/// The server's background tasks: backups, purging, limit pruning, key reloading,
+/// back-channel logout and mail delivery.
+fn spawn_background(state: &AppState) {
+    if let Some(schedule) = state.settings.backups.clone() {
+        crate::replica::backups::spawn(state.clone(), schedule, state.backups.clone());
+    }
+    spawn_purger(state.clone());
+    spawn_limit_pruner(state.clone());
+    oidc::keys::spawn_reloader(state.clone());
+    oidc::logout::spawn_deliverer(state.clone());
+    crate::lifecycle::spawn_mailer(state.clone());
 }
 
 /// The state administration commands act through: the same operations as the admin
@@ -316,6 +334,14 @@ async fn dpop_nonce_key(db: &Db) -> Result<crate::crypto::dpop::NonceKey, Startu
 
 /// How long the node that purges holds the job before another may take it.
 const PURGE_LEASE: i64 = 120;
+
+/// The background tasks of `oidc` (key reloader, back-channel deliverer) hold the
+/// state and make a fresh context from it each pass.
+impl oidc::context::MakeCtx for AppState {
+    fn ctx(&self) -> oidc::Ctx<'_> {
+        AppState::ctx(self)
+    }
+}
 
 /// Every minute, deletes expired rows batch by batch until none are left.
 fn spawn_purger(state: AppState) {

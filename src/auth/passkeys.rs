@@ -7,11 +7,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::context::Ctx;
 use crate::crypto::webauthn::{self, RelyingParty};
 use crate::crypto::{Secret, TokenHash};
 use crate::db::passkeys::{Binding, NewPasskey, Passkey};
 use crate::db::{self, users::User, DbError};
-use crate::state::AppState;
 
 /// Seconds a ceremony may take.
 const CHALLENGE_TTL: i64 = 300;
@@ -36,15 +36,14 @@ impl From<webauthn::Refused> for PasskeyError {
     }
 }
 
-fn relying_party(state: &AppState) -> Result<RelyingParty, PasskeyError> {
-    RelyingParty::of_issuer(&state.issuer).ok_or(PasskeyError::Refused("the issuer has no host for passkeys"))
+fn relying_party(cx: &Ctx<'_>) -> Result<RelyingParty, PasskeyError> {
+    RelyingParty::of_issuer(cx.issuer).ok_or(PasskeyError::Refused("the issuer has no host for passkeys"))
 }
 
-async fn new_challenge(state: &AppState, binding: Binding) -> Result<String, PasskeyError> {
+async fn new_challenge(cx: &Ctx<'_>, binding: Binding) -> Result<String, PasskeyError> {
     let challenge = Secret::generate();
-    let (hash, expires) = (challenge.hash(), state.clock.now() + CHALLENGE_TTL);
-    state
-        .db
+    let (hash, expires) = (challenge.hash(), cx.now + CHALLENGE_TTL);
+    cx.db
         .write(move |c| db::passkeys::create_challenge(c, &hash, &binding, expires))
         .await?;
     Ok(challenge.expose().to_string())
@@ -85,11 +84,11 @@ fn creation_options(
 }
 
 /// Options for adding a passkey to the signed-in `user`'s account.
-pub async fn registration_options(state: &AppState, user: &User) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+pub async fn registration_options(cx: &Ctx<'_>, user: &User) -> Result<Value, PasskeyError> {
+    let rp = relying_party(cx)?;
     let uid = user.id;
-    let existing = state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
-    let challenge = new_challenge(state, Binding::Register(uid)).await?;
+    let existing = cx.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
+    let challenge = new_challenge(cx, Binding::Register(uid)).await?;
     let display = user.name.as_deref().unwrap_or(&user.username);
     Ok(creation_options(
         &rp,
@@ -115,14 +114,14 @@ pub struct Enrolee<'a> {
 /// Options for a passkey made through a mailed link (an invitation, a reset, the
 /// verification of a sign-up without a password); the challenge is bound to the link
 /// and to the account's subject.
-pub async fn enrolment_options(state: &AppState, who: &Enrolee<'_>) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+pub async fn enrolment_options(cx: &Ctx<'_>, who: &Enrolee<'_>) -> Result<Value, PasskeyError> {
+    let rp = relying_party(cx)?;
     let existing = match who.user_id {
-        Some(uid) => state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?,
+        Some(uid) => cx.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?,
         None => Vec::new(),
     };
     let binding = Binding::Enrol(*who.link, who.sub.to_string());
-    let challenge = new_challenge(state, binding).await?;
+    let challenge = new_challenge(cx, binding).await?;
     Ok(creation_options(
         &rp,
         &challenge,
@@ -144,12 +143,12 @@ pub struct Made {
 /// Verifies a new credential (WebAuthn §7.1) against the relying party; the challenge
 /// is spent later, in the transaction that stores it.
 pub fn verify_creation(
-    state: &AppState,
+    cx: &Ctx<'_>,
     name: &str,
     client_data: &str,
     attestation_object: &str,
 ) -> Result<Made, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(cx)?;
     let cdj = decode("client data is not base64url", client_data)?;
     let att = decode("the attestation object is not base64url", attestation_object)?;
     let (challenge, credential) = webauthn::register(&rp, &cdj, &att)?;
@@ -212,16 +211,17 @@ fn decode(field: &'static str, value: &str) -> Result<Vec<u8>, PasskeyError> {
 
 /// Verifies a new credential from the account page and stores it under `name`.
 pub async fn register(
-    state: &AppState,
+    cx: &Ctx<'_>,
     user: &User,
     name: &str,
     client_data: &str,
     attestation_object: &str,
 ) -> Result<(), PasskeyError> {
-    let made = verify_creation(state, name, client_data, attestation_object)?;
-    let (uid, now) = (user.id, state.clock.now());
-    let (settings, owner) = (state.settings.clone(), user.clone());
-    let done = state
+    let made = verify_creation(cx, name, client_data, attestation_object)?;
+    let (uid, now) = (user.id, cx.now);
+    // The write runs on the writer's thread and borrows nothing: it takes a copy of the settings.
+    let (settings, owner) = (cx.settings.clone(), user.clone());
+    let done = cx
         .db
         .write(move |c| {
             if !db::passkeys::consume_challenge(c, &made.challenge, &Binding::Register(uid), now)?.won() {
@@ -236,15 +236,16 @@ pub async fn register(
             Ok(Ok(()))
         })
         .await?;
-    crate::lifecycle::wake(state);
+    // Tells this node's mailer that the notice is queued, now that it is committed.
+    cx.mail_wakeup.notify_one();
     done
 }
 
 /// `PublicKeyCredentialRequestOptions` for signing in with any passkey of this site
 /// (discoverable credentials), bound to the parked login request.
-pub async fn login_options(state: &AppState, request_id: &str) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
-    let challenge = new_challenge(state, Binding::Login(TokenHash::of(request_id))).await?;
+pub async fn login_options(cx: &Ctx<'_>, request_id: &str) -> Result<Value, PasskeyError> {
+    let rp = relying_party(cx)?;
+    let challenge = new_challenge(cx, Binding::Login(TokenHash::of(request_id))).await?;
     Ok(json!({
         "challenge": challenge,
         "rpId": rp.id,
@@ -264,21 +265,21 @@ pub struct Assertion<'a> {
 
 /// Verifies an assertion for the parked request `request_id`; returns the user it
 /// signs in.
-pub async fn authenticate(state: &AppState, request_id: &str, a: &Assertion<'_>) -> Result<i64, PasskeyError> {
+pub async fn authenticate(cx: &Ctx<'_>, request_id: &str, a: &Assertion<'_>) -> Result<i64, PasskeyError> {
     let binding = Binding::Login(TokenHash::of(request_id));
-    asserted(state, binding, None, a, "the sign-in expired or was already used").await
+    asserted(cx, binding, None, a, "the sign-in expired or was already used").await
 }
 
 /// Options for the signed-in `user` to confirm who they are with one of their
 /// passkeys (before a credential is added, as a password confirmation does).
-pub async fn reauth_options(state: &AppState, user: &User) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+pub async fn reauth_options(cx: &Ctx<'_>, user: &User) -> Result<Value, PasskeyError> {
+    let rp = relying_party(cx)?;
     let uid = user.id;
-    let existing = state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
+    let existing = cx.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
     if existing.is_empty() {
         return Err(PasskeyError::Refused("this account has no passkey"));
     }
-    let challenge = new_challenge(state, Binding::Reauth(uid)).await?;
+    let challenge = new_challenge(cx, Binding::Reauth(uid)).await?;
     Ok(json!({
         "challenge": challenge,
         "rpId": rp.id,
@@ -292,36 +293,36 @@ pub async fn reauth_options(state: &AppState, user: &User) -> Result<Value, Pass
 }
 
 /// Verifies the signed-in `user`'s confirmation with one of their own passkeys.
-pub async fn reauthenticate(state: &AppState, user: &User, a: &Assertion<'_>) -> Result<(), PasskeyError> {
+pub async fn reauthenticate(cx: &Ctx<'_>, user: &User, a: &Assertion<'_>) -> Result<(), PasskeyError> {
     let binding = Binding::Reauth(user.id);
-    asserted(state, binding, Some(user.id), a, "the confirmation expired; try again").await?;
+    asserted(cx, binding, Some(user.id), a, "the confirmation expired; try again").await?;
     Ok(())
 }
 
 /// Verifies an assertion (WebAuthn §7.2) and spends its challenge for `binding`,
 /// recording the use; the passkey's user. With `owner`, the passkey must be theirs.
 async fn asserted(
-    state: &AppState,
+    cx: &Ctx<'_>,
     binding: Binding,
     owner: Option<i64>,
     a: &Assertion<'_>,
     spent_already: &'static str,
 ) -> Result<i64, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(cx)?;
     let id = decode("the credential id is not base64url", a.credential_id)?;
     let cdj = decode("client data is not base64url", a.client_data)?;
     let ad = decode("authenticator data is not base64url", a.authenticator_data)?;
     let sig = decode("the signature is not base64url", a.signature)?;
-    let key: Passkey = state
+    let key: Passkey = cx
         .db
         .read(move |c| db::passkeys::find_by_credential(c, &id))
         .await?
         .filter(|k| owner.is_none_or(|uid| k.user_id == uid))
         .ok_or(PasskeyError::Refused("this passkey is not registered here"))?;
     let asserted = webauthn::verify_assertion(&rp, &cdj, &ad, &sig, &key.public_jwk, &key.alg, key.sign_count)?;
-    let (challenge, now) = (TokenHash::of(&asserted.challenge), state.clock.now());
+    let (challenge, now) = (TokenHash::of(&asserted.challenge), cx.now);
     let (pk, old, new) = (key.id, key.sign_count, asserted.sign_count);
-    let spent = state
+    let spent = cx
         .db
         .write(move |c| {
             Ok(db::passkeys::consume_challenge(c, &challenge, &binding, now)?.won()
@@ -345,7 +346,7 @@ pub struct Named {
 /// The credentials of the account signing in as `username` (username-first): a
 /// disabled or unknown account is said to have a password and no passkey, like any
 /// account that has only a password, so the step tells those apart from nothing.
-pub async fn named(state: &AppState, username: &str) -> Result<Named, DbError> {
+pub async fn named(cx: &Ctx<'_>, username: &str) -> Result<Named, DbError> {
     let name = username.trim().to_string();
     let plain = Named {
         passkey: false,
@@ -354,8 +355,7 @@ pub async fn named(state: &AppState, username: &str) -> Result<Named, DbError> {
     if name.is_empty() {
         return Ok(plain);
     }
-    state
-        .db
+    cx.db
         .read(move |c| match db::users::find_for_sign_in(c, &name)? {
             Some(u) if !u.disabled => Ok(Named {
                 passkey: db::passkeys::count_for_user(c, u.id)? > 0,
@@ -366,8 +366,8 @@ pub async fn named(state: &AppState, username: &str) -> Result<Named, DbError> {
         .await
 }
 
-pub async fn list(state: &AppState, user_id: i64) -> Result<Vec<Passkey>, DbError> {
-    state.db.read(move |c| db::passkeys::list_for_user(c, user_id)).await
+pub async fn list(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<Passkey>, DbError> {
+    cx.db.read(move |c| db::passkeys::list_for_user(c, user_id)).await
 }
 
 /// What removing a passkey came to.
@@ -383,11 +383,10 @@ pub enum Removed {
 
 /// Removes one of the user's passkeys, unless it is the only way the account can sign
 /// in: a passkey-only account keeps its last one (a reset can replace it).
-pub async fn remove(state: &AppState, user: &User, id: i64) -> Result<Removed, DbError> {
-    let (uid, now) = (user.id, state.clock.now());
+pub async fn remove(cx: &Ctx<'_>, user: &User, id: i64) -> Result<Removed, DbError> {
+    let (uid, now) = (user.id, cx.now);
     let username = user.username.clone();
-    state
-        .db
+    cx.db
         .write(move |c| {
             let Some(u) = db::users::find_by_id(c, uid)? else {
                 return Ok(Removed::NotFound);

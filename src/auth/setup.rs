@@ -1,36 +1,35 @@
 //! First run: a one-time link, printed on the console, through which the operator
 //! creates the first administrator in a browser.
 
+use crate::context::Ctx;
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, users::NewUser, DbError};
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
-use crate::state::AppState;
 
 /// How long the setup link works.
 pub const LIFETIME: i64 = 3600;
 
 /// A new setup link token while there is no active administrator.
-pub async fn start(state: &AppState) -> Result<Option<Secret>, DbError> {
-    if state.db.read(db::users::count_active_admins).await? > 0 {
+pub async fn start(cx: &Ctx<'_>) -> Result<Option<Secret>, DbError> {
+    if cx.db.read(db::users::count_active_admins).await? > 0 {
         return Ok(None);
     }
     let token = Secret::generate();
-    let (hash, now) = (token.hash(), state.clock.now());
-    state
-        .db
+    let (hash, now) = (token.hash(), cx.now);
+    cx.db
         .write(move |c| db::setup::create(c, &hash, now, now + LIFETIME))
         .await?;
     Ok(Some(token))
 }
 
-pub async fn usable(state: &AppState, token: &str) -> Result<bool, DbError> {
+pub async fn usable(cx: &Ctx<'_>, token: &str) -> Result<bool, DbError> {
     if token.is_empty() || token.len() > 128 {
         return Ok(false);
     }
-    let (hash, now) = (TokenHash::of(token), state.clock.now());
-    state.db.read(move |c| db::setup::usable(c, &hash, now)).await
+    let (hash, now) = (TokenHash::of(token), cx.now);
+    cx.db.read(move |c| db::setup::usable(c, &hash, now)).await
 }
 
 /// An administrator's password: at least 10 characters, and the rules of every chosen
@@ -49,7 +48,7 @@ pub enum Outcome {
 }
 
 pub async fn finish(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     username: &str,
     email: &str,
@@ -74,9 +73,9 @@ pub async fn finish(
     let (Ok(name), Ok(mail), true) = (name, mail, problems.is_empty()) else {
         return Ok(Outcome::Invalid(problems));
     };
-    let password_hash = state.hasher.hash(password).await?;
-    let (hash, now) = (TokenHash::of(token), state.clock.now());
-    let created = state
+    let password_hash = cx.hasher.hash(password).await?;
+    let (hash, now) = (TokenHash::of(token), cx.now);
+    let created = cx
         .db
         .write(move |c| {
             let admin = NewUser {

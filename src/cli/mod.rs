@@ -101,7 +101,7 @@ pub fn init(settings: &Settings) -> Result<(), String> {
 /// when the link the server printed at start is lost or belongs to another node.
 pub fn setup_link(settings: &Settings) -> Result<(), String> {
     with_state(settings, async |state| {
-        match crate::auth::setup::start(state).await.map_err(db_err)? {
+        match crate::auth::setup::start(&state.ctx()).await.map_err(db_err)? {
             Some(token) => {
                 println!("{}/setup?token={}", state.issuer, token.expose());
                 println!("valid for an hour, once");
@@ -170,7 +170,7 @@ pub fn check(settings: &Settings) -> Result<(), String> {
 /// first user and client.
 pub async fn print_banner(state: &AppState) -> Result<(), DbError> {
     use std::io::Write;
-    let setup = crate::auth::setup::start(state).await?;
+    let setup = crate::auth::setup::start(&state.ctx()).await?;
     // A closed stdout (a supervisor that stopped reading) must not stop the server.
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "Tessera is running.");

@@ -330,7 +330,7 @@ pub async fn passkey_options(
         username: &name,
         user_id: None,
     };
-    Ok(Ok(passkeys::enrolment_options(state, &who).await?))
+    Ok(Ok(passkeys::enrolment_options(&state.ctx(), &who).await?))
 }
 
 /// Accepts an invitation with a passkey instead of a password: the account (with no

@@ -262,7 +262,7 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &holder.username,
         user_id: Some(holder.id),
     };
-    Ok(Some(passkeys::enrolment_options(state, &who).await?))
+    Ok(Some(passkeys::enrolment_options(&state.ctx(), &who).await?))
 }
 
 /// Resets with a passkey made through the link: it is added and the account's password,

@@ -283,7 +283,7 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &user.username,
         user_id: Some(user.id),
     };
-    Ok(Some(passkeys::enrolment_options(state, &who).await?))
+    Ok(Some(passkeys::enrolment_options(&state.ctx(), &who).await?))
 }
 
 /// What pressing "Confirm" came to.

@@ -80,7 +80,11 @@ impl ClientCache {
         let found = if self.remote.documents
             && super::metadata_document::names_document(client_id, self.remote.fetcher.allows_private())
         {
-            super::metadata_document::resolve(self, db, client_id, now).await?
+            let resolved = super::metadata_document::resolve(&self.remote.fetcher, db, client_id, now).await?;
+            if resolved.stored_anew {
+                self.forget(client_id);
+            }
+            resolved.client
         } else {
             let id = client_id.to_string();
             // A document's registration counts only while documents are resolved.

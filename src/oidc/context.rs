@@ -22,3 +22,10 @@ impl<'a> Deref for Ctx<'a> {
         &self.base
     }
 }
+
+/// What holds the server's parts and makes a context of them on demand: a background
+/// task owns one and makes a fresh context each pass, so that each pass reads the
+/// clock anew.
+pub trait MakeCtx: Send + Sync + 'static {
+    fn ctx(&self) -> Ctx<'_>;
+}

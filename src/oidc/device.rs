@@ -143,6 +143,20 @@ enum Polled {
     Issued(Box<Grant>, Box<db::users::User>, bool),
 }
 
+/// What a poll knows before its transaction, moved into it.
+struct Poll {
+    ip: String,
+    hash: TokenHash,
+    now: i64,
+    client_id: String,
+    rule: RefreshRule,
+    refresh_hash: TokenHash,
+    refresh_ttl: i64,
+    mapped_groups: bool,
+    replay: Option<super::dpop::Proof>,
+    grant_jkt: Option<String>,
+}
+
 /// RFC 8628 §3.4–3.5: pending, slow down, expired, denied, or tokens — once.
 pub async fn poll(
     cx: &Ctx<'_>,
@@ -151,93 +165,24 @@ pub async fn poll(
     ip: &str,
     proof: Option<&super::dpop::Proof>,
 ) -> Result<TokenResponse, OAuthError> {
-    let ip = ip.to_string();
     let code = form
         .get("device_code")
         .filter(|v| !v.is_empty())
         .ok_or_else(|| OAuthError::invalid_request("device_code is required"))?;
-    let hash = TokenHash::of(code);
-    let now = cx.now;
-    let client_id = client.client_id.clone();
-    let rule = RefreshRule::of(client);
     let refresh = Secret::generate();
-    let (refresh_hash, refresh_ttl) = (refresh.hash(), refresh_ttl(cx, client));
-    let mapped_groups = super::grant::maps_groups(&client.claim_rules);
-    let replay = proof.cloned();
-    let grant_jkt = super::dpop::grant_binding(client, proof);
-    let polled = cx
-        .db
-        .write(move |c| {
-            use Polled::Refused;
-            // Every poll is a request of its own and needs a fresh proof (RFC 9449 §11.1).
-            if let Some(p) = &replay {
-                if !super::dpop::record(c, p)? {
-                    return Ok(Refused(ErrorCode::InvalidDpopProof, "the DPoP proof was already used"));
-                }
-            }
-            db::device::lock(c, &hash)?;
-            let d = match db::device::find_by_device(c, &hash)? {
-                Some(d) if d.client_id == client_id => d,
-                _ => return Ok(Refused(ErrorCode::InvalidGrant, "the device code is not valid")),
-            };
-            if d.used_at.is_some() {
-                return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
-            }
-            if d.expires_at <= now {
-                return Ok(Refused(ErrorCode::ExpiredToken, "the device code has expired"));
-            }
-            match (d.approved, d.user_id) {
-                (None, _) => {
-                    let too_fast = d.last_poll_at.is_some_and(|t| now - t < d.interval);
-                    let interval = if too_fast { d.interval + 5 } else { d.interval };
-                    db::device::record_poll(c, &hash, now, interval)?;
-                    Ok(if too_fast {
-                        Refused(ErrorCode::SlowDown, "poll less often")
-                    } else {
-                        Refused(ErrorCode::AuthorizationPending, "the user has not decided yet")
-                    })
-                }
-                (Some(false), _) | (Some(true), None) => {
-                    if !db::device::consume(c, &hash, now)?.won() {
-                        return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
-                    }
-                    Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
-                }
-                (Some(true), Some(uid)) => {
-                    let Some(user) = active_user(c, uid, &d.scope, None, mapped_groups)? else {
-                        return Ok(Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
-                    };
-                    // The conditional UPDATE decides: of two polls that both read an
-                    // approved request, only the one that consumes it gets tokens.
-                    if !db::device::consume(c, &hash, now)?.won() {
-                        return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
-                    }
-                    let grant = Grant {
-                        id: random_id(),
-                        client_id: d.client_id.clone(),
-                        user_id: Some(uid),
-                        scope: d.scope.clone(),
-                        sid: d.sid.clone(),
-                        auth_time: d.auth_time,
-                        nonce: None,
-                        expires_at: now + refresh_ttl,
-                        revoked_at: None,
-                        claims_request: None,
-                        amr: d.amr.clone(),
-                        created_at: now,
-                        resource: None,
-                        dpop_jkt: grant_jkt,
-                    };
-                    let with_refresh = open_grant(c, &grant, rule, &refresh_hash, now)?;
-                    crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id, &ip)
-                        .target(&user.username)
-                        .write(c, now)?;
-                    Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))
-                }
-            }
-        })
-        .await?;
-    match polled {
+    let p = Poll {
+        ip: ip.to_string(),
+        hash: TokenHash::of(code),
+        now: cx.now,
+        client_id: client.client_id.clone(),
+        rule: RefreshRule::of(client),
+        refresh_hash: refresh.hash(),
+        refresh_ttl: refresh_ttl(cx, client),
+        mapped_groups: super::grant::maps_groups(&client.claim_rules),
+        replay: proof.cloned(),
+        grant_jkt: super::dpop::grant_binding(client, proof),
+    };
+    match cx.db.write(move |c| poll_in(c, p)).await? {
         Polled::Refused(code, d) => Err(OAuthError::new(code, d)),
         Polled::Issued(grant, user, with_refresh) => {
             let scope = Scope::parse(&grant.scope).unwrap_or_default();
@@ -260,6 +205,85 @@ pub async fn poll(
             )
         }
     }
+}
+
+/// The poll's transaction: the proof recorded, the device request read and answered.
+fn poll_in(c: &db::Tx<'_>, p: Poll) -> Result<Polled, DbError> {
+    use Polled::Refused;
+    let now = p.now;
+    // Every poll is a request of its own and needs a fresh proof (RFC 9449 §11.1).
+    if let Some(proof) = &p.replay {
+        if !super::dpop::record(c, proof)? {
+            return Ok(Refused(ErrorCode::InvalidDpopProof, "the DPoP proof was already used"));
+        }
+    }
+    db::device::lock(c, &p.hash)?;
+    let d = match db::device::find_by_device(c, &p.hash)? {
+        Some(d) if d.client_id == p.client_id => d,
+        _ => return Ok(Refused(ErrorCode::InvalidGrant, "the device code is not valid")),
+    };
+    if d.used_at.is_some() {
+        return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
+    }
+    if d.expires_at <= now {
+        return Ok(Refused(ErrorCode::ExpiredToken, "the device code has expired"));
+    }
+    match (d.approved, d.user_id) {
+        (None, _) => {
+            let too_fast = d.last_poll_at.is_some_and(|t| now - t < d.interval);
+            let interval = if too_fast { d.interval + 5 } else { d.interval };
+            db::device::record_poll(c, &p.hash, now, interval)?;
+            Ok(if too_fast {
+                Refused(ErrorCode::SlowDown, "poll less often")
+            } else {
+                Refused(ErrorCode::AuthorizationPending, "the user has not decided yet")
+            })
+        }
+        (Some(false), _) | (Some(true), None) => {
+            if !db::device::consume(c, &p.hash, now)?.won() {
+                return Ok(Refused(ErrorCode::InvalidGrant, "the device code was already used"));
+            }
+            Ok(Refused(ErrorCode::AccessDenied, "the user denied the request"))
+        }
+        (Some(true), Some(uid)) => approved_in(c, &d, uid, p),
+    }
+}
+
+/// An approved request: spent, and its grant opened for the user who approved it.
+fn approved_in(c: &db::Tx<'_>, d: &db::device::DeviceRequest, uid: i64, p: Poll) -> Result<Polled, DbError> {
+    let now = p.now;
+    let Some(user) = active_user(c, uid, &d.scope, None, p.mapped_groups)? else {
+        return Ok(Polled::Refused(ErrorCode::InvalidGrant, "the user is no longer active"));
+    };
+    // The conditional UPDATE decides: of two polls that both read an approved request,
+    // only the one that consumes it gets tokens.
+    if !db::device::consume(c, &p.hash, now)?.won() {
+        return Ok(Polled::Refused(
+            ErrorCode::InvalidGrant,
+            "the device code was already used",
+        ));
+    }
+    let grant = Grant {
+        id: random_id(),
+        client_id: d.client_id.clone(),
+        user_id: Some(uid),
+        scope: d.scope.clone(),
+        sid: d.sid.clone(),
+        auth_time: d.auth_time,
+        nonce: None,
+        expires_at: now + p.refresh_ttl,
+        revoked_at: None,
+        claims_request: None,
+        amr: d.amr.clone(),
+        created_at: now,
+        resource: None,
+        dpop_jkt: p.grant_jkt,
+    };
+    let with_refresh = open_grant(c, &grant, p.rule, &p.refresh_hash, now)?;
+    crate::audit::token("token.issued", &grant.client_id, "device_code", &grant.id, &p.ip)
+        .target(&user.username)
+        .write(c, now)?;
+    Ok(Polled::Issued(Box::new(grant), Box::new(user), with_refresh))
 }
 
 /// Whether the client's allowed groups admit the user approving a device (the same

@@ -7,8 +7,9 @@ use crate::crypto::keys::{Alg, KeySet, SigningKeyRecord};
 use crate::crypto::random::random_id;
 use crate::crypto::sealed::{self, MasterKey};
 use crate::db::{self, Db, DbError};
+use crate::oidc::client_spec::MAX_CLIENT_ACCESS_TTL;
+use crate::oidc::context::MakeCtx;
 use crate::oidc::Ctx;
-use crate::state::AppState;
 
 /// How long a retired key stays in the JWKS: longer than any token it signed lives,
 /// including a client's own access-token lifetime (up to `MAX_CLIENT_ACCESS_TTL`).
@@ -19,9 +20,6 @@ pub fn keep_retired(state_lifetimes: &crate::config::TokenLifetimes) -> i64 {
         .max(MAX_CLIENT_ACCESS_TTL)
         + 300
 }
-
-/// The longest access-token lifetime a client may be registered with.
-pub const MAX_CLIENT_ACCESS_TTL: i64 = 86_400;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
@@ -170,11 +168,11 @@ pub fn rotate(
 }
 
 /// Polls the key table and swaps the in-memory set when it changed.
-pub fn spawn_reloader(state: AppState) {
+pub fn spawn_reloader(state: impl MakeCtx) {
     tokio::spawn(async move {
         let mut seen = None;
         let mut ticks: u64 = 0;
-        let every = state.settings.key_reload_every.max(1);
+        let every = state.ctx().settings.key_reload_every.max(1);
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(every));
         // Rebuilding unchanged keys about every five minutes drops retired keys whose
         // publication window has passed.

@@ -13,8 +13,8 @@ use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
 use crate::db::{self, sessions::Session};
 use crate::domain::RedirectUri;
+use crate::oidc::context::MakeCtx;
 use crate::oidc::Ctx;
-use crate::state::AppState;
 
 /// A logout request after validation.
 #[derive(Debug, Clone, Default)]
@@ -197,14 +197,15 @@ fn logout_token(cx: &Ctx<'_>, a: &db::logout::Audience, sub: Option<&str>, sid: 
 
 /// Sends queued logout tokens; failures are logged and retried with back-off, and
 /// never hold up the person who logged out.
-pub fn spawn_deliverer(state: AppState) {
+pub fn spawn_deliverer(state: impl MakeCtx) {
     tokio::spawn(async move {
+        let wakeup = state.ctx().logout_wakeup;
         // Made on the first delivery: building a client loads the system's trusted
         // certificates (about a megabyte), which a server without back-channel
         // clients never needs.
         let mut http = None;
         loop {
-            let _ = tokio::time::timeout(Duration::from_secs(5), state.logout_wakeup.notified()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), wakeup.notified()).await;
             deliver_due(&state, &mut http).await;
         }
     });
@@ -225,9 +226,9 @@ fn delivery_client() -> reqwest::Result<reqwest::Client> {
 /// checked to be public, the connection made to those addresses only. A row queued
 /// before its registration was checked, or a name that has since moved to a private
 /// address, is refused here and never sent.
-async fn send(state: &AppState, http: &reqwest::Client, a: &db::logout::Audience, token: &str) -> Option<String> {
+async fn send(cx: &Ctx<'_>, http: &reqwest::Client, a: &db::logout::Audience, token: &str) -> Option<String> {
     let id = a.client_id.clone();
-    let chosen_by_admin = match state.db.read(move |c| db::clients::find(c, &id)).await {
+    let chosen_by_admin = match cx.db.read(move |c| db::clients::find(c, &id)).await {
         Ok(found) => found.is_some_and(|c| c.origin == db::clients::ORIGIN_ADMIN),
         Err(e) => return Some(format!("cannot read the client: {e}")),
     };
@@ -238,7 +239,7 @@ async fn send(state: &AppState, http: &reqwest::Client, a: &db::logout::Audience
             Err(e) => return Some(e.to_string()),
         }
     } else {
-        match state.clients.fetcher().post_form(&a.uri, &form).await {
+        match cx.clients.fetcher().post_form(&a.uri, &form).await {
             Ok(s) => s,
             Err(e) => return Some(e.to_string()),
         }
@@ -249,7 +250,7 @@ async fn send(state: &AppState, http: &reqwest::Client, a: &db::logout::Audience
 /// One pass over the queue, under one context. Each token is signed under a fresh one,
 /// so that its `iat` and `exp` are those of its sending even when the endpoints before
 /// it in the pass were slow to answer.
-async fn deliver_due(state: &AppState, http: &mut Option<reqwest::Client>) {
+async fn deliver_due(state: &impl MakeCtx, http: &mut Option<reqwest::Client>) {
     let cx = state.ctx();
     let now = cx.now;
     // Claimed for longer than a pass can take (50 sends of at most 5 s each).
@@ -283,7 +284,7 @@ async fn deliver_due(state: &AppState, http: &mut Option<reqwest::Client>) {
                 continue;
             }
         };
-        let outcome = send(state, http, &d.audience, &token).await;
+        let outcome = send(&cx, http, &d.audience, &token).await;
         let id = d.id;
         let result = match outcome {
             None => {

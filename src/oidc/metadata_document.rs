@@ -10,7 +10,7 @@
 
 use serde_json::json;
 
-use super::client_cache::ClientCache;
+use super::fetch::Fetcher;
 use super::registration;
 use crate::audit::Event;
 use crate::db::{self, clients::Client, Db, DbError};
@@ -58,10 +58,29 @@ pub fn names_document(client_id: &str, allow_http: bool) -> bool {
         && !u.path().split('/').any(|s| s == "." || s == "..")
 }
 
+/// A document client's registration as `resolve` found it.
+pub struct Resolved {
+    /// `None`: an unknown client.
+    pub client: Option<Client>,
+    /// The document was fetched and stored anew: the registry drops what it holds of
+    /// this client (and the registered origins).
+    pub stored_anew: bool,
+}
+
+impl Resolved {
+    /// Nothing was stored: the registry keeps what it holds.
+    fn kept(client: Option<Client>) -> Self {
+        Resolved {
+            client,
+            stored_anew: false,
+        }
+    }
+}
+
 /// The registration of a document client_id: the stored copy while it is fresh,
-/// otherwise the document fetched again; `None` (an unknown client) when it cannot
+/// otherwise the document fetched again (through `fetcher`); no client when it cannot
 /// be had. Only storage failures are errors.
-pub async fn resolve(cache: &ClientCache, db: &Db, client_id: &str, now: i64) -> Result<Option<Client>, DbError> {
+pub async fn resolve(fetcher: &Fetcher, db: &Db, client_id: &str, now: i64) -> Result<Resolved, DbError> {
     let id = client_id.to_string();
     let stored = db
         .read(move |c| db::clients::find(c, &id))
@@ -69,18 +88,18 @@ pub async fn resolve(cache: &ClientCache, db: &Db, client_id: &str, now: i64) ->
         .filter(|c| c.origin == db::clients::ORIGIN_METADATA_DOCUMENT);
     let expires = stored.as_ref().and_then(|c| c.metadata_expires_at).unwrap_or(0);
     if stored.is_some() && expires > now {
-        return Ok(stored);
+        return Ok(Resolved::kept(stored));
     }
-    let fetched = match cache.fetcher().get(client_id, MAX_DOCUMENT_BYTES).await {
+    let fetched = match fetcher.get(client_id, MAX_DOCUMENT_BYTES).await {
         Ok(f) => f,
         Err(e) => {
             tracing::warn!(client_id = %client_id, error = %e, "cannot fetch a client metadata document");
             let grace = e.transient() && expires + GRACE > now;
-            return Ok(stored.filter(|_| grace));
+            return Ok(Resolved::kept(stored.filter(|_| grace)));
         }
     };
     let checked = match client_of_document(client_id, &fetched.body, now) {
-        Ok(c) => registration::check_logout_uris(cache.fetcher(), &c)
+        Ok(c) => registration::check_logout_uris(fetcher, &c)
             .await
             .map(|_| c)
             .map_err(|e| e.description.to_string()),
@@ -90,7 +109,7 @@ pub async fn resolve(cache: &ClientCache, db: &Db, client_id: &str, now: i64) ->
         Ok(c) => c,
         Err(why) => {
             tracing::warn!(client_id = %client_id, error = %why, "client metadata document refused");
-            return Ok(None);
+            return Ok(Resolved::kept(None));
         }
     };
     let fresh = fetched
@@ -102,8 +121,10 @@ pub async fn resolve(cache: &ClientCache, db: &Db, client_id: &str, now: i64) ->
         client.created_at = s.created_at;
     }
     store(db, &client, stored.as_ref(), now).await?;
-    cache.forget(client_id);
-    Ok(Some(client))
+    Ok(Resolved {
+        client: Some(client),
+        stored_anew: true,
+    })
 }
 
 /// Upserts the document's client: an unchanged document only moves its expiry.
@@ -141,7 +162,7 @@ async fn store(db: &Db, client: &Client, stored: Option<&Client>, now: i64) -> R
 
 /// Whether a refetched document says what the stored copy says.
 fn same(a: &Client, b: &Client) -> bool {
-    crate::admin::clients::view(a) == crate::admin::clients::view(b)
+    super::client_spec::view(a) == super::client_spec::view(b)
         && a.jwks == b.jwks
         && a.registration_metadata == b.registration_metadata
 }

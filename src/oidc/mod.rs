@@ -6,6 +6,7 @@ pub mod client_about;
 pub mod client_auth;
 pub mod client_cache;
 pub mod client_keys;
+pub mod client_spec;
 pub mod context;
 pub mod cors;
 pub mod device;

@@ -1,7 +1,7 @@
 //! Dynamic client registration (RFC 7591) and its management protocol (RFC 7592).
 //!
 //! A registration is validated by the same rules as every other way of adding a
-//! client (`admin::clients::build`), then made a third-party client: consent
+//! client (`client_spec::build`), then made a third-party client: consent
 //! required, refresh tokens only with `offline_access`, never admin, no client
 //! credentials scopes. Who may register is the server's choice (RFC 7591 §3):
 //! with an initial access token, or, when registration is open, public clients whose

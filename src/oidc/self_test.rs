@@ -149,48 +149,13 @@ pub async fn run(
         scope: test_scope(client),
         ..TestRun::default()
     };
-    let (cid, uid) = (client.client_id.clone(), session.user_id);
-    if !cx.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
-        out.refused = Some(format!(
-            "you are not a member of a group allowed to use this client ({}); a sign-in would be refused",
-            client.allowed_groups.join(", ")
-        ));
-        return Ok(out);
-    }
-    if !client.allows_grant("authorization_code") {
-        out.refused = Some("the client is not registered for the authorization code flow".into());
+    out.refused = refusal(cx, client, session).await?;
+    if out.refused.is_some() {
         return Ok(out);
     }
     let verifier = Secret::generate();
     let nonce = random_id();
-    let req = AuthRequest {
-        client_id: client.client_id.clone(),
-        redirect_uri: out.redirect_uri.clone(),
-        scope: out.scope.clone(),
-        state: None,
-        nonce: Some(nonce.clone()),
-        code_challenge: Some(sha256_b64(verifier.expose().as_bytes())),
-        prompt: Prompt::default(),
-        max_age: None,
-        login_hint: None,
-        claims: None,
-        hint_sub: None,
-        form_post: false,
-        idp: None,
-        resource: Vec::new(),
-        dpop_jkt: None,
-        ui_locales: None,
-    };
-    let response = issue_code(cx, &req, session).await.map_err(|e| match e {
-        AuthorizeError::Server(e) => e,
-        _ => Internal::Failed,
-    })?;
-    let code = response
-        .params
-        .iter()
-        .find(|(k, _)| *k == "code")
-        .map(|(_, v)| v.clone())
-        .ok_or(Internal::Failed)?;
+    let code = code_for(cx, client, session, &out, &verifier, &nonce).await?;
     let form: super::grant::Form = [
         ("grant_type", "authorization_code"),
         ("code", code.as_str()),
@@ -219,11 +184,76 @@ pub async fn run(
     out.checks = rp_checks(cx, &client.client_id, &nonce, &id_token, &tokens.access_token);
     out.id_token = Some(decoded(&id_token));
     out.access_token = Some(decoded(&tokens.access_token));
-    let at = decode_part(&tokens.access_token, 1).unwrap_or_default();
+    out.revoked = revoke(cx, client, &tokens.access_token, event).await?;
+    Ok(out)
+}
+
+/// Why a sign-in of this user to this client would be refused before any code, if it
+/// would.
+async fn refusal(cx: &Ctx<'_>, client: &Client, session: &Session) -> Result<Option<String>, Internal> {
+    let (cid, uid) = (client.client_id.clone(), session.user_id);
+    if !cx.db.read(move |c| db::clients::group_allowed(c, &cid, uid)).await? {
+        return Ok(Some(format!(
+            "you are not a member of a group allowed to use this client ({}); a sign-in would be refused",
+            client.allowed_groups.join(", ")
+        )));
+    }
+    if !client.allows_grant("authorization_code") {
+        return Ok(Some(
+            "the client is not registered for the authorization code flow".into(),
+        ));
+    }
+    Ok(None)
+}
+
+/// A real code for the test run's request, issued as the authorization endpoint would
+/// (PKCE S256 with `verifier`, `nonce`).
+async fn code_for(
+    cx: &Ctx<'_>,
+    client: &Client,
+    session: &Session,
+    out: &TestRun,
+    verifier: &Secret,
+    nonce: &str,
+) -> Result<String, Internal> {
+    let req = AuthRequest {
+        client_id: client.client_id.clone(),
+        redirect_uri: out.redirect_uri.clone(),
+        scope: out.scope.clone(),
+        state: None,
+        nonce: Some(nonce.to_string()),
+        code_challenge: Some(sha256_b64(verifier.expose().as_bytes())),
+        prompt: Prompt::default(),
+        max_age: None,
+        login_hint: None,
+        claims: None,
+        hint_sub: None,
+        form_post: false,
+        idp: None,
+        resource: Vec::new(),
+        dpop_jkt: None,
+        ui_locales: None,
+    };
+    let response = issue_code(cx, &req, session).await.map_err(|e| match e {
+        AuthorizeError::Server(e) => e,
+        _ => Internal::Failed,
+    })?;
+    response
+        .params
+        .iter()
+        .find(|(k, _)| *k == "code")
+        .map(|(_, v)| v.clone())
+        .ok_or(Internal::Failed)
+}
+
+/// Revokes the grant behind the test's access token, writing `event` with it; whether
+/// the token is no longer active.
+async fn revoke(cx: &Ctx<'_>, client: &Client, access_token: &str, event: Event) -> Result<bool, Internal> {
+    let at = decode_part(access_token, 1).unwrap_or_default();
     let field = |k: &str| at.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
     let (gid, jti, now) = (field("gid"), field("jti"), cx.now);
     let target = format!("client:{}", client.client_id);
-    out.revoked = cx
+    Ok(cx
         .db
         .write(move |c| {
             db::grants::revoke_grant(c, &gid, now)?;
@@ -233,6 +263,5 @@ pub async fn run(
                 .write(c, now)?;
             Ok(!db::grants::access_token_active(c, &gid, &jti)?)
         })
-        .await?;
-    Ok(out)
+        .await?)
 }

@@ -184,7 +184,7 @@ async fn invalid(
         .await;
     let named = match cx.settings.passkey_mode {
         crate::config::PasskeyMode::Offer => None,
-        _ => match crate::auth::passkeys::named(state, form.username).await {
+        _ => match crate::auth::passkeys::named(cx, form.username).await {
             Ok(named) => Some(named),
             Err(e) => return NotSignedIn::Refused(Refused::Server(e.into())),
         },

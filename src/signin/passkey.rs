@@ -42,7 +42,7 @@ pub async fn sign_in(
     let Some(binding) = browser.binding.as_ref() else {
         return Err(ResumeError::Forged.into());
     };
-    let user_id = match passkeys::authenticate(state, request_id, assertion).await {
+    let user_id = match passkeys::authenticate(cx, request_id, assertion).await {
         Ok(uid) => uid,
         Err(PasskeyError::Refused(why)) => {
             Event::new("login.failed")

@@ -21,7 +21,7 @@ async fn submit(app: &TestApp, token: &str, user: &str, email: &str, pass: &str,
 #[tokio::test]
 async fn the_setup_link_creates_the_first_administrator_once() {
     let app = spawn_app().await;
-    let token = tessera::auth::setup::start(&app.state).await.unwrap().unwrap();
+    let token = tessera::auth::setup::start(&app.state.ctx()).await.unwrap().unwrap();
     let token = token.expose();
     let page = browser()
         .get(app.url(&format!("/setup?token={token}")))
@@ -87,7 +87,7 @@ async fn the_setup_link_creates_the_first_administrator_once() {
         .unwrap();
     assert_eq!(page.status(), 410);
     assert!(
-        tessera::auth::setup::start(&app.state).await.unwrap().is_none(),
+        tessera::auth::setup::start(&app.state.ctx()).await.unwrap().is_none(),
         "no new link once users exist"
     );
 }
@@ -95,7 +95,7 @@ async fn the_setup_link_creates_the_first_administrator_once() {
 #[tokio::test]
 async fn a_setup_link_expires_after_an_hour_and_wrong_tokens_do_nothing() {
     let app = spawn_app().await;
-    let token = tessera::auth::setup::start(&app.state).await.unwrap().unwrap();
+    let token = tessera::auth::setup::start(&app.state.ctx()).await.unwrap().unwrap();
     let page = browser().get(app.url("/setup?token=guess")).send().await.unwrap();
     assert_eq!(page.status(), 410);
     app.clock.advance(tessera::auth::setup::LIFETIME + 1);
@@ -118,7 +118,7 @@ async fn the_setup_link_stays_valid_until_an_administrator_exists() {
     let app = spawn_app().await;
     // A user made first with the command line, not an administrator.
     app.add_user("bob").await;
-    let token = tessera::auth::setup::start(&app.state).await.unwrap();
+    let token = tessera::auth::setup::start(&app.state.ctx()).await.unwrap();
     let token = token.expect("no administrator yet: a link is made");
     let page = browser()
         .get(app.url(&format!("/setup?token={}", token.expose())))
@@ -144,7 +144,7 @@ async fn the_setup_link_stays_valid_until_an_administrator_exists() {
         .unwrap();
     assert_eq!(admins, 1);
     assert!(
-        tessera::auth::setup::start(&app.state).await.unwrap().is_none(),
+        tessera::auth::setup::start(&app.state.ctx()).await.unwrap().is_none(),
         "with an administrator there is no link"
     );
 }

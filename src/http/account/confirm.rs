@@ -109,7 +109,7 @@ async fn page(
     (next, carried): (&str, Carried),
     error: Option<&str>,
 ) -> HttpResponse {
-    let passkey = match crate::auth::passkeys::list(state, v.user.id).await {
+    let passkey = match crate::auth::passkeys::list(&state.ctx(), v.user.id).await {
         Ok(keys) => !keys.is_empty(),
         Err(e) => return errors::server_page(e),
     };
@@ -208,7 +208,7 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>) -> Ht
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    match crate::auth::passkeys::reauth_options(&state, &v.user).await {
+    match crate::auth::passkeys::reauth_options(&state.ctx(), &v.user).await {
         Ok(options) => crate::http::signin::passkeys::options_json(Some(options)),
         Err(e) => errors::passkey_json(e),
     }
@@ -233,7 +233,7 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
         authenticator_data: get("authenticator_data"),
         signature: get("signature"),
     };
-    match crate::auth::passkeys::reauthenticate(&state, &v.user, &assertion).await {
+    match crate::auth::passkeys::reauthenticate(&state.ctx(), &v.user, &assertion).await {
         Ok(()) => {}
         Err(crate::auth::passkeys::PasskeyError::Refused(why)) => {
             Event::new("account.reauth_failed")

@@ -37,7 +37,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return limited;
     }
     let token = params::link_token(&req);
-    match setup::usable(&state, &token).await {
+    match setup::usable(&state.ctx(), &token).await {
         Ok(true) => pages::render(
             StatusCode::OK,
             &SetupPage {
@@ -63,7 +63,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let get = |n: &str| params::field(&form, n);
     let (token, username, email) = (get("token"), get("username"), get("email"));
-    match setup::finish(&state, token, username, email, get("password"), get("confirm")).await {
+    match setup::finish(&state.ctx(), token, username, email, get("password"), get("confirm")).await {
         Ok(Outcome::Created) => {
             tracing::info!(
                 username = username.trim(),

@@ -281,7 +281,7 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     let step = if username.is_empty() {
         pages::LoginStep::Username
     } else {
-        match crate::auth::passkeys::named(&state, username).await {
+        match crate::auth::passkeys::named(&state.ctx(), username).await {
             Ok(named) => pages::LoginStep::named(named),
             Err(e) => return errors::server_page(e),
         }

@@ -71,7 +71,7 @@ pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) 
     if !crate::http::account::confirm::recently_authenticated(&state, &v) {
         return reauth_required();
     }
-    match passkeys::registration_options(&state, &v.user).await {
+    match passkeys::registration_options(&state.ctx(), &v.user).await {
         Ok(options) => {
             let mut b = HttpResponse::Ok();
             errors::no_store(&mut b);
@@ -100,7 +100,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
     let Ok(r) = serde_json::from_slice::<Registration>(&body) else {
         return json_error(StatusCode::BAD_REQUEST, "the passkey was not sent correctly");
     };
-    match passkeys::register(&state, &v.user, &r.name, &r.client_data, &r.attestation_object).await {
+    match passkeys::register(&state.ctx(), &v.user, &r.name, &r.client_data, &r.attestation_object).await {
         Ok(()) => {
             let mut b = HttpResponse::Created();
             errors::no_store(&mut b);
@@ -116,7 +116,7 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         Err(resp) => return resp,
     };
     let id = form.get("id").and_then(|i| i.parse().ok()).unwrap_or(-1);
-    match passkeys::remove(&state, &v.user, id).await {
+    match passkeys::remove(&state.ctx(), &v.user, id).await {
         Ok(passkeys::Removed::Done(_)) => errors::redirect("/account?done=passkey-removed"),
         Ok(passkeys::Removed::LastWayIn) => pages::error_page(
             StatusCode::CONFLICT,
@@ -170,7 +170,7 @@ pub fn problem_json(problems: &Problems) -> HttpResponse {
 /// use case's own changes).
 pub fn made(state: &AppState, form: &HashMap<String, String>) -> Result<Made, PasskeyError> {
     let get = |n: &str| params::field(form, n);
-    passkeys::verify_creation(state, get("name"), get("client_data"), get("attestation_object"))
+    passkeys::verify_creation(&state.ctx(), get("name"), get("client_data"), get("attestation_object"))
 }
 
 fn form_of(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
@@ -193,7 +193,7 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
         Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
         _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
     }
-    match passkeys::login_options(&state, get("request_id")).await {
+    match passkeys::login_options(&state.ctx(), get("request_id")).await {
         Ok(options) => {
             let mut b = HttpResponse::Ok();
             errors::no_store(&mut b);

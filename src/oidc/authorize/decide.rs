@@ -1,6 +1,7 @@
 //! Whether a request can be answered now, needs the login form, or needs consent.
 
-use super::request::{AuthRequest, AuthorizeError};
+use super::auth_request::AuthRequest;
+use super::error::AuthorizeError;
 use super::response::{code_record, AuthResponse};
 use crate::crypto::Secret;
 use crate::db::{self, sessions::Session, DbError};

@@ -1,82 +1,14 @@
 //! Parsing and validating an authorization request.
 
-use crate::error::Internal;
-use serde::{Deserialize, Serialize};
-
+use super::auth_request::{AuthRequest, Prompt};
+use super::error::AuthorizeError;
 use super::response::AuthResponse;
+use super::source::Via;
 use crate::crypto::jwt;
-use crate::db::clients::Client;
-use crate::db::DbError;
 use crate::domain::{RedirectUri, Scope};
 use crate::oidc::claims::{client_supports, ClaimsRequest};
 use crate::oidc::Ctx;
 use crate::oidc::{pkce, ErrorCode, OAuthError};
-
-/// A validated authorization request; parked server-side while the user signs in.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AuthRequest {
-    pub client_id: String,
-    pub redirect_uri: String,
-    pub scope: String,
-    pub state: Option<String>,
-    pub nonce: Option<String>,
-    pub code_challenge: Option<String>,
-    pub prompt: Prompt,
-    pub max_age: Option<i64>,
-    pub login_hint: Option<String>,
-    /// The `claims` parameter (Core §5.5), as the JSON this provider re-serialised.
-    pub claims: Option<String>,
-    /// The subject of a valid `id_token_hint`: the user the client expects.
-    pub hint_sub: Option<String>,
-    /// `response_mode=form_post` (OAuth 2.0 Form Post Response Mode).
-    pub form_post: bool,
-    /// `idp`: the upstream provider to sign in with instead of the login page
-    /// (advisory: an unknown one is ignored). Absent from requests parked before it.
-    #[serde(default)]
-    pub idp: Option<String>,
-    /// RFC 8707 `resource` values (absolute URIs of registered resources).
-    #[serde(default)]
-    pub resource: Vec<String>,
-    /// RFC 9449 §10 `dpop_jkt`: the key the code will be bound to.
-    #[serde(default)]
-    pub dpop_jkt: Option<String>,
-    /// `ui_locales` (Core §3.1.2.1): the languages the application would like the
-    /// pages in, preferred first; the first one Tessera speaks is used.
-    #[serde(default)]
-    pub ui_locales: Option<String>,
-}
-
-/// The `prompt` values this provider acts on (Core §3.1.2.1); `select_account` is
-/// accepted and satisfied by the single signed-in account. `create` (Initiating User
-/// Registration via OpenID Connect 1.0 §4.1) opens the sign-up form when sign-up is
-/// open, and is ignored otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct Prompt {
-    pub none: bool,
-    pub login: bool,
-    pub consent: bool,
-    /// Absent from requests parked before it existed.
-    #[serde(default)]
-    pub create: bool,
-}
-
-/// Why a request failed, and so where the answer goes.
-#[derive(Debug)]
-pub enum AuthorizeError {
-    /// The client or its redirect URI cannot be trusted: tell the person, never redirect
-    /// (RFC 6749 §4.1.2.1, RFC 9700 §4.11 on open redirectors).
-    Fatal(String),
-    /// Everything else goes back to the registered redirect URI.
-    Respond(AuthResponse),
-    /// The server itself failed (storage busy or broken).
-    Server(Internal),
-}
-
-impl From<DbError> for AuthorizeError {
-    fn from(e: DbError) -> Self {
-        AuthorizeError::Server(e.into())
-    }
-}
 
 const MAX_PARAM: usize = 4096;
 
@@ -91,35 +23,6 @@ fn single<'a>(params: &'a [(String, String)], name: &str) -> Result<Option<&'a s
 
 fn fatal(message: &str) -> AuthorizeError {
     AuthorizeError::Fatal(message.to_string())
-}
-
-/// How a request reached validation, and so which of the "only through" rules of its
-/// client and of the server still apply (RFC 9126 §6, RFC 9101 §10.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// At the authorization endpoint; `signed`: the parameters came from a request object.
-    Front { signed: bool },
-    /// At the pushed authorization request endpoint, before it is stored.
-    Push { signed: bool },
-    /// At the authorization endpoint from a pushed request, checked when it was pushed.
-    Pushed,
-}
-
-impl Via {
-    /// Why this request may not come this way, if it may not.
-    fn refusal(self, client: &Client, server_requires_par: bool) -> Option<&'static str> {
-        let signed = match self {
-            Via::Front { signed } | Via::Push { signed } => signed,
-            Via::Pushed => return None,
-        };
-        if !signed && client.require_signed_request_object {
-            return Some("this client must send its authorization request as a signed request object");
-        }
-        if matches!(self, Via::Front { .. }) && (client.require_par || server_requires_par) {
-            return Some("pushed authorization requests are required");
-        }
-        None
-    }
 }
 
 /// Validates an authorization request at the authorization endpoint: its own
@@ -139,19 +42,7 @@ pub async fn validate_pushed(
 }
 
 async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Result<AuthRequest, AuthorizeError> {
-    let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
-    let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
-    let client = cx.clients.get(cx.db, client_id, cx.now).await?;
-    let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
-    let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
-    let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
-    // Exact string comparison with a registered URI (RFC 9700 §4.1.3).
-    if !client.redirect_uris.iter().any(|r| r == redirect) {
-        return Err(fatal(
-            "The redirect URI in the request is not registered for this application.",
-        ));
-    }
-    let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
+    let (client, redirect_uri) = target(cx, params).await?;
     // A repeated or oversized `state` is refused below, but cannot be echoed: which
     // one is genuine, and a 5 KB echo is no state a client sent to be kept.
     let (state_param, state_problem) = match single(params, "state") {
@@ -175,30 +66,18 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         ))
     };
     let get = |name: &str| single(params, name).map_err(|d| fail(ErrorCode::InvalidRequest, d));
+    let invalid = |d: &str| fail(ErrorCode::InvalidRequest, d.to_string());
     if let Some(problem) = state_problem {
         return Err(fail(ErrorCode::InvalidRequest, problem));
     }
     if let Some(e) = mode_error {
-        return Err(fail(ErrorCode::InvalidRequest, e.into()));
+        return Err(invalid(e));
     }
     if let Some(d) = via.refusal(&client, cx.settings.protocol.require_par) {
-        return Err(fail(ErrorCode::InvalidRequest, d.into()));
+        return Err(invalid(d));
     }
-    match get("response_type")? {
-        Some("code") => {}
-        None => return Err(fail(ErrorCode::InvalidRequest, "response_type is required".into())),
-        Some(_) => {
-            return Err(fail(
-                ErrorCode::UnsupportedResponseType,
-                "only response_type=code is supported".into(),
-            ))
-        }
-    }
-    if !client.allows_grant("authorization_code") {
-        return Err(fail(
-            ErrorCode::UnauthorizedClient,
-            "the client is not registered for the authorization code flow".into(),
-        ));
+    if let Some((code, d)) = flow_problem(&client, get("response_type")?) {
+        return Err(fail(code, d.into()));
     }
     let scope = Scope::parse(get("scope")?.unwrap_or("")).map_err(|e| fail(ErrorCode::InvalidScope, e.0))?;
     if !scope.contains("openid") {
@@ -210,41 +89,20 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         get("code_challenge_method")?,
         client.is_public(),
     )
-    .map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
-    let prompt = parse_prompt(get("prompt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
-    let max_age = match get("max_age")? {
-        None => None,
-        Some(v) => match v.parse::<i64>() {
-            Ok(n) if n >= 0 => Some(n),
-            _ => {
-                return Err(fail(
-                    ErrorCode::InvalidRequest,
-                    "max_age is not a non-negative integer".into(),
-                ))
-            }
-        },
-    };
-    let claims = match get("claims")? {
-        None => None,
-        Some(text) => {
-            let parsed = ClaimsRequest::parse(text).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
-            (!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default())
-        }
-    };
-    let hint_sub = match get("id_token_hint")? {
-        None => None,
-        Some(hint) => Some(hint_subject(cx, hint, &client.client_id).ok_or_else(|| {
-            fail(
-                ErrorCode::InvalidRequest,
-                "id_token_hint is not an ID token we issued".into(),
-            )
-        })?),
-    };
+    .map_err(invalid)?;
+    let prompt = parse_prompt(get("prompt")?).map_err(invalid)?;
+    let max_age = parse_max_age(get("max_age")?).map_err(invalid)?;
+    let claims = parse_claims(get("claims")?).map_err(|d| fail(ErrorCode::InvalidRequest, d))?;
+    let hint_sub = get("id_token_hint")?
+        .map(|hint| {
+            hint_subject(cx, hint, &client.client_id)
+                .ok_or_else(|| invalid("id_token_hint is not an ID token we issued"))
+        })
+        .transpose()?;
     let resource = crate::oidc::resource::requested(cx, params)
         .await
         .map_err(|d| fail(ErrorCode::InvalidTarget, d))?;
-    let dpop_jkt =
-        crate::oidc::dpop::jkt_param(get("dpop_jkt")?).map_err(|d| fail(ErrorCode::InvalidRequest, d.into()))?;
+    let dpop_jkt = crate::oidc::dpop::jkt_param(get("dpop_jkt")?).map_err(invalid)?;
     Ok(AuthRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.as_str().to_string(),
@@ -265,6 +123,68 @@ async fn validate_as(cx: &Ctx<'_>, params: &[(String, String)], via: Via) -> Res
         dpop_jkt,
         ui_locales: get("ui_locales")?.map(|v| v.chars().take(256).collect()),
     })
+}
+
+/// The client and the redirect URI the answer may go to; until both are known and
+/// match, a problem is told to the person, never redirected.
+async fn target(
+    cx: &Ctx<'_>,
+    params: &[(String, String)],
+) -> Result<(std::sync::Arc<crate::db::clients::Client>, RedirectUri), AuthorizeError> {
+    let client_id = single(params, "client_id").map_err(AuthorizeError::Fatal)?;
+    let client_id = client_id.ok_or_else(|| fatal("The request names no client (client_id is missing)."))?;
+    let client = cx.clients.get(cx.db, client_id, cx.now).await?;
+    let client = client.ok_or_else(|| fatal("The application that sent you here is not registered."))?;
+    let redirect = single(params, "redirect_uri").map_err(AuthorizeError::Fatal)?;
+    let redirect = redirect.ok_or_else(|| fatal("The request has no redirect_uri."))?;
+    // Exact string comparison with a registered URI (RFC 9700 §4.1.3).
+    if !client.redirect_uris.iter().any(|r| r == redirect) {
+        return Err(fatal(
+            "The redirect URI in the request is not registered for this application.",
+        ));
+    }
+    let redirect_uri = RedirectUri::parse(redirect).map_err(|e| AuthorizeError::Fatal(e.to_string()))?;
+    Ok((client, redirect_uri))
+}
+
+/// Why the request cannot use the code flow with this client, if it cannot: the
+/// response type (only `code`) and the client's registered grants.
+fn flow_problem(client: &crate::db::clients::Client, response_type: Option<&str>) -> Option<(ErrorCode, &'static str)> {
+    match response_type {
+        Some("code") => {}
+        None => return Some((ErrorCode::InvalidRequest, "response_type is required")),
+        Some(_) => {
+            return Some((
+                ErrorCode::UnsupportedResponseType,
+                "only response_type=code is supported",
+            ))
+        }
+    }
+    if !client.allows_grant("authorization_code") {
+        return Some((
+            ErrorCode::UnauthorizedClient,
+            "the client is not registered for the authorization code flow",
+        ));
+    }
+    None
+}
+
+/// `max_age` (Core §3.1.2.1): a non-negative number of seconds.
+fn parse_max_age(value: Option<&str>) -> Result<Option<i64>, &'static str> {
+    match value.map(str::parse::<i64>) {
+        None => Ok(None),
+        Some(Ok(n)) if n >= 0 => Ok(Some(n)),
+        Some(_) => Err("max_age is not a non-negative integer"),
+    }
+}
+
+/// The `claims` parameter (Core §5.5), re-serialised; `None` when it asks for nothing.
+fn parse_claims(value: Option<&str>) -> Result<Option<String>, String> {
+    let Some(text) = value else {
+        return Ok(None);
+    };
+    let parsed = ClaimsRequest::parse(text)?;
+    Ok((!parsed.is_empty()).then(|| serde_json::to_string(&parsed).unwrap_or_default()))
 }
 
 /// RFC 7636 §4.3 with RFC 9700 §2.1.1: S256 only, required for public clients.

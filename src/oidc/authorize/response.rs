@@ -1,7 +1,7 @@
 //! Authorization responses (RFC 6749 §4.1.2 with RFC 9207's `iss`), by redirect or by
 //! form post, and the codes they carry.
 
-use super::request::AuthRequest;
+use super::auth_request::AuthRequest;
 use crate::crypto::random::random_id;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, sessions::Session};

@@ -2,7 +2,7 @@
 //! pushed request named by `request_uri` (RFC 9126 §4), or a signed request object in
 //! `request` (RFC 9101 §5). Either of the latter replaces the outer parameters.
 
-use super::request::{AuthorizeError, Via};
+use super::error::AuthorizeError;
 use super::response::AuthResponse;
 use crate::db::clients::Client;
 use crate::domain::RedirectUri;
@@ -11,6 +11,35 @@ use crate::oidc::request_object::{self, ObjectError};
 use crate::oidc::{unique_param, Ctx, ErrorCode, OAuthError};
 
 type Params = Vec<(String, String)>;
+
+/// How a request reached validation, and so which of the "only through" rules of its
+/// client and of the server still apply (RFC 9126 §6, RFC 9101 §10.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// At the authorization endpoint; `signed`: the parameters came from a request object.
+    Front { signed: bool },
+    /// At the pushed authorization request endpoint, before it is stored.
+    Push { signed: bool },
+    /// At the authorization endpoint from a pushed request, checked when it was pushed.
+    Pushed,
+}
+
+impl Via {
+    /// Why this request may not come this way, if it may not.
+    pub(super) fn refusal(self, client: &Client, server_requires_par: bool) -> Option<&'static str> {
+        let signed = match self {
+            Via::Front { signed } | Via::Push { signed } => signed,
+            Via::Pushed => return None,
+        };
+        if !signed && client.require_signed_request_object {
+            return Some("this client must send its authorization request as a signed request object");
+        }
+        if matches!(self, Via::Front { .. }) && (client.require_par || server_requires_par) {
+            return Some("pushed authorization requests are required");
+        }
+        None
+    }
+}
 
 /// The parameters to validate, and how they came.
 pub async fn resolve(cx: &Ctx<'_>, outer: &[(String, String)]) -> Result<(Params, Via), AuthorizeError> {

@@ -1,12 +1,12 @@
 //! Client metadata (RFC 7591 §2) as registrations and metadata documents send it,
-//! read and turned into a third-party client by the rules of `admin::clients::build`.
+//! read and turned into a third-party client by the rules of `client_spec::build`.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::admin::clients::{build, ClientSpec};
 use crate::crypto::Secret;
 use crate::db::{clients::Client, clients::RefreshPolicy};
+use crate::oidc::client_spec::{build, ClientSpec};
 use crate::oidc::{ErrorCode, OAuthError};
 
 /// Grant types a registered client may use (client_credentials only when it is
