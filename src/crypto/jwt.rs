@@ -98,6 +98,14 @@ pub fn half_hash(alg: Alg, value: &str) -> String {
     }
 }
 
+/// A signing failure is the server's own; logged here, once.
+impl From<JwtError> for crate::error::Internal {
+    fn from(e: JwtError) -> Self {
+        tracing::error!(error = %e, "token signing error");
+        Self::Failed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

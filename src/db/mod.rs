@@ -324,3 +324,18 @@ impl Claim {
         self == Claim::Won
     }
 }
+
+/// Storage failures as the server's own: a full queue or disk sheds load, anything
+/// else is logged here, once, and answers as a failure.
+impl From<DbError> for crate::error::Internal {
+    fn from(e: DbError) -> Self {
+        match e {
+            // A full disk was logged where it was found, once per run.
+            DbError::Busy | DbError::Full => Self::Busy,
+            other => {
+                tracing::error!(error = %other, "storage error");
+                Self::Failed
+            }
+        }
+    }
+}
