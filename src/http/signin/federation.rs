@@ -208,7 +208,7 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
                 .actor(format!("provider:{}", came.provider.id))
                 .ip(Some(ip))
                 .detail(serde_json::json!({"reason": e.to_string()}))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             if came.link_user.is_some() {
                 let _ = interaction::consume(&state.ctx(), came.parked.request_id.expose()).await;

@@ -157,7 +157,11 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     let user = match result {
         Ok(user) => user,
         Err(LoginError::InvalidCredentials) => {
-            Event::new(event).actor(attempted).ip(Some(ip)).log(&state).await;
+            Event::new(event)
+                .actor(attempted)
+                .ip(Some(ip))
+                .log(&state.db, state.clock.now())
+                .await;
             let step = match pages::LoginStep::first(&state.settings) {
                 pages::LoginStep::Both => pages::LoginStep::Both,
                 _ => match crate::auth::passkeys::named(&state, username).await {
@@ -273,7 +277,7 @@ pub async fn second_step_after(
             Event::new("login.trusted_device")
                 .actor(&user.username)
                 .ip(Some(ip))
-                .log(state)
+                .log(&state.db, state.clock.now())
                 .await;
             return Ok((pending, first.amr()));
         }
@@ -288,7 +292,7 @@ pub async fn second_step_after(
     Event::new(event)
         .actor(&user.username)
         .ip(Some(ip.clone()))
-        .log(state)
+        .log(&state.db, state.clock.now())
         .await;
     let by_mail = first == First::Mail;
     let parked = match interaction::park_mfa(&cx, request_id, user.id, pending, browser, by_mail, fed).await {
@@ -347,7 +351,7 @@ async fn finish_sign_in(
             Some(f) => serde_json::json!({"amr": who.amr, "provider": f.provider, "upstream_sub": f.subject}),
             None => serde_json::json!({"amr": who.amr}),
         })
-        .log(state)
+        .log(&state.db, state.clock.now())
         .await;
     let mut resp = match complete(req, state, cx, resumed, who).await {
         Ok(resp) => resp,
@@ -599,7 +603,11 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 async fn locked_out(state: &AppState, request_id: &str, username: &str, ip: String) -> HttpResponse {
     let cx = state.ctx();
     state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
+    Event::new("login.locked")
+        .actor(username)
+        .ip(Some(ip))
+        .log(&state.db, state.clock.now())
+        .await;
     let _ = interaction::consume(&cx, request_id).await;
     pages::error_page(
         StatusCode::TOO_MANY_REQUESTS,
@@ -699,7 +707,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
                 .target(format!("client:{}", request.client_id))
                 .ip(Some(ip_text(&req, &state)))
                 .detail(serde_json::json!({"scope": request.scope}))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             respond(&r)
         }

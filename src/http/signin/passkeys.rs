@@ -239,7 +239,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             Event::new("login.failed")
                 .ip(Some(ip))
                 .detail(json!({"method": "passkey", "reason": why}))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             return pages::error_page(
                 StatusCode::UNAUTHORIZED,
