@@ -138,7 +138,7 @@ impl Application {
             let _ = out.write_all(report.as_bytes());
         }
         if let Some(schedule) = state.settings.backups.clone() {
-            crate::replica::backups::spawn(state.clone(), schedule, state.backups.clone());
+            crate::replica::backups::spawn(state.db.clone(), state.clock.clone(), schedule, state.backups.clone());
         }
         spawn_purger(state.clone());
         spawn_limit_pruner(state.clone());
