@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
 use super::keys::{Alg, KeyError, KeySet};
+pub use super::signed::Signed;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JwtError {
@@ -17,23 +18,6 @@ pub enum JwtError {
     Sign(josekit::JoseError),
     #[error("token is not a valid signed JWT")]
     Invalid,
-}
-
-/// A verified token: its header type and claims.
-#[derive(Debug, Clone)]
-pub struct Signed {
-    pub typ: Option<String>,
-    pub alg: String,
-    pub claims: Map<String, Value>,
-}
-
-impl Signed {
-    /// Whether this is one of our ID tokens: `typ` JWT and no `events` claim, so
-    /// neither an access token (`at+jwt`) nor a logout token (`logout+jwt`, which
-    /// carries `events`) passes for one.
-    pub fn is_id_token(&self) -> bool {
-        self.typ.as_deref() == Some("JWT") && !self.claims.contains_key("events")
-    }
 }
 
 /// Signs `claims` with the key of `alg` that signs at `now`, `typ` and `kid` in the

@@ -7,7 +7,7 @@ use josekit::jwk::alg::ed::EdCurve;
 use josekit::jws::{EdDSA, JwsSigner, JwsVerifier, ES256, RS256};
 use serde_json::{Map, Value};
 
-use super::jwt::Signed;
+use super::signed::Signed;
 pub use crate::domain::Alg;
 
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,8 @@ pub mod device;
 pub mod devices;
 pub mod email_tokens;
 pub mod forward_auth;
+#[cfg(test)]
+mod fresh;
 pub mod grants;
 pub mod groups;
 pub mod identities;
@@ -41,7 +43,6 @@ mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transfer;
-mod usernames;
 pub mod users;
 
 use std::path::Path;
