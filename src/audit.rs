@@ -3,8 +3,7 @@
 
 use serde_json::Value;
 
-use crate::db::{self, audit::NewEntry};
-use crate::state::AppState;
+use crate::db::{self, audit::NewEntry, Db};
 
 /// One event. `actor` is who acted (a username, `client:<id>`, `system`); `target`
 /// is what it was done to.
@@ -73,10 +72,9 @@ impl Event {
 
     /// Writes the event on its own. A failure is logged, not returned: the action it
     /// records has already happened.
-    pub async fn log(self, state: &AppState) {
-        let now = state.clock.now();
+    pub async fn log(self, db: &Db, now: i64) {
         let name = self.name;
-        if let Err(e) = state.db.write(move |c| self.write(c, now)).await {
+        if let Err(e) = db.write(move |c| self.write(c, now)).await {
             tracing::error!(event = name, error = %e, "could not write an audit entry");
         }
     }

@@ -104,53 +104,18 @@ impl Metrics {
 
     pub fn render(&self, g: &Gauges) -> String {
         let mut out = String::new();
-        let counter = |out: &mut String, name: &str, help: &str| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-        };
-        counter(
-            &mut out,
-            "tessera_http_requests_total",
-            "HTTP requests by route and status.",
-        );
         let routes = self.routes.lock().map(|m| m.clone()).unwrap_or_default();
-        for (route, stats) in &routes {
-            for (status, n) in &stats.statuses {
-                let _ = writeln!(
-                    out,
-                    "tessera_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-                );
-            }
+        render_routes(&mut out, &routes);
+        self.render_counters(&mut out);
+        for (name, help, kind, value) in gauge_rows(g) {
+            gauge(&mut out, name, help, kind, value);
         }
-        let _ = writeln!(
-            out,
-            "# HELP tessera_http_request_duration_seconds Request latency by route.\n# TYPE tessera_http_request_duration_seconds histogram"
-        );
-        {
-            for (route, h) in routes.iter().map(|(r, s)| (r, &s.latency)) {
-                for (bound, n) in BUCKETS.iter().zip(h.counts.iter()) {
-                    let _ = writeln!(
-                        out,
-                        "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
-                    );
-                }
-                let _ = writeln!(
-                    out,
-                    "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-                    h.count
-                );
-                let _ = writeln!(
-                    out,
-                    "tessera_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
-                    h.sum
-                );
-                let _ = writeln!(
-                    out,
-                    "tessera_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
-                    h.count
-                );
-            }
-        }
-        counter(&mut out, "tessera_logins_total", "Sign-in attempts by outcome.");
+        out
+    }
+
+    /// Sign-ins, rate limiting and tokens, counted as they happen.
+    fn render_counters(&self, out: &mut String) {
+        counter(out, "tessera_logins_total", "Sign-in attempts by outcome.");
         for (outcome, n) in [
             ("ok", &self.logins_ok),
             ("failed", &self.logins_failed),
@@ -162,17 +127,13 @@ impl Metrics {
                 n.load(Ordering::Relaxed)
             );
         }
-        counter(&mut out, "tessera_rate_limited_total", "Requests answered 429.");
+        counter(out, "tessera_rate_limited_total", "Requests answered 429.");
         let _ = writeln!(
             out,
             "tessera_rate_limited_total {}",
             self.rate_limited.load(Ordering::Relaxed)
         );
-        counter(
-            &mut out,
-            "tessera_tokens_issued_total",
-            "Token responses by grant type.",
-        );
+        counter(out, "tessera_tokens_issued_total", "Token responses by grant type.");
         for (grant, n) in GRANTS.iter().zip(self.tokens.iter()) {
             let _ = writeln!(
                 out,
@@ -180,164 +141,226 @@ impl Metrics {
                 n.load(Ordering::Relaxed)
             );
         }
-        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, value: String| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
-        };
-        gauge(
-            &mut out,
+    }
+}
+
+/// A counter's `HELP` and `TYPE` lines.
+fn counter(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+}
+
+/// A metric with one sample: its `HELP`, `TYPE` and value.
+fn gauge(out: &mut String, name: &str, help: &str, kind: &str, value: String) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+}
+
+/// Answers by route and status, and each route's latency histogram.
+fn render_routes(out: &mut String, routes: &BTreeMap<String, RouteStats>) {
+    counter(out, "tessera_http_requests_total", "HTTP requests by route and status.");
+    for (route, stats) in routes {
+        for (status, n) in &stats.statuses {
+            let _ = writeln!(
+                out,
+                "tessera_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP tessera_http_request_duration_seconds Request latency by route.\n# TYPE tessera_http_request_duration_seconds histogram"
+    );
+    for (route, h) in routes.iter().map(|(r, s)| (r, &s.latency)) {
+        for (bound, n) in BUCKETS.iter().zip(h.counts.iter()) {
+            let _ = writeln!(
+                out,
+                "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "tessera_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+            h.count
+        );
+        let _ = writeln!(
+            out,
+            "tessera_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
+            h.sum
+        );
+        let _ = writeln!(
+            out,
+            "tessera_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+            h.count
+        );
+    }
+}
+
+/// One sampled metric: name, help, type and value.
+type Row = (&'static str, &'static str, &'static str, String);
+
+/// The sampled values, in the order `/metrics` lists them; a part this node does not
+/// have (the writer on PostgreSQL, the pool on SQLite, replication, backups) is left out.
+fn gauge_rows(g: &Gauges) -> Vec<Row> {
+    let mut rows: Vec<Row> = vec![
+        (
             "tessera_hash_queue_depth",
             "Password checks waiting or running.",
             "gauge",
             g.hash_queue_depth.to_string(),
-        );
-        gauge(
-            &mut out,
+        ),
+        (
             "tessera_hash_jobs_total",
             "Password hashing jobs done.",
             "counter",
             g.hash_jobs_total.to_string(),
-        );
-        gauge(
-            &mut out,
+        ),
+        (
             "tessera_hash_paired_total",
             "Password verifications run two at a time.",
             "counter",
             g.hash_paired_total.to_string(),
-        );
-        gauge(
-            &mut out,
+        ),
+        (
             "tessera_hash_wait_seconds_total",
             "Time password checks spent queued.",
             "counter",
             g.hash_wait_seconds_total.to_string(),
-        );
-        if let Some(w) = &g.writer {
-            gauge(
-                &mut out,
-                "tessera_writer_batches_total",
-                "Group commits.",
-                "counter",
-                w.batches.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_writer_operations_total",
-                "Write operations committed.",
-                "counter",
-                w.operations.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_writer_commit_seconds_total",
-                "Time spent in group commits.",
-                "counter",
-                (w.commit_micros_total as f64 / 1e6).to_string(),
-            );
-        }
-        if let Some(p) = &g.pool {
-            gauge(
-                &mut out,
-                "tessera_pg_connections_max",
-                "PostgreSQL connections this node may open.",
-                "gauge",
-                p.max.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_pg_connections_open",
-                "PostgreSQL connections open.",
-                "gauge",
-                p.open.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_pg_connections_idle",
-                "Open PostgreSQL connections not in use.",
-                "gauge",
-                p.idle.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_pg_busy_total",
-                "Operations answered busy: no PostgreSQL connection in time.",
-                "counter",
-                p.busy_total.to_string(),
-            );
-        }
-        gauge(
-            &mut out,
-            "tessera_database_bytes",
-            "Database and WAL file size.",
-            "gauge",
-            g.db_bytes.to_string(),
-        );
-        if let Some(r) = &g.replication {
-            for (name, help, kind, value) in [
-                (
-                    "tessera_replication_lag_seconds",
-                    "Age of the oldest committed write not yet in the replica (0: caught up).",
-                    "gauge",
-                    r.lag_seconds.to_string(),
-                ),
-                (
-                    "tessera_replication_failures_total",
-                    "Failed attempts to ship to or read for the replica.",
-                    "counter",
-                    r.failures.to_string(),
-                ),
-                (
-                    "tessera_replication_last_shipped_timestamp_seconds",
-                    "Unix time of the last object stored in the replica.",
-                    "gauge",
-                    r.last_shipped_seconds.to_string(),
-                ),
-                (
-                    "tessera_replication_shipped_bytes_total",
-                    "Bytes stored in the replica.",
-                    "counter",
-                    r.shipped_bytes.to_string(),
-                ),
-                (
-                    "tessera_replication_steps_total",
-                    "Log shipments in this generation.",
-                    "counter",
-                    r.steps.to_string(),
-                ),
-                (
-                    "tessera_replication_snapshots_total",
-                    "Snapshots stored in this generation.",
-                    "counter",
-                    r.snapshots.to_string(),
-                ),
-            ] {
-                gauge(&mut out, name, help, kind, value);
-            }
-        }
-        if let Some((written, failed, last)) = g.backups {
-            gauge(
-                &mut out,
-                "tessera_backups_total",
-                "Scheduled backups written.",
-                "counter",
-                written.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_backup_failures_total",
-                "Scheduled backups that failed.",
-                "counter",
-                failed.to_string(),
-            );
-            gauge(
-                &mut out,
-                "tessera_backup_last_success_timestamp_seconds",
-                "Unix time of the last scheduled backup written.",
-                "gauge",
-                last.to_string(),
-            );
-        }
-        out
+        ),
+    ];
+    if let Some(w) = &g.writer {
+        rows.extend(writer_rows(w));
     }
+    if let Some(p) = &g.pool {
+        rows.extend(pool_rows(p));
+    }
+    rows.push((
+        "tessera_database_bytes",
+        "Database and WAL file size.",
+        "gauge",
+        g.db_bytes.to_string(),
+    ));
+    if let Some(r) = &g.replication {
+        rows.extend(replication_rows(r));
+    }
+    if let Some(b) = g.backups {
+        rows.extend(backup_rows(b));
+    }
+    rows
+}
+
+fn writer_rows(w: &crate::db::WriterStats) -> [Row; 3] {
+    [
+        (
+            "tessera_writer_batches_total",
+            "Group commits.",
+            "counter",
+            w.batches.to_string(),
+        ),
+        (
+            "tessera_writer_operations_total",
+            "Write operations committed.",
+            "counter",
+            w.operations.to_string(),
+        ),
+        (
+            "tessera_writer_commit_seconds_total",
+            "Time spent in group commits.",
+            "counter",
+            (w.commit_micros_total as f64 / 1e6).to_string(),
+        ),
+    ]
+}
+
+fn pool_rows(p: &crate::db::PoolStats) -> [Row; 4] {
+    [
+        (
+            "tessera_pg_connections_max",
+            "PostgreSQL connections this node may open.",
+            "gauge",
+            p.max.to_string(),
+        ),
+        (
+            "tessera_pg_connections_open",
+            "PostgreSQL connections open.",
+            "gauge",
+            p.open.to_string(),
+        ),
+        (
+            "tessera_pg_connections_idle",
+            "Open PostgreSQL connections not in use.",
+            "gauge",
+            p.idle.to_string(),
+        ),
+        (
+            "tessera_pg_busy_total",
+            "Operations answered busy: no PostgreSQL connection in time.",
+            "counter",
+            p.busy_total.to_string(),
+        ),
+    ]
+}
+
+fn replication_rows(r: &ReplicationGauges) -> [Row; 6] {
+    [
+        (
+            "tessera_replication_lag_seconds",
+            "Age of the oldest committed write not yet in the replica (0: caught up).",
+            "gauge",
+            r.lag_seconds.to_string(),
+        ),
+        (
+            "tessera_replication_failures_total",
+            "Failed attempts to ship to or read for the replica.",
+            "counter",
+            r.failures.to_string(),
+        ),
+        (
+            "tessera_replication_last_shipped_timestamp_seconds",
+            "Unix time of the last object stored in the replica.",
+            "gauge",
+            r.last_shipped_seconds.to_string(),
+        ),
+        (
+            "tessera_replication_shipped_bytes_total",
+            "Bytes stored in the replica.",
+            "counter",
+            r.shipped_bytes.to_string(),
+        ),
+        (
+            "tessera_replication_steps_total",
+            "Log shipments in this generation.",
+            "counter",
+            r.steps.to_string(),
+        ),
+        (
+            "tessera_replication_snapshots_total",
+            "Snapshots stored in this generation.",
+            "counter",
+            r.snapshots.to_string(),
+        ),
+    ]
+}
+
+fn backup_rows((written, failed, last): (u64, u64, i64)) -> [Row; 3] {
+    [
+        (
+            "tessera_backups_total",
+            "Scheduled backups written.",
+            "counter",
+            written.to_string(),
+        ),
+        (
+            "tessera_backup_failures_total",
+            "Scheduled backups that failed.",
+            "counter",
+            failed.to_string(),
+        ),
+        (
+            "tessera_backup_last_success_timestamp_seconds",
+            "Unix time of the last scheduled backup written.",
+            "gauge",
+            last.to_string(),
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -508,7 +508,7 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
         .event("admin.sessions_ended")
         .target(&user.username)
         .detail(json!({"count": count, "sid": sid}))
-        .log(state)
+        .log(&state.db, state.clock.now())
         .await;
     Ok(count)
 }

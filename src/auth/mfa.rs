@@ -245,7 +245,7 @@ pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str)
                 .actor(&user.username)
                 .ip(Some(ip.to_string()))
                 .detail(serde_json::json!({"method": method}))
-                .log(state)
+                .log(&state.db, state.clock.now())
                 .await;
             Ok(SecondFactor::Passed { user, used })
         }
@@ -253,7 +253,7 @@ pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str)
             Event::new("mfa.failed")
                 .actor(&user.username)
                 .ip(Some(ip.to_string()))
-                .log(state)
+                .log(&state.db, state.clock.now())
                 .await;
             if lockout {
                 let after = state

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256, Sha512};
 
 use super::keys::{Alg, KeyError, KeySet};
+pub use super::signed::Signed;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JwtError {
@@ -17,23 +18,6 @@ pub enum JwtError {
     Sign(josekit::JoseError),
     #[error("token is not a valid signed JWT")]
     Invalid,
-}
-
-/// A verified token: its header type and claims.
-#[derive(Debug, Clone)]
-pub struct Signed {
-    pub typ: Option<String>,
-    pub alg: String,
-    pub claims: Map<String, Value>,
-}
-
-impl Signed {
-    /// Whether this is one of our ID tokens: `typ` JWT and no `events` claim, so
-    /// neither an access token (`at+jwt`) nor a logout token (`logout+jwt`, which
-    /// carries `events`) passes for one.
-    pub fn is_id_token(&self) -> bool {
-        self.typ.as_deref() == Some("JWT") && !self.claims.contains_key("events")
-    }
 }
 
 /// Signs `claims` with the key of `alg` that signs at `now`, `typ` and `kid` in the
@@ -95,6 +79,14 @@ pub fn half_hash(alg: Alg, value: &str) -> String {
             let digest = Sha512::digest(value.as_bytes());
             URL_SAFE_NO_PAD.encode(&digest[..32])
         }
+    }
+}
+
+/// A signing failure is the server's own; logged here, once.
+impl From<JwtError> for crate::error::Internal {
+    fn from(e: JwtError) -> Self {
+        tracing::error!(error = %e, "token signing error");
+        Self::Failed
     }
 }
 

@@ -7,7 +7,8 @@ use josekit::jwk::alg::ed::EdCurve;
 use josekit::jws::{EdDSA, JwsSigner, JwsVerifier, ES256, RS256};
 use serde_json::{Map, Value};
 
-use super::jwt::Signed;
+use super::signed::Signed;
+pub use crate::domain::Alg;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -17,30 +18,6 @@ pub enum KeyError {
     Stored { kid: String, reason: String },
     #[error("no active signing key for {0}")]
     NoActiveKey(&'static str),
-}
-
-/// JWS algorithms Tessera signs with (RFC 7518 §3; RFC 8037 for EdDSA).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Alg {
-    Rs256,
-    Es256,
-    EdDsa,
-}
-
-impl Alg {
-    pub const ALL: [Alg; 3] = [Alg::Rs256, Alg::Es256, Alg::EdDsa];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Alg::Rs256 => "RS256",
-            Alg::Es256 => "ES256",
-            Alg::EdDsa => "EdDSA",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.as_str() == s)
-    }
 }
 
 /// A key as stored: the private key as PKCS#8 PEM and its public JWK. `Debug`

@@ -10,6 +10,7 @@ pub mod pem;
 pub mod random;
 pub mod request_jwt;
 pub mod sealed;
+mod signed;
 pub mod webauthn;
 #[cfg(any(test, feature = "testing"))]
 pub mod webauthn_testing;

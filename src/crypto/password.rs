@@ -350,6 +350,20 @@ fn work(
     }
 }
 
+/// A hashing failure as the server's own: a full pool sheds load, anything else is
+/// logged here, once.
+impl From<HashError> for crate::error::Internal {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Overloaded => Self::Busy,
+            other => {
+                tracing::error!(error = %other, "password hashing error");
+                Self::Failed
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

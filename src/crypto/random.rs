@@ -6,16 +6,15 @@ use rand::rngs::OsRng;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-/// A bearer value handed to a client once; `Debug` never prints it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub use crate::domain::Secret;
 
+/// Fresh secrets, and the digest stored in their place.
 impl Secret {
     /// 256 bits from the operating system's CSPRNG, base64url without padding.
     pub fn generate() -> Self {
         let mut bytes = [0u8; 32];
         OsRng.fill_bytes(&mut bytes);
-        Self(URL_SAFE_NO_PAD.encode(bytes))
+        Self::from_string(URL_SAFE_NO_PAD.encode(bytes))
     }
 
     /// 512 bits: a client_secret_jwt secret is the HMAC key itself, and HS512 needs a
@@ -23,25 +22,11 @@ impl Secret {
     pub fn generate_hmac_key() -> Self {
         let mut bytes = [0u8; 64];
         OsRng.fill_bytes(&mut bytes);
-        Self(URL_SAFE_NO_PAD.encode(bytes))
-    }
-
-    pub fn from_string(value: String) -> Self {
-        Self(value)
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
+        Self::from_string(URL_SAFE_NO_PAD.encode(bytes))
     }
 
     pub fn hash(&self) -> TokenHash {
-        TokenHash::of(&self.0)
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(<redacted>)")
+        TokenHash::of(self.expose())
     }
 }
 

@@ -10,24 +10,9 @@ use rand::RngCore;
 
 const PREFIX: &str = "sealed:v1:";
 
-/// A 256-bit key; `Debug` never prints it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct MasterKey([u8; 32]);
+pub use crate::domain::MasterKey;
 
-impl MasterKey {
-    /// From base64 (standard or URL-safe) of exactly 32 bytes.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        let bytes = STANDARD
-            .decode(text)
-            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text))
-            .map_err(|_| "the master key is not base64".to_string())?;
-        <[u8; 32]>::try_from(bytes.as_slice())
-            .map(Self)
-            .map_err(|_| format!("the master key is {} bytes; it must be 32", bytes.len()))
-    }
-}
-
+/// Keys derived for each purpose.
 impl MasterKey {
     /// A key for one purpose (`info`), derived with HKDF-SHA256 (RFC 5869, one block
     /// of output), so that the master key never encrypts two kinds of data itself.
@@ -42,18 +27,12 @@ impl MasterKey {
             <HmacSha256 as Mac>::new(&padded.into())
         };
         let mut extract = block(b"tessera hkdf salt v1");
-        extract.update(&self.0);
+        extract.update(self.bytes());
         let prk = extract.finalize().into_bytes();
         let mut expand = block(&prk);
         expand.update(info);
         expand.update(&[1]);
         expand.finalize().into_bytes().into()
-    }
-}
-
-impl std::fmt::Debug for MasterKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("MasterKey(<redacted>)")
     }
 }
 
@@ -63,7 +42,7 @@ pub fn is_sealed(text: &str) -> bool {
 
 /// `sealed:v1:` + base64(nonce ‖ ciphertext ‖ tag), with a fresh 96-bit nonce.
 pub fn seal(key: &MasterKey, plaintext: &[u8]) -> Result<String, String> {
-    let cipher = Aes256Gcm::new_from_slice(&key.0).map_err(|e| e.to_string())?;
+    let cipher = Aes256Gcm::new_from_slice(key.bytes()).map_err(|e| e.to_string())?;
     let mut nonce = [0u8; 12];
     OsRng.fill_bytes(&mut nonce);
     let sealed = cipher
@@ -82,7 +61,7 @@ pub fn open(key: &MasterKey, text: &str) -> Result<Vec<u8>, String> {
         return Err("sealed value is too short".into());
     }
     let (nonce, ciphertext) = bytes.split_at(12);
-    let cipher = Aes256Gcm::new_from_slice(&key.0).map_err(|e| e.to_string())?;
+    let cipher = Aes256Gcm::new_from_slice(key.bytes()).map_err(|e| e.to_string())?;
     cipher
         .decrypt(Nonce::from_slice(nonce), ciphertext)
         .map_err(|_| "the master key does not open this value (wrong key or tampered data)".into())

@@ -16,6 +16,8 @@ pub mod device;
 pub mod devices;
 pub mod email_tokens;
 pub mod forward_auth;
+#[cfg(test)]
+mod fresh;
 pub mod grants;
 pub mod groups;
 pub mod identities;
@@ -23,6 +25,7 @@ pub mod jtis;
 pub mod keys;
 pub mod logout;
 pub mod mfa;
+mod options;
 mod outage;
 pub mod outbox;
 pub mod par;
@@ -40,12 +43,11 @@ mod sqlite;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transfer;
-mod usernames;
 pub mod users;
 
 use std::path::Path;
 
-use crate::config::SqliteSettings;
+pub use options::{SqliteOptions, Synchronous};
 pub use pg::PoolStats;
 pub use sql::Tx;
 pub use sqlite::{Checkpoint, CommitHook, Frame, Tail, WalPosition, WalTap, WriterStats};
@@ -106,14 +108,14 @@ pub fn check_database_url(url: &str) -> Result<(), String> {
 impl Db {
     /// Opens a database that must exist already (administration commands: a mistyped
     /// path is an error, never a new empty database).
-    pub fn open_existing(path: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+    pub fn open_existing(path: &Path, settings: &SqliteOptions) -> Result<Self, DbError> {
         sqlite::require_existing(path)?;
         Self::open(path, settings)
     }
 
     /// Opens (creating if needed) the file, applies migrations, starts the writer thread
     /// and the read pool.
-    pub fn open(path: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+    pub fn open(path: &Path, settings: &SqliteOptions) -> Result<Self, DbError> {
         Ok(Self {
             engine: Engine::Sqlite(sqlite::Sqlite::open(path, settings)?),
         })
@@ -295,7 +297,7 @@ impl Db {
 
 /// Consistency problems of the database at `path`, opened read-only (`tessera check`):
 /// nothing is migrated, created or changed. Empty when it is sound.
-pub fn check_file(path: &Path, settings: &SqliteSettings) -> Result<Vec<String>, DbError> {
+pub fn check_file(path: &Path, settings: &SqliteOptions) -> Result<Vec<String>, DbError> {
     sqlite::check_file(path, settings)
 }
 
@@ -321,5 +323,20 @@ impl Claim {
 
     pub fn won(self) -> bool {
         self == Claim::Won
+    }
+}
+
+/// Storage failures as the server's own: a full queue or disk sheds load, anything
+/// else is logged here, once, and answers as a failure.
+impl From<DbError> for crate::error::Internal {
+    fn from(e: DbError) -> Self {
+        match e {
+            // A full disk was logged where it was found, once per run.
+            DbError::Busy | DbError::Full => Self::Busy,
+            other => {
+                tracing::error!(error = %other, "storage error");
+                Self::Failed
+            }
+        }
     }
 }

@@ -3,7 +3,9 @@
 use super::sql::{args, Row};
 use super::{DbError, Tx};
 
-pub use super::usernames::{fill_skeletons, find_for_sign_in, lookalike_taken, looks_like_another};
+mod usernames;
+
+pub use usernames::{fill_skeletons, find_for_sign_in, lookalike_taken, looks_like_another};
 
 /// An account. `Debug` leaves the password hash and claims out.
 #[derive(Clone)]

@@ -1,16 +1,25 @@
 //! Domain newtypes, each made by parsing: once built, a value is known to be valid.
 
 mod address_like;
+pub mod alg;
+pub mod branding;
 mod grant_type;
+pub mod locale;
 mod lookalike;
+pub mod net;
 mod redirect_uri;
 mod scope;
+pub mod secret;
 
 pub use address_like::username_address_problem;
+pub use alg::Alg;
 pub use grant_type::GrantType;
+pub use locale::Locale;
 pub use lookalike::{nfkc, username_lookalike_problem, username_skeleton};
+pub use net::{Cidr, ForwardedHeader};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
+pub use secret::{MasterKey, Secret};
 
 /// What is wrong with a form or a request body: field name → message, shown next to
 /// the field on a page or returned as JSON by the admin API. One type for every form.

@@ -168,7 +168,7 @@ pub async fn several_cookies(state: &AppState, target: &Target, ip: &str) {
         .target(format!("host:{}", target.host))
         .ip(Some(ip.to_string()))
         .detail(json!({"host": target.host, "method": target.method, "cookie": COOKIE}))
-        .log(state)
+        .log(&state.db, state.clock.now())
         .await;
 }
 

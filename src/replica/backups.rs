@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::config::BackupSchedule;
-use crate::state::AppState;
+use crate::db::Db;
 
 #[derive(Default, Debug)]
 pub struct Stats {
@@ -24,13 +25,13 @@ const PREFIX: &str = "tessera-";
 const SUFFIX: &str = ".db";
 
 /// Takes a copy at once, then one every interval, until the process ends.
-pub fn spawn(state: AppState, schedule: BackupSchedule, stats: Arc<Stats>) {
+pub fn spawn(db: Db, clock: Clock, schedule: BackupSchedule, stats: Arc<Stats>) {
     tokio::spawn(async move {
         loop {
-            match once(&state, &schedule).await {
+            match once(&db, &clock, &schedule).await {
                 Ok(path) => {
                     stats.written.fetch_add(1, Ordering::Relaxed);
-                    stats.last_ok.store(state.clock.now(), Ordering::Relaxed);
+                    stats.last_ok.store(clock.now(), Ordering::Relaxed);
                     tracing::info!(path = %path.display(), "scheduled backup written");
                 }
                 Err(e) => {
@@ -53,9 +54,9 @@ fn file_name(now: i64, n: u32) -> String {
     }
 }
 
-async fn once(state: &AppState, schedule: &BackupSchedule) -> Result<PathBuf, String> {
+async fn once(db: &Db, clock: &Clock, schedule: &BackupSchedule) -> Result<PathBuf, String> {
     create_dir(&schedule.dir).map_err(|e| format!("{}: {e}", schedule.dir.display()))?;
-    let now = state.clock.now();
+    let now = clock.now();
     let mut n = 0;
     let path = loop {
         let p = schedule.dir.join(file_name(now, n));
@@ -64,7 +65,7 @@ async fn once(state: &AppState, schedule: &BackupSchedule) -> Result<PathBuf, St
         }
         n += 1;
     };
-    state.db.backup(&path).await.map_err(|e| e.to_string())?;
+    db.backup(&path).await.map_err(|e| e.to_string())?;
     prune(&schedule.dir, schedule.keep).map_err(|e| format!("{}: {e}", schedule.dir.display()))?;
     Ok(path)
 }

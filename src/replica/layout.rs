@@ -131,10 +131,7 @@ pub fn plan(objects: Vec<Object>, at_ms: Option<i64>) -> Result<Plan, String> {
         .map(|o| o.t1)
         .min();
     Err(match earliest {
-        Some(t) => format!(
-            "the replica begins at {}; there is no state that early",
-            crate::replica::status::rfc3339(t)
-        ),
+        Some(t) => format!("the replica begins at {}; there is no state that early", rfc3339(t)),
         None => "the replica holds no snapshot yet".into(),
     })
 }
@@ -164,6 +161,18 @@ pub fn expired(objects: Vec<Object>, cutoff_ms: i64, current: &str) -> Vec<Objec
         }));
     }
     out
+}
+
+/// Milliseconds since the epoch as RFC 3339 in UTC (to the millisecond when not whole).
+pub fn rfc3339(ms: i64) -> String {
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return ms.to_string();
+    };
+    if ms % 1000 == 0 {
+        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    }
 }
 
 #[cfg(test)]

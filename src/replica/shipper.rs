@@ -15,11 +15,17 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use super::format::{self, Commit, ObjectKey, Snapshot};
+mod compaction;
+mod snapshot;
+
+use super::format::{self, Commit, ObjectKey};
 use super::layout::{self, Kind};
 use super::store::Store;
 use crate::clock::Clock;
-use crate::db::{Checkpoint, Db, Frame, WalPosition, WalTap};
+use crate::db::{Checkpoint, Db, WalPosition, WalTap};
+
+use compaction::coalesce;
+pub use snapshot::page_size_of;
 
 /// Least time between two shipments.
 const SHIP_EVERY_MS: i64 = 100;
@@ -251,86 +257,9 @@ impl Run {
         }
     }
 
-    /// Generation start: a checkpointed file copied as position 0. Retried until it works
-    /// (a long read elsewhere can keep a checkpoint from completing) or the server stops.
-    fn first_snapshot(&mut self) -> bool {
-        loop {
-            if self.stop.load(Ordering::SeqCst) {
-                return false;
-            }
-            match self.tap.checkpoint(None, true) {
-                Ok(Checkpoint::Done {
-                    full: true,
-                    position,
-                    snapshot: Some(db),
-                }) => {
-                    self.read = position;
-                    self.shipped = position;
-                    if self.put_snapshot(db) {
-                        return true;
-                    }
-                }
-                Ok(_) => tracing::debug!("replication: the first checkpoint is not complete yet; retrying"),
-                Err(e) => {
-                    self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(error = %e, "replication cannot read the database; retrying");
-                }
-            }
-            let wait = self.next_backoff();
-            self.wake.wait(Duration::from_millis(wait as u64));
-        }
-    }
-
     fn next_backoff(&mut self) -> i64 {
         self.backoff_ms = (self.backoff_ms * 2).clamp(200, 30_000);
         self.backoff_ms
-    }
-
-    /// Puts a snapshot of the state after the last shipped position (retrying with
-    /// back-off when it is the generation's first).
-    fn put_snapshot(&mut self, db: Vec<u8>) -> bool {
-        let page_size = page_size_of(&db);
-        if page_size == 0 {
-            tracing::error!("replication: the database file has no valid header");
-            return false;
-        }
-        self.page_size = page_size;
-        let now = self.clock.now_millis();
-        let name = layout::object_name(
-            &self.generation,
-            Kind::Snapshot,
-            self.shipped_seq,
-            self.shipped_seq,
-            now,
-            now,
-        );
-        let size = db.len() as u64;
-        let body = format::encode_snapshot(&Snapshot {
-            page_size,
-            step: self.shipped_seq,
-            ts_ms: now,
-            db,
-        });
-        loop {
-            match self.put(&name, &body) {
-                Ok(()) => break,
-                Err(()) if self.first_done => return false,
-                Err(()) => {
-                    if self.stop.load(Ordering::SeqCst) {
-                        return false;
-                    }
-                    let wait = self.next_backoff();
-                    self.wake.wait(Duration::from_millis(wait as u64));
-                }
-            }
-        }
-        self.stats.snapshots.fetch_add(1, Ordering::Relaxed);
-        self.first_done = true;
-        self.snapshot_size = size;
-        self.bytes_since_snapshot = 0;
-        self.last_snapshot_ms = now;
-        tracing::info!(object = %name, bytes = size, "replication snapshot shipped");
-        true
     }
 
     /// One put, with the outcome counted.
@@ -483,79 +412,6 @@ impl Run {
         }
     }
 
-    /// Merges a level's objects into one of the next level once there are enough of
-    /// them (or, for the first level, once the oldest is old enough).
-    fn compact(&mut self) {
-        let now = self.clock.now_millis();
-        for (level, &count) in MERGE_COUNT.iter().enumerate() {
-            let list = &self.levels[level];
-            let due = list.len() >= count
-                || (level == 0 && list.len() >= 2 && list.first().is_some_and(|o| now - o.t1 >= MERGE_AGE_MS));
-            if !due {
-                continue;
-            }
-            let parts = std::mem::take(&mut self.levels[level]);
-            match self.merge(&parts) {
-                Ok(merged) => {
-                    for part in &parts {
-                        if let Err(e) = self.store.delete(&part.name) {
-                            tracing::warn!(error = %e, object = %part.name, "replication: a merged object stays behind");
-                        }
-                    }
-                    self.levels[level + 1].push(merged);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "replication: compaction failed; will retry");
-                    self.levels[level] = parts;
-                    return;
-                }
-            }
-        }
-    }
-
-    fn merge(&mut self, parts: &[Shipped]) -> Result<Shipped, String> {
-        let mut commits = Vec::new();
-        for part in parts {
-            let bytes = self.store.get(&part.name).map_err(|e| e.to_string())?;
-            let body = format::unwrap(self.key.as_ref(), &part.name, &bytes).map_err(|e| e.to_string())?;
-            commits.extend(format::decode_wal(&part.name, &body).map_err(|e| e.to_string())?.1);
-        }
-        let commits = by_second(commits);
-        let (first, last) = (&parts[0], &parts[parts.len() - 1]);
-        let merged = Shipped {
-            name: layout::object_name(&self.generation, Kind::Wal, first.first, last.last, first.t0, last.t1),
-            first: first.first,
-            last: last.last,
-            t0: first.t0,
-            t1: last.t1,
-        };
-        let body = format::encode_wal(self.page_size, &commits);
-        self.put(&merged.name, &body)
-            .map_err(|()| "the merged object could not be stored".to_string())?;
-        Ok(merged)
-    }
-
-    fn retention(&mut self) {
-        let now = self.clock.now_millis();
-        self.last_retention_ms = now;
-        let objects = match self.store.list("") {
-            Ok(list) => layout::parse(&list),
-            Err(e) => {
-                tracing::warn!(error = %e, "replication: cannot list the target for retention");
-                return;
-            }
-        };
-        for o in layout::expired(objects, now - self.retention_ms, &self.generation) {
-            if let Err(e) = self.store.delete(&o.name) {
-                tracing::warn!(error = %e, object = %o.name, "replication: cannot delete an expired object");
-                continue;
-            }
-            for level in &mut self.levels {
-                level.retain(|s| s.name != o.name);
-            }
-        }
-    }
-
     /// At stop: ship what is left, for a few seconds at most.
     fn finish(&mut self) {
         for _ in 0..10 {
@@ -574,111 +430,5 @@ impl Run {
             );
         }
         tracing::info!(position = self.shipped_seq, "replication stopped");
-    }
-}
-
-/// Consecutive commits of the same second joined into one: a restore to a point in
-/// time is to the second, so nothing it can ask for is lost, and a page written many
-/// times in that second is kept once. Seconds end on their last millisecond's
-/// boundary (`(t - 1) / 1000`), so a commit at exactly `x.000` belongs to second `x`'s
-/// restore point.
-fn by_second(commits: Vec<Commit>) -> Vec<Commit> {
-    let mut out: Vec<Commit> = Vec::new();
-    let mut group: Vec<Commit> = Vec::new();
-    let second = |c: &Commit| (c.ts_ms - 1).div_euclid(1000);
-    for c in commits {
-        if group.last().is_some_and(|g| second(g) != second(&c)) {
-            out.push(join(std::mem::take(&mut group)));
-        }
-        group.push(c);
-    }
-    if !group.is_empty() {
-        out.push(join(group));
-    }
-    out
-}
-
-fn join(group: Vec<Commit>) -> Commit {
-    let (from, seq, ts_ms) = (
-        group.first().map_or(0, |c| c.from),
-        group.last().map_or(0, |c| c.seq),
-        group.last().map_or(0, |c| c.ts_ms),
-    );
-    Commit {
-        from,
-        seq,
-        ts_ms,
-        frames: coalesce(group.into_iter().map(|c| c.frames).collect()),
-    }
-}
-
-/// Consecutive transactions as one: the last version of each page, in page order,
-/// the database size after the last one on the final frame.
-fn coalesce(commits: Vec<Vec<Frame>>) -> Vec<Frame> {
-    let size = commits.last().and_then(|c| c.last()).map_or(0, |f| f.db_size);
-    let mut pages: std::collections::BTreeMap<u32, Vec<u8>> = std::collections::BTreeMap::new();
-    for frame in commits.into_iter().flatten() {
-        pages.insert(frame.pgno, frame.data);
-    }
-    let mut frames: Vec<Frame> = pages
-        .into_iter()
-        .filter(|(pgno, _)| *pgno <= size)
-        .map(|(pgno, data)| Frame { pgno, db_size: 0, data })
-        .collect();
-    if let Some(last) = frames.last_mut() {
-        last.db_size = size;
-    }
-    frames
-}
-
-/// The page size in a database file's header (offset 16, big-endian; 1 means 65536).
-pub fn page_size_of(db: &[u8]) -> u32 {
-    if db.len() < 100 || &db[..16] != b"SQLite format 3\0" {
-        return 0;
-    }
-    match u16::from_be_bytes([db[16], db[17]]) {
-        1 => 65536,
-        n => n as u32,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn f(pgno: u32, db_size: u32, fill: u8) -> Frame {
-        Frame {
-            pgno,
-            db_size,
-            data: vec![fill; 4],
-        }
-    }
-
-    #[test]
-    fn transactions_read_together_keep_each_pages_last_version_and_the_last_size() {
-        let merged = coalesce(vec![
-            vec![f(2, 0, 1), f(1, 5, 1)],
-            vec![f(5, 0, 2), f(2, 0, 2), f(1, 3, 2)],
-        ]);
-        assert_eq!(merged, vec![f(1, 0, 2), f(2, 3, 2)], "page 5 is beyond the last size");
-    }
-
-    #[test]
-    fn compaction_joins_commits_of_one_second_and_keeps_seconds_apart() {
-        let c = |seq: u64, ts_ms: i64, fill: u8| Commit {
-            from: seq,
-            seq,
-            ts_ms,
-            frames: vec![f(1, 1, fill)],
-        };
-        let joined = by_second(vec![c(1, 1_001, 1), c(2, 1_500, 2), c(3, 2_000, 3), c(4, 2_001, 4)]);
-        assert_eq!(joined.len(), 2, "{joined:?}");
-        assert_eq!(
-            (joined[0].from, joined[0].seq, joined[0].ts_ms),
-            (1, 3, 2_000),
-            "x.000 closes second x"
-        );
-        assert_eq!(joined[0].frames, vec![f(1, 1, 3)]);
-        assert_eq!((joined[1].from, joined[1].seq), (4, 4));
     }
 }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::format;
+pub use super::layout::rfc3339;
 use super::layout::{self, Kind};
 use super::store::Store;
 
@@ -25,18 +26,6 @@ pub struct Status {
     pub objects: usize,
     pub snapshots: usize,
     pub generations: usize,
-}
-
-/// Milliseconds since the epoch as RFC 3339 in UTC (to the millisecond when not whole).
-pub fn rfc3339(ms: i64) -> String {
-    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
-        return ms.to_string();
-    };
-    if ms % 1000 == 0 {
-        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-    } else {
-        t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-    }
 }
 
 pub fn status(store: &dyn Store, now_ms: i64) -> Result<Status, String> {

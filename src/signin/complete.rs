@@ -67,7 +67,7 @@ pub async fn complete(
             Some(f) => serde_json::json!({"amr": who.amr, "provider": f.provider, "upstream_sub": f.subject}),
             None => serde_json::json!({"amr": who.amr}),
         })
-        .log(state)
+        .log(cx.db, cx.now)
         .await;
     let (session_cookie, then) = open(cx, resumed, who, browser.session).await?;
     let device_cookie = browser

@@ -42,7 +42,7 @@ pub async fn decide(
     .target(format!("client:{}", request.client_id))
     .ip(Some(browser.ip.clone()))
     .detail(serde_json::json!({"scope": request.scope}))
-    .log(state)
+    .log(cx.db, cx.now)
     .await;
     Ok(answer)
 }

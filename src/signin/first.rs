@@ -180,7 +180,7 @@ async fn invalid(
     Event::new(event)
         .actor(attempted)
         .ip(Some(browser.ip.clone()))
-        .log(state)
+        .log(cx.db, cx.now)
         .await;
     let named = match cx.settings.passkey_mode {
         crate::config::PasskeyMode::Offer => None,

@@ -48,7 +48,7 @@ pub async fn sign_in(
             Event::new("login.failed")
                 .ip(Some(browser.ip.clone()))
                 .detail(serde_json::json!({"method": "passkey", "reason": why}))
-                .log(state)
+                .log(cx.db, cx.now)
                 .await;
             return Err(Refusal::Assertion(why));
         }

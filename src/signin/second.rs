@@ -119,11 +119,15 @@ pub async fn after_first(
         Event::new("login.trusted_device")
             .actor(&user.username)
             .ip(ip)
-            .log(state)
+            .log(cx.db, cx.now)
             .await;
         return Ok(AfterFirst::Continue(Box::new(pending), first.amr()));
     }
-    Event::new(first.event()).actor(&user.username).ip(ip).log(state).await;
+    Event::new(first.event())
+        .actor(&user.username)
+        .ip(ip)
+        .log(cx.db, cx.now)
+        .await;
     let by_mail = first == First::Mail;
     let parked = crate::signin::park_mfa(cx, request_id, user.id, pending, binding, by_mail, fed).await?;
     let mut page = Page::new(state, parked.request_id.expose(), parked.csrf.expose(), user.id).await?;
@@ -244,7 +248,11 @@ pub async fn check_code(
 /// used up, so the person starts over once the lockout ends.
 async fn locked_out(state: &AppState, cx: &Ctx<'_>, request_id: &str, username: &str, ip: &str) -> Refused {
     cx.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
+    Event::new("login.locked")
+        .actor(username)
+        .ip(Some(ip))
+        .log(cx.db, cx.now)
+        .await;
     let _ = crate::signin::consume(cx, request_id).await;
     Refused::Locked
 }

@@ -279,7 +279,7 @@ pub async fn returned(
                 .actor(format!("provider:{}", provider.id))
                 .ip(Some(browser.ip.clone()))
                 .detail(serde_json::json!({"reason": e.to_string()}))
-                .log(state)
+                .log(cx.db, cx.now)
                 .await;
             if link_user.is_some() {
                 let _ = crate::signin::consume(cx, parked.request_id.expose()).await;

@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tessera::config::{Settings, Synchronous};
-use tessera::db::{self, Db};
+use tessera::db::{self, Db, SqliteOptions, Synchronous};
 
 /// bcrypt verifications per second with one thread per core at `cost`: a login costs
 /// one, so this is the most full flows per second the machine can do.
@@ -96,11 +95,13 @@ pub async fn sign(duration: Duration) -> Result<Vec<(String, String)>, String> {
 /// requests, each acknowledged only once its batch is committed.
 pub async fn writer(durable: bool, duration: Duration) -> Result<Vec<(String, String)>, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let mut sqlite = Settings::default().sqlite;
-    sqlite.synchronous = if durable {
-        Synchronous::Full
-    } else {
-        Synchronous::Normal
+    let sqlite = SqliteOptions {
+        synchronous: if durable {
+            Synchronous::Full
+        } else {
+            Synchronous::Normal
+        },
+        ..SqliteOptions::default()
     };
     let db = Db::open(&dir.path().join("bench.db"), &sqlite).map_err(|e| e.to_string())?;
     let stop = Arc::new(AtomicBool::new(false));

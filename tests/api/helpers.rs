@@ -36,7 +36,7 @@ async fn template() -> &'static std::path::Path {
         .get_or_init(|| async {
             let dir = tempfile::tempdir().unwrap();
             let live = dir.path().join("live.db");
-            let db = db::Db::open(&live, &Settings::default().sqlite).unwrap();
+            let db = db::Db::open(&live, &db::SqliteOptions::default()).unwrap();
             let keep = tessera::oidc::keys::keep_retired(&Default::default());
             tessera::oidc::keys::ensure(&db, &Clock::system(), keep, None)
                 .await
@@ -104,7 +104,7 @@ pub async fn empty_db(backend: &Backend) -> db::Db {
     match backend {
         Backend::Sqlite => {
             let dir = Box::leak(Box::new(tempfile::tempdir().unwrap()));
-            db::Db::open(&dir.path().join("empty.db"), &Settings::default().sqlite).unwrap()
+            db::Db::open(&dir.path().join("empty.db"), &db::SqliteOptions::default()).unwrap()
         }
         Backend::Postgres(url) => {
             let schema = schema_name("e");

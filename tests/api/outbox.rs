@@ -154,7 +154,7 @@ async fn queued_mail_survives_kill_9_and_is_delivered_once_after_restart() {
     // what this test is about.
     // Read through the storage API, as another process would (the server holds the file).
     let recorded = || async {
-        let store = tessera::db::Db::open_existing(&db, &tessera::config::Settings::default().sqlite).ok()?;
+        let store = tessera::db::Db::open_existing(&db, &tessera::db::SqliteOptions::default()).ok()?;
         let list = store.read(|c| tessera::db::outbox::list(c, None, 1)).await.ok()?;
         list.first().map(|m| m.attempts)
     };

@@ -1,15 +1,15 @@
 //! The storage engine under concurrency: group commit loses nothing, a failing or
 //! panicking operation harms no neighbour, and single-use values are used once.
 
-use tessera::config::SqliteSettings;
-use tessera::db::{self, Db, DbError};
+use tessera::db::{self, Db, DbError, SqliteOptions};
 
 use crate::helpers::*;
 
-fn settings(wal: bool) -> SqliteSettings {
-    let mut s = tessera::config::Settings::default().sqlite;
-    s.wal = wal;
-    s
+fn settings(wal: bool) -> SqliteOptions {
+    SqliteOptions {
+        wal,
+        ..SqliteOptions::default()
+    }
 }
 
 async fn count(db: &Db) -> i64 {

@@ -5,14 +5,14 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::config::{SqliteSettings, Synchronous};
 use crate::db::DbError;
+use crate::db::{SqliteOptions, Synchronous};
 
 const BUSY_TIMEOUT_MS: u32 = 5000;
 
 /// Opens the read-write connection, creating the file with owner-only permissions: it
 /// holds password hashes and private keys.
-pub fn open_writer(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+pub fn open_writer(path: &Path, settings: &SqliteOptions) -> Result<Connection, DbError> {
     create_private_file(path)?;
     let conn = Connection::open_with_flags(
         path,
@@ -36,7 +36,7 @@ pub fn require_existing(path: &Path) -> Result<(), DbError> {
 
 /// A connection opened read-only that may still write another file: `VACUUM INTO`
 /// for backups (`query_only` would refuse that too).
-pub fn open_snapshot(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+pub fn open_snapshot(path: &Path, settings: &SqliteOptions) -> Result<Connection, DbError> {
     require_existing(path)?;
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
@@ -45,7 +45,7 @@ pub fn open_snapshot(path: &Path, settings: &SqliteSettings) -> Result<Connectio
 }
 
 /// A read-only connection that never migrates or creates anything (`tessera check`).
-pub fn open_read_only(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+pub fn open_read_only(path: &Path, settings: &SqliteOptions) -> Result<Connection, DbError> {
     require_existing(path)?;
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
@@ -72,7 +72,7 @@ fn create_private_file(path: &Path) -> Result<(), DbError> {
     }
 }
 
-fn configure_common(conn: &Connection, settings: &SqliteSettings) -> rusqlite::Result<()> {
+fn configure_common(conn: &Connection, settings: &SqliteOptions) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS.into()))?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
@@ -85,7 +85,7 @@ fn configure_common(conn: &Connection, settings: &SqliteSettings) -> rusqlite::R
     Ok(())
 }
 
-fn configure_writer(conn: &Connection, settings: &SqliteSettings) -> Result<(), DbError> {
+fn configure_writer(conn: &Connection, settings: &SqliteOptions) -> Result<(), DbError> {
     // WAL lets readers proceed while the writer commits; the rollback journal is for
     // filesystems without shared memory, where the busy timeout absorbs contention.
     let mode = if settings.wal { "WAL" } else { "DELETE" };
@@ -104,7 +104,7 @@ fn configure_writer(conn: &Connection, settings: &SqliteSettings) -> Result<(), 
     Ok(())
 }
 
-pub fn configure_reader(conn: &mut Connection, settings: &SqliteSettings) -> rusqlite::Result<()> {
+pub fn configure_reader(conn: &mut Connection, settings: &SqliteOptions) -> rusqlite::Result<()> {
     configure_common(conn, settings)?;
     conn.pragma_update(None, "query_only", "ON")?;
     Ok(())

@@ -17,7 +17,7 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 
 use super::{DbError, Tx};
-use crate::config::SqliteSettings;
+use crate::db::SqliteOptions;
 pub use tap::{Checkpoint, WalTap};
 pub use wal::{Frame, Tail, WalPosition};
 pub use writer::{CommitHook, WriterStats};
@@ -57,13 +57,13 @@ pub(super) struct Sqlite {
     inline_reads: bool,
     /// The file, for operations that need a connection of their own (backups).
     path: Arc<Path>,
-    settings: SqliteSettings,
+    settings: SqliteOptions,
 }
 
 impl Sqlite {
     /// Opens (creating if needed) the file, applies migrations, starts the writer thread
     /// and the read pool.
-    pub(super) fn open(path: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+    pub(super) fn open(path: &Path, settings: &SqliteOptions) -> Result<Self, DbError> {
         let mut conn = connection::open_writer(path, settings)?;
         migrations::apply(&mut conn)?;
         let writer = writer::Writer::start(conn, settings.writer_queue)?;
@@ -218,7 +218,7 @@ pub(super) fn after_import(_: &Tx<'_>) -> Result<(), DbError> {
 }
 
 /// `PRAGMA integrity_check` and `foreign_key_check` on the file, opened read-only.
-pub(super) fn check_file(path: &Path, settings: &SqliteSettings) -> Result<Vec<String>, DbError> {
+pub(super) fn check_file(path: &Path, settings: &SqliteOptions) -> Result<Vec<String>, DbError> {
     let conn = connection::open_read_only(path, settings)?;
     maintenance::check(&conn)
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 use super::wal::{self, Tail, WalPosition};
-use crate::config::SqliteSettings;
 use crate::db::DbError;
+use crate::db::SqliteOptions;
 
 pub struct WalTap {
     db: PathBuf,
@@ -40,7 +40,7 @@ pub enum Checkpoint {
     },
 }
 
-fn open(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
+fn open(path: &Path, settings: &SqliteOptions) -> Result<Connection, DbError> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -48,8 +48,8 @@ fn open(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
     .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let sync = match settings.synchronous {
-        crate::config::Synchronous::Normal => "NORMAL",
-        crate::config::Synchronous::Full => "FULL",
+        crate::db::Synchronous::Normal => "NORMAL",
+        crate::db::Synchronous::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync)?;
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -57,7 +57,7 @@ fn open(path: &Path, settings: &SqliteSettings) -> Result<Connection, DbError> {
 }
 
 impl WalTap {
-    pub fn open(db: &Path, settings: &SqliteSettings) -> Result<Self, DbError> {
+    pub fn open(db: &Path, settings: &SqliteOptions) -> Result<Self, DbError> {
         let mut wal = db.as_os_str().to_owned();
         wal.push("-wal");
         let mut tap = Self {

@@ -6,38 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 type Columns = BTreeMap<String, String>;
 
 use super::*;
+use crate::db::fresh::{postgres_db, sqlite_db};
 use crate::db::Db;
-
-pub(in crate::db) fn sqlite_db() -> (tempfile::TempDir, Db) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(&dir.path().join("t.db"), &crate::config::Settings::default().sqlite).unwrap();
-    (dir, db)
-}
-
-/// A fresh schema on the cluster the run has, or `None` (said loudly) without one.
-pub(in crate::db) async fn postgres_db() -> Option<Db> {
-    let Some(url) = std::env::var("TESSERA_TEST_DATABASE_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI checks the export against PostgreSQL: set TESSERA_TEST_DATABASE_URL"
-        );
-        eprintln!("SKIPPED: the PostgreSQL half of this test (no TESSERA_TEST_DATABASE_URL)");
-        return None;
-    };
-    let schema = format!(
-        "transfer_{}",
-        crate::crypto::random::random_id()
-            .to_ascii_lowercase()
-            .replace('-', "_")
-    );
-    crate::db::pg::testing::batch(&url, &format!("CREATE SCHEMA {schema}")).unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let own = format!("{url}{sep}options=-csearch_path%3D{schema}");
-    Some(Db::open_postgres(&own, 2, true).await.unwrap())
-}
 
 fn listed() -> BTreeMap<String, Columns> {
     TABLES

@@ -178,7 +178,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 .actor(&v.user.username)
                 .target(&v.user.username)
                 .ip(Some(ip))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             return page(
                 &state,
@@ -241,7 +241,7 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
                 .target(&v.user.username)
                 .ip(Some(crate::http::guard::ip_text(&req, &state)))
                 .detail(serde_json::json!({"method": "passkey", "reason": why}))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             return page(&state, &v, StatusCode::UNAUTHORIZED, (&next, carried), Some(why)).await;
         }

@@ -517,7 +517,7 @@ pub async fn end_one(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
                 .actor(&v.user.username)
                 .target(&v.user.username)
                 .ip(Some(crate::http::guard::ip_text(&req, &state)))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             back("session")
         }
@@ -537,7 +537,7 @@ pub async fn end_others(req: HttpRequest, state: web::Data<AppState>, body: Byte
                 .target(&v.user.username)
                 .ip(Some(crate::http::guard::ip_text(&req, &state)))
                 .detail(serde_json::json!({"count": n}))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             back("others")
         }

@@ -73,7 +73,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
                 .actor("setup-link")
                 .target(username.trim())
                 .ip(Some(crate::http::guard::ip_text(&req, &state)))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             let page = SetupPage {
                 done: true,

@@ -76,7 +76,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
                 .actor(&v.user.username)
                 .target(&v.user.username)
                 .ip(Some(crate::http::guard::ip_text(&req, &state)))
-                .log(&state)
+                .log(&state.db, state.clock.now())
                 .await;
             pages::render(
                 StatusCode::OK,
@@ -122,7 +122,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
         .actor(&v.user.username)
         .target(&v.user.username)
         .ip(Some(crate::http::guard::ip_text(&req, &state)))
-        .log(&state)
+        .log(&state.db, state.clock.now())
         .await;
     back("totp-off")
 }

@@ -117,7 +117,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
         .actor(who)
         .target(format!("session:{}", session.sid))
         .ip(Some(crate::http::guard::ip_text(req, state)))
-        .log(state)
+        .log(&state.db, state.clock.now())
         .await;
     finished(state, &request, &frames)
 }

@@ -221,12 +221,12 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
     match signin::check_code(&state, request_id, params::field(&form, "code")).await {
         Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &user).await,
         Ok(CodeCheck::Wrong) => {
-            failed("wrong code").log(&state).await;
+            failed("wrong code").log(&state.db, state.clock.now()).await;
             let error = t().acct_signin_code_wrong;
             sent_page(StatusCode::UNAUTHORIZED, request_id, csrf, Some(error))
         }
         Ok(CodeCheck::Spent) => {
-            failed("too many wrong codes").log(&state).await;
+            failed("too many wrong codes").log(&state.db, state.clock.now()).await;
             let error = t().acct_signin_code_spent;
             pages::render(StatusCode::BAD_REQUEST, &again(error))
         }
@@ -241,7 +241,11 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
 
 async fn locked(state: &AppState, username: &str, ip: String) -> HttpResponse {
     state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.locked").actor(username).ip(Some(ip)).log(state).await;
+    Event::new("login.locked")
+        .actor(username)
+        .ip(Some(ip))
+        .log(&state.db, state.clock.now())
+        .await;
     too_many()
 }
 

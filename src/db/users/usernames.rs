@@ -2,9 +2,9 @@
 //! account from taking a name that looks like another's, and the lookup of a name typed
 //! at sign-in, which may be in another Unicode form than the stored one.
 
-use super::sql::args;
-use super::users::{find_by_username, User};
-use super::{DbError, Tx};
+use super::{find_by_username, User};
+use crate::db::sql::args;
+use crate::db::{DbError, Tx};
 
 /// The account a person signing in names: the text as typed (an account made before
 /// names were normalised keeps its name), else its NFKC form, so that `ａｌｉｃｅ`
@@ -60,7 +60,7 @@ pub fn fill_skeletons(conn: &Tx<'_>) -> Result<usize, DbError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::transfer::tests::{postgres_db, sqlite_db};
+    use crate::db::fresh::{postgres_db, sqlite_db};
     use crate::db::Db;
 
     /// Accounts made before skeletons were stored, two of them alike: the first gets
