@@ -144,7 +144,7 @@ impl Application {
         spawn_limit_pruner(state.clone());
         oidc::keys::spawn_reloader(state.clone());
         oidc::logout::spawn_deliverer(state.clone());
-        crate::lifecycle::spawn_mailer(state.clone());
+        crate::lifecycle::spawn_mailer(state.clone(), |s| *s.ctx());
         let server = server(listener, state.clone())?;
         Ok(Self {
             port: addr.port(),

@@ -76,7 +76,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
         })
         .await??;
     if created.mailed {
-        lifecycle::wake(state);
+        lifecycle::wake(&state.ctx());
     }
     Ok(created)
 }

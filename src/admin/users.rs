@@ -366,7 +366,7 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
         Ok(())
     })
     .await?;
-    crate::lifecycle::wake(state);
+    crate::lifecycle::wake(&state.ctx());
     crate::oidc::logout::end_listed(&cx, &live).await?;
     state
         .db

@@ -107,7 +107,7 @@ async fn act(state: &AppState, actor: &Actor, action: Action) -> Result<Vec<Stri
         Action::UpdateApp(app) => update_app(state, actor, app).await?,
         Action::CreateProvider(spec) => {
             let p = admin::providers::create(state, actor, &spec).await?;
-            let redirect = crate::federation::callback_url(state, &p.id);
+            let redirect = crate::federation::callback_url(&state.ctx(), &p.id);
             return Ok(vec![format!("provider {}: register {redirect} at the upstream", p.id)]);
         }
         Action::ReplaceProvider(spec) => {
@@ -266,7 +266,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         })
         .await?;
     Ok(if queued == Queued::Yes {
-        lifecycle::wake(state);
+        lifecycle::wake(&state.ctx());
         format!(
             "user {}: a link to choose a password was mailed to {email}",
             user.username

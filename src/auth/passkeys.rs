@@ -36,15 +36,14 @@ impl From<webauthn::Refused> for PasskeyError {
     }
 }
 
-fn relying_party(state: &AppState) -> Result<RelyingParty, PasskeyError> {
-    RelyingParty::of_issuer(&state.issuer).ok_or(PasskeyError::Refused("the issuer has no host for passkeys"))
+fn relying_party(cx: &crate::context::Ctx<'_>) -> Result<RelyingParty, PasskeyError> {
+    RelyingParty::of_issuer(cx.issuer).ok_or(PasskeyError::Refused("the issuer has no host for passkeys"))
 }
 
-async fn new_challenge(state: &AppState, binding: Binding) -> Result<String, PasskeyError> {
+async fn new_challenge(cx: &crate::context::Ctx<'_>, binding: Binding) -> Result<String, PasskeyError> {
     let challenge = Secret::generate();
-    let (hash, expires) = (challenge.hash(), state.clock.now() + CHALLENGE_TTL);
-    state
-        .db
+    let (hash, expires) = (challenge.hash(), cx.now + CHALLENGE_TTL);
+    cx.db
         .write(move |c| db::passkeys::create_challenge(c, &hash, &binding, expires))
         .await?;
     Ok(challenge.expose().to_string())
@@ -86,10 +85,10 @@ fn creation_options(
 
 /// Options for adding a passkey to the signed-in `user`'s account.
 pub async fn registration_options(state: &AppState, user: &User) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(&state.ctx())?;
     let uid = user.id;
     let existing = state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
-    let challenge = new_challenge(state, Binding::Register(uid)).await?;
+    let challenge = new_challenge(&state.ctx(), Binding::Register(uid)).await?;
     let display = user.name.as_deref().unwrap_or(&user.username);
     Ok(creation_options(
         &rp,
@@ -115,14 +114,14 @@ pub struct Enrolee<'a> {
 /// Options for a passkey made through a mailed link (an invitation, a reset, the
 /// verification of a sign-up without a password); the challenge is bound to the link
 /// and to the account's subject.
-pub async fn enrolment_options(state: &AppState, who: &Enrolee<'_>) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+pub async fn enrolment_options(cx: &crate::context::Ctx<'_>, who: &Enrolee<'_>) -> Result<Value, PasskeyError> {
+    let rp = relying_party(cx)?;
     let existing = match who.user_id {
-        Some(uid) => state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?,
+        Some(uid) => cx.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?,
         None => Vec::new(),
     };
     let binding = Binding::Enrol(*who.link, who.sub.to_string());
-    let challenge = new_challenge(state, binding).await?;
+    let challenge = new_challenge(cx, binding).await?;
     Ok(creation_options(
         &rp,
         &challenge,
@@ -149,7 +148,7 @@ pub fn verify_creation(
     client_data: &str,
     attestation_object: &str,
 ) -> Result<Made, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(&state.ctx())?;
     let cdj = decode("client data is not base64url", client_data)?;
     let att = decode("the attestation object is not base64url", attestation_object)?;
     let (challenge, credential) = webauthn::register(&rp, &cdj, &att)?;
@@ -236,15 +235,15 @@ pub async fn register(
             Ok(Ok(()))
         })
         .await?;
-    crate::lifecycle::wake(state);
+    crate::lifecycle::wake(&state.ctx());
     done
 }
 
 /// `PublicKeyCredentialRequestOptions` for signing in with any passkey of this site
 /// (discoverable credentials), bound to the parked login request.
 pub async fn login_options(state: &AppState, request_id: &str) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
-    let challenge = new_challenge(state, Binding::Login(TokenHash::of(request_id))).await?;
+    let rp = relying_party(&state.ctx())?;
+    let challenge = new_challenge(&state.ctx(), Binding::Login(TokenHash::of(request_id))).await?;
     Ok(json!({
         "challenge": challenge,
         "rpId": rp.id,
@@ -272,13 +271,13 @@ pub async fn authenticate(state: &AppState, request_id: &str, a: &Assertion<'_>)
 /// Options for the signed-in `user` to confirm who they are with one of their
 /// passkeys (before a credential is added, as a password confirmation does).
 pub async fn reauth_options(state: &AppState, user: &User) -> Result<Value, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(&state.ctx())?;
     let uid = user.id;
     let existing = state.db.read(move |c| db::passkeys::credential_ids(c, uid)).await?;
     if existing.is_empty() {
         return Err(PasskeyError::Refused("this account has no passkey"));
     }
-    let challenge = new_challenge(state, Binding::Reauth(uid)).await?;
+    let challenge = new_challenge(&state.ctx(), Binding::Reauth(uid)).await?;
     Ok(json!({
         "challenge": challenge,
         "rpId": rp.id,
@@ -307,7 +306,7 @@ async fn asserted(
     a: &Assertion<'_>,
     spent_already: &'static str,
 ) -> Result<i64, PasskeyError> {
-    let rp = relying_party(state)?;
+    let rp = relying_party(&state.ctx())?;
     let id = decode("the credential id is not base64url", a.credential_id)?;
     let cdj = decode("client data is not base64url", a.client_data)?;
     let ad = decode("authenticator data is not base64url", a.authenticator_data)?;

@@ -43,7 +43,7 @@ pub async fn begin(
     let cx = state.ctx();
     let (name, nonce, verifier) = (Secret::generate(), Secret::generate(), Secret::generate());
     let challenge = sha256_b64(verifier.expose().as_bytes());
-    let redirect = super::callback_url(state, &p.id);
+    let redirect = super::callback_url(&state.ctx(), &p.id);
     // The URL first: an upstream that cannot be reached leaves the parked sign-in as
     // it was, so the login page can offer the other ways in.
     let passed = passed_on(&then);
@@ -142,7 +142,9 @@ pub async fn callback(
     let (Some(browser), true) = (browser, provider == provider_id) else {
         return Err(ResumeError::Forged);
     };
-    let p = super::find(state, &provider).await?.ok_or(ResumeError::Expired)?;
+    let p = super::find(&state.ctx(), &provider)
+        .await?
+        .ok_or(ResumeError::Expired)?;
     let parked = interaction::park_next(&cx, &answer.state, &then, browser).await?;
     let profile = redeem(state, &p, answer, &verifier, (&nonce, max_age_of(&then))).await;
     Ok(Returned {
@@ -194,9 +196,9 @@ async fn redeem(
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or_else(|| UpstreamError::Refused(format!("{} sent no authorization code", p.name)))?;
-    let secret = super::secret(state, p)
+    let secret = super::secret(&state.ctx(), p)
         .map_err(|_| UpstreamError::Unavailable("the provider's secret cannot be read".into()))?;
-    let redirect = super::callback_url(state, &p.id);
+    let redirect = super::callback_url(&state.ctx(), &p.id);
     match Kind::of(p) {
         Kind::Oidc => {
             let r = upstream::Redeem {

@@ -7,11 +7,11 @@ use super::signin::{code_matches, count_try, same_address, Try};
 use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
 use crate::account::Me;
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::state::AppState;
 
 /// How long a mailed code works.
 pub const CODE_TTL: i64 = 10 * 60;
@@ -37,13 +37,13 @@ pub enum Sent {
 }
 
 /// Mails a fresh code to the account unless one went out under a minute ago.
-pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent, Internal> {
-    let now = state.clock.now();
+pub async fn send_code(cx: &Ctx<'_>, user_id: i64, ip: &str) -> Result<Sent, Internal> {
+    let now = cx.now;
     let code = six_digit_code();
     let code_digest = TokenHash::of(&code);
     let (_, digest) = link_token();
-    let (settings, ip) = (state.settings.clone(), ip.to_string());
-    let sent = state
+    let (settings, ip) = (cx.settings.clone(), ip.to_string());
+    let sent = cx
         .db
         .write(move |c| {
             let Some(user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
@@ -96,7 +96,7 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
         })
         .await?;
     if sent == Sent::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(sent)
 }
@@ -145,8 +145,8 @@ pub fn masked(email: &str) -> String {
 }
 
 /// Where the codes go, masked; `None` when the account has no address.
-pub async fn destination(state: &AppState, user_id: i64) -> Result<Option<String>, Internal> {
-    let user = state.db.read(move |c| db::users::find_by_id(c, user_id)).await?;
+pub async fn destination(cx: &Ctx<'_>, user_id: i64) -> Result<Option<String>, Internal> {
+    let user = cx.db.read(move |c| db::users::find_by_id(c, user_id)).await?;
     Ok(user
         .and_then(|u| u.email)
         .filter(|e| !e.trim().is_empty())
@@ -170,17 +170,16 @@ pub enum Refused {
 /// the app is removed, codes by mail apply again rather than no second factor. A
 /// passkey added later changes nothing at a password sign-in (signing in with the
 /// passkey is two factors by itself), so the codes stay asked there.
-pub async fn set(state: &AppState, me: &Me<'_>, on: bool) -> Result<Result<(), Refused>, DbError> {
-    if on && state.settings.smtp.is_none() {
+pub async fn set(cx: &Ctx<'_>, me: &Me<'_>, on: bool) -> Result<Result<(), Refused>, DbError> {
+    if on && cx.settings.smtp.is_none() {
         return Ok(Err(Refused::MailOff));
     }
-    let (uid, now) = (me.user.id, state.clock.now());
+    let (uid, now) = (me.user.id, cx.now);
     let event = Event::new(if on { "mfa.email_enabled" } else { "mfa.email_disabled" })
         .actor(&me.user.username)
         .target(&me.user.username)
         .ip(Some(me.ip.clone()));
-    state
-        .db
+    cx.db
         .write(move |c| {
             if on {
                 let verified = db::users::find_by_id(c, uid)?

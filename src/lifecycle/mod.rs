@@ -7,6 +7,7 @@ pub mod devices;
 pub mod email_mfa;
 pub mod invite;
 pub mod reset;
+pub mod second_factor;
 pub mod signin;
 pub mod signup;
 pub mod verify;
@@ -16,10 +17,10 @@ use std::time::Duration;
 use rand::Rng;
 
 use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, users::User, DbError, Tx};
 use crate::mail::message::Message;
-use crate::state::AppState;
 
 /// Whether a mail was queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,8 +198,8 @@ pub fn username_unavailable(c: &Tx<'_>, username: &str) -> Result<Option<Unavail
 }
 
 /// Tells this node's mailer that mail was queued (after the transaction committed).
-pub fn wake(state: &AppState) {
-    state.mail_wakeup.notify_one();
+pub fn wake(cx: &Ctx<'_>) {
+    cx.mail_wakeup.notify_one();
 }
 
 /// How long a mailer holds the messages it claimed before another node may: longer
@@ -225,26 +226,28 @@ pub fn next_attempt(attempts: i64, created_at: i64, now: i64) -> Option<i64> {
 /// Sends queued mail until the process ends: woken when mail is queued, and every few
 /// seconds for retries and for mail other nodes queued. A failure never reaches the
 /// person whose action queued the mail; it is logged, recorded with the server's
-/// answer, and retried with back-off.
-pub fn spawn_mailer(state: AppState) {
-    if state.settings.smtp.is_none() {
+/// answer, and retried with back-off. `ctx` makes a fresh context of `server` for
+/// each pass (and reads the time again after each send).
+pub fn spawn_mailer<S: Send + Sync + 'static>(server: S, ctx: for<'a> fn(&'a S) -> Ctx<'a>) {
+    if ctx(&server).settings.smtp.is_none() {
         return;
     }
     tokio::spawn(async move {
         loop {
-            let _ = tokio::time::timeout(Duration::from_secs(2), state.mail_wakeup.notified()).await;
-            while send_due(&state).await == BATCH as usize {}
+            let wakeup = ctx(&server).mail_wakeup;
+            let _ = tokio::time::timeout(Duration::from_secs(2), wakeup.notified()).await;
+            while send_due(&ctx(&server), || ctx(&server).now).await == BATCH as usize {}
         }
     });
 }
 
-/// One pass; returns how many messages it claimed.
-async fn send_due(state: &AppState) -> usize {
-    let Some(smtp) = state.settings.smtp.as_ref() else {
+/// One pass; returns how many messages it claimed. `clock` reads the time after a send.
+async fn send_due(cx: &Ctx<'_>, clock: impl Fn() -> i64) -> usize {
+    let Some(smtp) = cx.settings.smtp.as_ref() else {
         return 0;
     };
-    let now = state.clock.now();
-    let due = match state
+    let now = cx.now;
+    let due = match cx
         .db
         .write(move |c| db::outbox::claim_due(c, now, now + LEASE, BATCH))
         .await
@@ -267,31 +270,8 @@ async fn send_due(state: &AppState) -> usize {
                 permanent: false,
             }),
         };
-        let (id, now) = (m.id, state.clock.now());
-        let recorded = match result {
-            Ok(answer) => {
-                tracing::info!(mail_id = id, attempt = m.attempts + 1, "mail sent");
-                state.db.write(move |c| db::outbox::sent(c, id, &answer, now)).await
-            }
-            Err(f) => {
-                let next = if f.permanent {
-                    None
-                } else {
-                    next_attempt(m.attempts + 1, m.created_at, now)
-                };
-                match next {
-                    Some(at) => tracing::warn!(mail_id = id, attempt = m.attempts + 1, answer = %f.answer,
-                        retry_in_s = at - now, "mail not sent; will retry"),
-                    None => tracing::error!(mail_id = id, attempt = m.attempts + 1, answer = %f.answer,
-                        "mail not sent; given up"),
-                }
-                state
-                    .db
-                    .write(move |c| db::outbox::attempt_failed(c, id, &f.answer, next, now))
-                    .await
-            }
-        };
-        if let Err(e) = recorded {
+        let (id, attempts, created_at) = (m.id, m.attempts, m.created_at);
+        if let Err(e) = record(cx, id, attempts, created_at, result, clock()).await {
             // The lease runs out and the message is tried again: late, maybe twice,
             // never lost.
             tracing::warn!(mail_id = id, error = %e, "cannot record a mail's outcome");
@@ -300,10 +280,42 @@ async fn send_due(state: &AppState) -> usize {
     claimed
 }
 
+/// Records the outcome of one attempt at `now`: sent, to be retried, or given up.
+async fn record(
+    cx: &Ctx<'_>,
+    id: i64,
+    attempts: i64,
+    created_at: i64,
+    result: Result<String, crate::mail::Failure>,
+    now: i64,
+) -> Result<(), DbError> {
+    match result {
+        Ok(answer) => {
+            tracing::info!(mail_id = id, attempt = attempts + 1, "mail sent");
+            cx.db.write(move |c| db::outbox::sent(c, id, &answer, now)).await
+        }
+        Err(f) => {
+            let next = if f.permanent {
+                None
+            } else {
+                next_attempt(attempts + 1, created_at, now)
+            };
+            match next {
+                Some(at) => tracing::warn!(mail_id = id, attempt = attempts + 1, answer = %f.answer,
+                    retry_in_s = at - now, "mail not sent; will retry"),
+                None => tracing::error!(mail_id = id, attempt = attempts + 1, answer = %f.answer,
+                    "mail not sent; given up"),
+            }
+            cx.db
+                .write(move |c| db::outbox::attempt_failed(c, id, &f.answer, next, now))
+                .await
+        }
+    }
+}
+
 /// The queue as the admin pages and API show it.
-pub async fn queue_view(state: &AppState, status: Option<String>, limit: i64) -> Result<QueueView, DbError> {
-    state
-        .db
+pub async fn queue_view(cx: &Ctx<'_>, status: Option<String>, limit: i64) -> Result<QueueView, DbError> {
+    cx.db
         .read(move |c| {
             let (pending, sent, failed) = db::outbox::counts(c)?;
             Ok(QueueView {

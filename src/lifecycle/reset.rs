@@ -15,12 +15,12 @@ use serde_json::Value;
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::state::AppState;
 
 use super::{link_token, queue_or_decoy, wake, Queued};
 
@@ -39,14 +39,14 @@ pub struct Asked {
 }
 
 impl Asked {
-    pub fn new(state: &AppState, who: &str, ip: &str) -> Self {
+    pub fn new(cx: &Ctx<'_>, who: &str, ip: &str) -> Self {
         let who = who.trim().chars().take(256).collect::<String>();
         let (secret, digest) = link_token();
         Self {
-            link: state.url(&format!("/password/reset?token={}", secret.expose())),
-            pseudonym: state.log_key.pseudonym(&who),
+            link: cx.url(&format!("/password/reset?token={}", secret.expose())),
+            pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
-            now: state.clock.now(),
+            now: cx.now,
             digest,
             who,
         }
@@ -55,12 +55,12 @@ impl Asked {
 
 /// Asks for a reset link for `who` (a username or an email address). The caller shows
 /// the same page whatever happens here.
-pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Internal> {
-    let asked = Asked::new(state, who, ip);
-    let settings = state.settings.clone();
-    let queued = state.db.write(move |c| request_in(c, &settings, &asked)).await?;
+pub async fn request(cx: &Ctx<'_>, who: &str, ip: &str) -> Result<(), Internal> {
+    let asked = Asked::new(cx, who, ip);
+    let settings = cx.settings.clone();
+    let queued = cx.db.write(move |c| request_in(c, &settings, &asked)).await?;
     if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(())
 }
@@ -164,20 +164,20 @@ pub struct Form {
 }
 
 /// What a live reset link's form asks for, or `None` when it is dead.
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<Form>, Internal> {
-    Ok(holder(state, token).await?.map(|h| Form {
+pub async fn usable(cx: &Ctx<'_>, token: &str) -> Result<Option<Form>, Internal> {
+    Ok(holder(cx, token).await?.map(|h| Form {
         kind: h.kind,
         code: h.totp,
     }))
 }
 
-async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Internal> {
+async fn holder(cx: &Ctx<'_>, token: &str) -> Result<Option<Holder>, Internal> {
     if token.is_empty() || token.len() > 128 {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let passkey_only = state.settings.passkey_mode.passkey_only();
-    Ok(state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let passkey_only = cx.settings.passkey_mode.passkey_only();
+    Ok(cx
         .db
         .read(move |c| {
             let Some(uid) = email_tokens::find(c, &digest, email_tokens::RESET, now)?.and_then(|t| t.user_id) else {
@@ -221,13 +221,13 @@ pub enum Outcome {
 /// logout and every grant is revoked, offline ones included, as after an
 /// administrator's reset. A second factor stays enrolled and is asked at the next
 /// sign-in.
-pub async fn finish(state: &AppState, token: &str, new: &Chosen<'_>, ip: &str) -> Result<Outcome, Internal> {
+pub async fn finish(cx: &Ctx<'_>, token: &str, new: &Chosen<'_>, ip: &str) -> Result<Outcome, Internal> {
     let Chosen {
         password,
         confirm,
         code,
     } = *new;
-    let Some(holder) = holder(state, token).await? else {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(Outcome::Dead);
     };
     if holder.kind == Kind::Passkey {
@@ -243,16 +243,16 @@ pub async fn finish(state: &AppState, token: &str, new: &Chosen<'_>, ip: &str) -
             crate::i18n::t().acct_error_passwords_differ.into(),
         ));
     }
-    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+    if let Some(refused) = second_factor(cx, &holder, code, ip).await? {
         return Ok(refused);
     }
-    let hash = state.hasher.hash(password).await?;
-    spend(state, token, ip, Replacement::Password(hash)).await
+    let hash = cx.hasher.hash(password).await?;
+    spend(cx, token, ip, Replacement::Password(hash)).await
 }
 
 /// The options of the passkey a reset makes, for the link's account.
-pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
-    let Some(holder) = holder(state, token).await? else {
+pub async fn passkey_options(cx: &Ctx<'_>, token: &str) -> Result<Option<Value>, PasskeyError> {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(None);
     };
     let link = TokenHash::of(token);
@@ -262,26 +262,26 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &holder.username,
         user_id: Some(holder.id),
     };
-    Ok(Some(passkeys::enrolment_options(state, &who).await?))
+    Ok(Some(passkeys::enrolment_options(cx, &who).await?))
 }
 
 /// Resets with a passkey made through the link: it is added and the account's password,
 /// if it had one, is removed (the passkey replaces it), with everything else a reset
 /// does. `code` is the authenticator app's, for an account that has one.
 pub async fn finish_with_passkey(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     made: Made,
     code: &str,
     ip: &str,
 ) -> Result<Outcome, Internal> {
-    let Some(holder) = holder(state, token).await? else {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(Outcome::Dead);
     };
-    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+    if let Some(refused) = second_factor(cx, &holder, code, ip).await? {
         return Ok(refused);
     }
-    spend(state, token, ip, Replacement::Passkey(Box::new(made))).await
+    spend(cx, token, ip, Replacement::Passkey(Box::new(made))).await
 }
 
 /// What the reset form's password fields and second-factor code hold.
@@ -296,8 +296,9 @@ pub struct Chosen<'a> {
 /// The account's authenticator app, asked as at sign-in (a wrong code counts toward
 /// the lockout, a locked account is refused, `mfa.ok`/`mfa.failed` audited): `None`
 /// when it passed or the account has none, else the form's answer.
-async fn second_factor(state: &AppState, holder: &Holder, code: &str, ip: &str) -> Result<Option<Outcome>, Internal> {
-    use crate::auth::mfa::{self, MfaError, SecondFactor};
+async fn second_factor(cx: &Ctx<'_>, holder: &Holder, code: &str, ip: &str) -> Result<Option<Outcome>, Internal> {
+    use super::second_factor::{second_factor, SecondFactor};
+    use crate::auth::mfa::MfaError;
     if !holder.totp {
         return Ok(None);
     }
@@ -305,7 +306,7 @@ async fn second_factor(state: &AppState, holder: &Holder, code: &str, ip: &str) 
     if code.trim().is_empty() {
         return Ok(Some(Outcome::Invalid("code", t.mfa_app_lead.into())));
     }
-    match mfa::second_factor(state, holder.id, code, ip).await {
+    match second_factor(cx, holder.id, code, ip).await {
         Ok(SecondFactor::Passed { .. }) => Ok(None),
         Ok(SecondFactor::Wrong { .. }) => Ok(Some(Outcome::Invalid("code", t.mfa_wrong_app.into()))),
         Ok(SecondFactor::Locked { .. }) => Ok(Some(Outcome::Invalid(
@@ -323,11 +324,11 @@ enum Replacement {
     Passkey(Box<Made>),
 }
 
-async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let settings = state.settings.clone();
+async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let settings = cx.settings.clone();
     let ip = ip.to_string();
-    let done = state
+    let done = cx
         .db
         .write(move |c| {
             let Some(t) = email_tokens::find(c, &digest, email_tokens::RESET, now)? else {
@@ -402,8 +403,8 @@ async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Res
         })
         .await?;
     if matches!(done, Outcome::Done(_)) {
-        wake(state);
-        state.logout_wakeup.notify_one();
+        wake(cx);
+        cx.logout_wakeup.notify_one();
     }
     Ok(done)
 }

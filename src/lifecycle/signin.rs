@@ -10,12 +10,12 @@ use subtle::ConstantTimeEq;
 use super::{greeting, link_token, queue_or_decoy, six_digit_code, wake, Queued};
 use crate::audit::Event;
 use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::oidc::interaction::{Parked, Pending};
-use crate::state::AppState;
 
 /// How long the link and the code work.
 pub const TTL: i64 = 15 * 60;
@@ -170,7 +170,7 @@ pub struct Sending {
 
 impl Sending {
     pub fn new(
-        state: &AppState,
+        cx: &Ctx<'_>,
         request_id: &str,
         pending: &Pending,
         browser: &TokenHash,
@@ -184,13 +184,13 @@ impl Sending {
             old: TokenHash::of(request_id),
             browser: *browser,
             repark: Repark::new(),
-            link: state.url(&format!("/login/email/link?token={}", secret.expose())),
+            link: cx.url(&format!("/login/email/link?token={}", secret.expose())),
             digest,
             code: six_digit_code(),
             decoy_key: format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes())),
-            pseudonym: state.log_key.pseudonym(&who),
+            pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
-            now: state.clock.now(),
+            now: cx.now,
             who,
         })
     }
@@ -200,21 +200,21 @@ impl Sending {
 /// token lives) under the names the code form carries. `None`: the parked request
 /// was already used. The caller resumed `request_id` for this browser first.
 pub async fn send(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     pending: &Pending,
     browser: &TokenHash,
     who: &str,
     ip: &str,
 ) -> Result<Option<Parked>, Internal> {
-    let sending = Sending::new(state, request_id, pending, browser, who, ip)?;
-    let settings = state.settings.clone();
-    let outcome = state.db.write(move |c| send_in(c, &settings, sending)).await?;
+    let sending = Sending::new(cx, request_id, pending, browser, who, ip)?;
+    let settings = cx.settings.clone();
+    let outcome = cx.db.write(move |c| send_in(c, &settings, sending)).await?;
     let Some((queued, parked)) = outcome else {
         return Ok(None);
     };
     if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(Some(parked))
 }
@@ -287,10 +287,10 @@ pub enum CodeCheck {
 
 /// Checks the code typed on the page of the parked request `request_id` (which the
 /// caller resumed for this browser).
-pub async fn check_code(state: &AppState, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
-    let (request, now) = (TokenHash::of(request_id), state.clock.now());
-    let (code, settings) = (code.to_string(), state.settings.clone());
-    let outcome = state
+pub async fn check_code(cx: &Ctx<'_>, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
+    let (request, now) = (TokenHash::of(request_id), cx.now);
+    let (code, settings) = (code.to_string(), cx.settings.clone());
+    let outcome = cx
         .db
         .write(move |c| {
             let Some(t) = email_tokens::find_by_request(c, &request, email_tokens::SIGNIN, now)? else {
@@ -390,12 +390,12 @@ fn token_digest(token: &str) -> Option<TokenHash> {
     (!token.is_empty() && token.len() <= 128).then(|| TokenHash::of(token))
 }
 
-pub async fn open_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkView, Internal> {
+pub async fn open_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) -> Result<LinkView, Internal> {
     let Some(digest) = token_digest(token) else {
         return Ok(LinkView::Dead);
     };
-    let (browser, now) = (browser.copied(), state.clock.now());
-    let b = state.db.read(move |c| bound(c, &digest, browser.as_ref(), now)).await?;
+    let (browser, now) = (browser.copied(), cx.now);
+    let b = cx.db.read(move |c| bound(c, &digest, browser.as_ref(), now)).await?;
     Ok(match b {
         Bound::Live(live) => LinkView::Confirm(live.user.username),
         Bound::OtherBrowser => LinkView::OtherBrowser,
@@ -422,13 +422,13 @@ pub enum LinkUse {
 
 /// Spends a link opened in the browser that asked for it: the token is claimed and
 /// the parked request swapped for a fresh one, in one transaction.
-pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkUse, Internal> {
+pub async fn use_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) -> Result<LinkUse, Internal> {
     let Some(digest) = token_digest(token) else {
         return Ok(LinkUse::Dead);
     };
-    let (browser, now, settings) = (browser.copied(), state.clock.now(), state.settings.clone());
+    let (browser, now, settings) = (browser.copied(), cx.now, cx.settings.clone());
     let repark = Repark::new();
-    let outcome = state
+    let outcome = cx
         .db
         .write(move |c| {
             let Live {

@@ -7,13 +7,13 @@ use serde_json::json;
 
 use crate::audit::Event;
 use crate::config::{Settings, Signup};
+use crate::context::Ctx;
 use crate::crypto::random::random_id;
 use crate::crypto::TokenHash;
 use crate::db::{self, users::NewUser, DbError, Tx};
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::state::AppState;
 
 use super::verify::{self, Link, Reason};
 use super::{queue, wake};
@@ -136,25 +136,20 @@ fn taken(why: super::Unavailable) -> Problems {
 /// its owner is mailed instead and the answer is the one of a sign-up. Both paths hash
 /// the password (or, with a passkey instead, neither does) and make one write, so the
 /// timing does not tell them apart either.
-pub async fn submit(
-    state: &AppState,
-    form: Form<'_>,
-    request: Option<TokenHash>,
-    ip: &str,
-) -> Result<Outcome, Internal> {
-    let checked = match check(&state.settings, &form) {
+pub async fn submit(cx: &Ctx<'_>, form: Form<'_>, request: Option<TokenHash>, ip: &str) -> Result<Outcome, Internal> {
+    let checked = match check(cx.settings, &form) {
         Ok(c) => c,
         Err(problems) => return Ok(Outcome::Invalid(problems)),
     };
     let password_hash = if form.passkey {
         crate::crypto::password::NO_PASSWORD.to_string()
     } else {
-        state.hasher.hash(form.password).await?
+        cx.hasher.hash(form.password).await?
     };
-    let link = Link::new(state);
-    let forgot = state.url("/password/forgot");
-    let (settings, now, ip) = (state.settings.clone(), state.clock.now(), ip.to_string());
-    let outcome = state
+    let link = Link::new(cx);
+    let forgot = cx.url("/password/forgot");
+    let (settings, now, ip) = (cx.settings.clone(), cx.now, ip.to_string());
+    let outcome = cx
         .db
         .write(move |c| {
             // The username first, whatever the address: "taken" must not depend on it.
@@ -206,7 +201,7 @@ pub async fn submit(
         })
         .await?;
     if matches!(outcome, Outcome::Sent) {
-        wake(state);
+        wake(cx);
     }
     Ok(outcome)
 }

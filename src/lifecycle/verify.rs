@@ -17,12 +17,12 @@ use serde_json::{json, Value};
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::oidc::interaction::Pending;
-use crate::state::AppState;
 
 use super::{link_token, queue, wake, Queued};
 
@@ -39,11 +39,11 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(state: &AppState) -> Self {
+    pub fn new(cx: &Ctx<'_>) -> Self {
         let (secret, digest) = link_token();
         Self {
             digest,
-            url: state.url(&format!("/email/verify?token={}", secret.expose())),
+            url: cx.url(&format!("/email/verify?token={}", secret.expose())),
         }
     }
 }
@@ -241,12 +241,12 @@ fn needs_passkey(conn: &Tx<'_>, user: &User) -> Result<bool, DbError> {
 
 /// What the confirmation page names, or `None` for an unknown, used, voided or expired
 /// link, or one sent to an address the account no longer has.
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Internal> {
+pub async fn usable(cx: &Ctx<'_>, token: &str) -> Result<Option<Usable>, Internal> {
     if !well_formed(token) {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let found = state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let found = cx
         .db
         .read(move |c| match live(c, &digest, now)? {
             Some((t, u)) => Ok(Some((needs_passkey(c, &u)?, t, u))),
@@ -262,12 +262,12 @@ pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Int
 }
 
 /// The options of the passkey that confirms a sign-up made without a password.
-pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
+pub async fn passkey_options(cx: &Ctx<'_>, token: &str) -> Result<Option<Value>, PasskeyError> {
     if !well_formed(token) {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let found = state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let found = cx
         .db
         .read(move |c| match live(c, &digest, now)? {
             Some((t, u)) if change_of(&t.data).is_none() && needs_passkey(c, &u)? => Ok(Some(u)),
@@ -283,7 +283,7 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &user.username,
         user_id: Some(user.id),
     };
-    Ok(Some(passkeys::enrolment_options(state, &who).await?))
+    Ok(Some(passkeys::enrolment_options(cx, &who).await?))
 }
 
 /// What pressing "Confirm" came to.
@@ -318,7 +318,7 @@ pub enum Confirmed {
 /// An account with no credential yet (a sign-up without a password) confirms only
 /// with `made`, the passkey made through this link, stored in the same transaction.
 pub async fn confirm(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     ip: &str,
     viewer: Option<i64>,
@@ -327,9 +327,9 @@ pub async fn confirm(
     if !well_formed(token) {
         return Ok(Confirmed::Dead);
     }
-    let (digest, now, ip) = (TokenHash::of(token), state.clock.now(), ip.to_string());
-    let settings = state.settings.clone();
-    let done = state
+    let (digest, now, ip) = (TokenHash::of(token), cx.now, ip.to_string());
+    let settings = cx.settings.clone();
+    let done = cx
         .db
         .write(move |c| {
             let Some((t, user)) = live(c, &digest, now)? else {
@@ -399,7 +399,7 @@ pub async fn confirm(
         })
         .await?;
     if matches!(done, Confirmed::Changed { .. }) {
-        wake(state);
+        wake(cx);
     }
     Ok(done)
 }
@@ -431,23 +431,18 @@ pub enum Held {
 /// (an administrator marking the address verified releases it too). Called only after
 /// a correct password; mails a new link bound to the sign-in's parked request, within
 /// the hourly limit. `None`: the account may go on.
-pub async fn hold_unverified(
-    state: &AppState,
-    user: &User,
-    request_id: &str,
-    ip: &str,
-) -> Result<Option<Held>, Internal> {
+pub async fn hold_unverified(cx: &Ctx<'_>, user: &User, request_id: &str, ip: &str) -> Result<Option<Held>, Internal> {
     if user.email_verified {
         return Ok(None);
     }
     let uid = user.id;
-    if !state.db.read(move |c| db::users::lifecycle(c, uid)).await?.must_verify {
+    if !cx.db.read(move |c| db::users::lifecycle(c, uid)).await?.must_verify {
         return Ok(None);
     }
-    let link = Link::new(state);
-    let (request, now, ip) = (TokenHash::of(request_id), state.clock.now(), ip.to_string());
-    let (settings, user) = (state.settings.clone(), user.clone());
-    let queued = state
+    let link = Link::new(cx);
+    let (request, now, ip) = (TokenHash::of(request_id), cx.now, ip.to_string());
+    let (settings, user) = (cx.settings.clone(), user.clone());
+    let queued = cx
         .db
         .write(move |c| {
             Event::new("login.unverified")
@@ -461,7 +456,7 @@ pub async fn hold_unverified(
         })
         .await?;
     Ok(Some(if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
         Held::Sent
     } else {
         Held::NotSent

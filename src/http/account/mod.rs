@@ -271,11 +271,11 @@ pub(crate) async fn render(
         passkeys,
         apps,
         pending_email,
-    } = match crate::account::overview(state, v.user.id).await {
+    } = match crate::account::overview(&state.ctx(), v.user.id).await {
         Ok(o) => o,
         Err(e) => return errors::server_page(e),
     };
-    let signin = match crate::lifecycle::devices::choices(state, v.user.id).await {
+    let signin = match crate::lifecycle::devices::choices(&state.ctx(), v.user.id).await {
         Ok(c) => SignInSection::new(state, &v.user, c, totp.is_some(), !passkeys.is_empty()),
         Err(e) => return errors::server_page(e),
     };
@@ -283,14 +283,14 @@ pub(crate) async fn render(
         v.user.name.as_deref().unwrap_or_default(),
         v.user.email.as_deref().unwrap_or_default(),
     ));
-    let deletion = match crate::lifecycle::deletion::requested_at(state, v.user.id).await {
+    let deletion = match crate::lifecycle::deletion::requested_at(&state.ctx(), v.user.id).await {
         Ok(at) => DeletionSection {
             approval: state.settings.account_deletion == crate::config::AccountDeletion::Approval,
             requested: at.map(|at| t().datetime(at)),
         },
         Err(e) => return errors::server_page(e),
     };
-    let links = match crate::federation::account_links(state, v.user.id).await {
+    let links = match crate::federation::account_links(&state.ctx(), v.user.id).await {
         Ok(l) => l
             .into_iter()
             .map(|l| LinkRow {
@@ -407,7 +407,7 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         };
         return errors::redirect(&carried.confirm_url());
     }
-    let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
+    let result = crate::account::update_profile(&state.ctx(), &me(&req, &state, &v), n, e).await;
     match result {
         Ok(false) => back("profile"),
         Ok(true) => back("profile-verify"),
@@ -472,7 +472,7 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Err(e) => return errors::server_page(e),
     };
     let remove_passkeys = params::field(&form, "remove_passkeys") == "on";
-    let saved = crate::account::change_password(&state, &me(&req, &state, &v), hash, remove_passkeys).await;
+    let saved = crate::account::change_password(&state.ctx(), &me(&req, &state, &v), hash, remove_passkeys).await;
     if let Err(e) = saved {
         return errors::server_page(e);
     }
@@ -490,7 +490,7 @@ async fn end_sessions(
     pick: impl Fn(&SessionInfo) -> bool,
 ) -> Result<usize, HttpResponse> {
     let cx = state.ctx();
-    let sessions = crate::account::sessions(state, v.user.id)
+    let sessions = crate::account::sessions(&state.ctx(), v.user.id)
         .await
         .map_err(errors::server_page)?;
     let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
@@ -553,7 +553,7 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let client_id = params::field(&form, "client_id");
-    let revoked = crate::account::revoke_consent(&state, &me(&req, &state, &v), client_id).await;
+    let revoked = crate::account::revoke_consent(&state.ctx(), &me(&req, &state, &v), client_id).await;
     match revoked {
         Ok(true) => back("app-removed"),
         Ok(false) => pages::error_page(
@@ -588,7 +588,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let ip = guard::ip_text(&req, &state);
     if params::field(&form, "action") == "withdraw" {
-        return match deletion::withdraw(&state, &v.user, ip).await {
+        return match deletion::withdraw(&state.ctx(), &v.user, ip).await {
             Ok(_) => back("deletion-withdrawn"),
             Err(e) => errors::server_page(e),
         };
@@ -613,7 +613,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             return refuse(t().acct_error_type_username, StatusCode::BAD_REQUEST).await;
         }
     }
-    match deletion::delete_own(&state, &v.user, ip).await {
+    match deletion::delete_own(&state.ctx(), &v.user, ip).await {
         Ok(Outcome::Requested) => back("deletion-requested"),
         Ok(Outcome::LastAdmin) => refuse(crate::admin::users::LAST_ADMIN, StatusCode::CONFLICT).await,
         Ok(Outcome::Deleted | Outcome::Gone) => {
@@ -656,7 +656,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
         Ok(false) => return refuse(t().acct_error_not_current_password, StatusCode::BAD_REQUEST).await,
         Err(resp) => return resp,
     }
-    match email_mfa::set(&state, &me(&req, &state, &v), on).await {
+    match email_mfa::set(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(Ok(())) => back(if on { "email-mfa-on" } else { "email-mfa-off" }),
         Ok(Err(why)) => {
             let msg = match why {
@@ -677,7 +677,7 @@ pub async fn notifications(req: HttpRequest, state: web::Data<AppState>, body: B
         Err(resp) => return resp,
     };
     let on = params::field(&form, "new_device") == "on";
-    match crate::lifecycle::devices::set_notify(&state, &me(&req, &state, &v), on).await {
+    match crate::lifecycle::devices::set_notify(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(()) => back("notifications"),
         Err(e) => errors::server_page(e),
     }
@@ -690,7 +690,7 @@ pub async fn untrust_device(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let id = params::field(&form, "id").parse().unwrap_or(-1);
-    match crate::lifecycle::devices::untrust(&state, &me(&req, &state, &v), id).await {
+    match crate::lifecycle::devices::untrust(&state.ctx(), &me(&req, &state, &v), id).await {
         Ok(true) => back("device-removed"),
         Ok(false) => pages::error_page(
             StatusCode::NOT_FOUND,

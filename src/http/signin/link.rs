@@ -173,7 +173,7 @@ pub async fn send(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         return limited;
     }
     let ip = ip_text(&req, &state);
-    match signin::send(&state, request_id, &pending, &browser, who, &ip).await {
+    match signin::send(&state.ctx(), request_id, &pending, &browser, who, &ip).await {
         Ok(Some(parked)) => sent_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
         Ok(None) => resume_error(ResumeError::Expired),
         Err(e) => errors::server_page(e),
@@ -217,7 +217,7 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         who: "",
         error: Some(error),
     };
-    match signin::check_code(&state, request_id, params::field(&form, "code")).await {
+    match signin::check_code(&state.ctx(), request_id, params::field(&form, "code")).await {
         Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &browser, &user).await,
         Ok(CodeCheck::Wrong) => {
             failed("wrong code").log(&state).await;
@@ -254,7 +254,7 @@ pub async fn link_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
         return limited;
     }
     let token = params::link_token(&req);
-    match signin::open_link(&state, &token, browser_of(&req, &state).as_ref()).await {
+    match signin::open_link(&state.ctx(), &token, browser_of(&req, &state).as_ref()).await {
         Ok(LinkView::Confirm(username)) => pages::render(
             StatusCode::OK,
             &ConfirmPage {
@@ -281,7 +281,7 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     let Some(browser) = browser_of(&req, &state) else {
         return other_browser();
     };
-    match signin::use_link(&state, params::field(&form, "token"), Some(&browser)).await {
+    match signin::use_link(&state.ctx(), params::field(&form, "token"), Some(&browser)).await {
         Ok(LinkUse::Continue(c)) => {
             let signin::Continued { parked, pending, user } = *c;
             go_on(&req, &state, parked.request_id.expose(), pending, &browser, &user).await

@@ -15,13 +15,14 @@ use askama::Template;
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::auth::login::{authenticate, LoginError, Outcome};
-use crate::auth::mfa::{self, Kind, MfaError, SecondFactor};
+use crate::auth::mfa::{self, Kind, MfaError};
 use crate::crypto::{Secret, TokenHash};
 use crate::db::users::User;
 use crate::http::guard::{ip_text, user_agent};
 use crate::http::protocol::authorize::{bad_request_page, client_name, denied, respond, show_consent};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::lifecycle::email_mfa::{self, Sent};
+use crate::lifecycle::second_factor::{self, SecondFactor};
 use crate::lifecycle::{devices, signin};
 use crate::oidc::interaction::{
     self, AfterLogin, Federated, Pending, ResumeError, SignIn, AMR_PASSWORD, AMR_PASSWORD_OTP,
@@ -63,7 +64,7 @@ impl<'a> MfaPage<'a> {
     /// Fills in what the account's factor needs, and renders.
     async fn show(mut self, state: &AppState, status: StatusCode, user_id: i64) -> HttpResponse {
         match mfa::kind(state, user_id).await {
-            Ok(Some(Kind::Email)) => match email_mfa::destination(state, user_id).await {
+            Ok(Some(Kind::Email)) => match email_mfa::destination(&state.ctx(), user_id).await {
                 Ok(to) => self.email_to = Some(to.unwrap_or_else(|| crate::i18n::t().mfa_no_address.into())),
                 Err(e) => return errors::server_page(e),
             },
@@ -268,7 +269,7 @@ pub async fn second_step_after(
         return Ok((pending, first.amr()));
     };
     let device = params::cookie(req, cookies::device_name(state));
-    match devices::is_trusted(state, user.id, device.as_deref()).await {
+    match devices::is_trusted(&state.ctx(), user.id, device.as_deref()).await {
         Ok(true) => {
             Event::new("login.trusted_device")
                 .actor(&user.username)
@@ -298,7 +299,7 @@ pub async fn second_step_after(
     let mut page = MfaPage::new(parked.request_id.expose(), parked.csrf.expose());
     if kind == Kind::Email {
         // A code mailed under a minute ago (a second try at the password) still works.
-        match email_mfa::send_code(state, user.id, &ip).await {
+        match email_mfa::send_code(&state.ctx(), user.id, &ip).await {
             Ok(Sent::TooSoon(_)) => {}
             Ok(sent) => page.mail_error = mail_problem(sent),
             Err(e) => return Err(errors::server_page(e)),
@@ -365,7 +366,7 @@ async fn finish_sign_in(
         trust: remember,
     };
     // The session is open: a failure to record the browser is logged, never undoes it.
-    if let Err(e) = devices::signed_in(state, &seen).await {
+    if let Err(e) = devices::signed_in(&state.ctx(), &seen).await {
         tracing::warn!(error = %e, user_id = who.user_id, "the sign-in's browser was not recorded");
     }
     let _ = resp.add_cookie(&cookies::device(state, cookie));
@@ -399,7 +400,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
     }
     let remember = params::field(&form, "remember") == "on";
     let ip = ip_text(&req, &state);
-    let user = match mfa::second_factor(&state, user_id, params::field(&form, "code"), &ip).await {
+    let user = match second_factor::second_factor(&state.ctx(), user_id, params::field(&form, "code"), &ip).await {
         Ok(SecondFactor::Passed { user, .. }) => user,
         Ok(SecondFactor::Wrong { .. }) => {
             state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
@@ -579,7 +580,7 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         Err(resp) => return resp,
     };
     let mut page = MfaPage::new(request_id, csrf);
-    let status = match email_mfa::send_code(&state, user_id, &ip_text(&req, &state)).await {
+    let status = match email_mfa::send_code(&state.ctx(), user_id, &ip_text(&req, &state)).await {
         Ok(Sent::Yes) => {
             page.notice = Some(crate::i18n::t().mfa_resent);
             StatusCode::OK
@@ -693,7 +694,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     match interaction::decide_consent(&cx, request_id, &request, &session, approve).await {
         Ok(r) => {
             // The consent is stored: whatever happens now, the user goes on.
-            let name = crate::account::actor_name(&state, session.user_id).await;
+            let name = crate::account::actor_name(&state.ctx(), session.user_id).await;
             Event::new(if approve { "consent.granted" } else { "consent.denied" })
                 .actor(name)
                 .target(format!("client:{}", request.client_id))

@@ -250,7 +250,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         }
         Err(PasskeyError::Server(e)) => return errors::server_page(e),
     };
-    let user = match crate::account::signed_in_user(&state, user_id).await {
+    let user = match crate::account::signed_in_user(&state.ctx(), user_id).await {
         Ok(Some(u)) if !u.disabled => u,
         Ok(_) => {
             return pages::error_page(
