@@ -3,6 +3,8 @@
 //! account pages call these, as the admin pages call `admin`; each change is one
 //! transaction with its audit entry.
 
+pub mod security;
+
 use serde_json::json;
 
 use crate::audit::Event;

@@ -3,11 +3,10 @@
 //! when it is new for the account; "Remember this device" trusts it to skip the second
 //! factor for 30 days; a changed or reset password ends every trust.
 
-use crate::account::Me;
 use crate::audit::Event;
 use crate::context::Ctx;
 use crate::crypto::TokenHash;
-use crate::db::{self, devices::Trusted, users::Lifecycle, DbError, Tx};
+use crate::db::{self, DbError, Tx};
 use crate::error::Internal;
 
 /// How long "Remember this device" skips the second factor.
@@ -187,59 +186,6 @@ pub async fn is_trusted(cx: &Ctx<'_>, user_id: i64, cookie: Option<&str>) -> Res
         .db
         .read(move |c| db::devices::is_trusted(c, user_id, &digest, now))
         .await?)
-}
-
-/// What the account page shows of these choices.
-pub struct Choices {
-    pub lifecycle: Lifecycle,
-    pub trusted: Vec<Trusted>,
-}
-
-pub async fn choices(cx: &Ctx<'_>, user_id: i64) -> Result<Choices, DbError> {
-    let now = cx.now;
-    cx.db
-        .read(move |c| {
-            Ok(Choices {
-                lifecycle: db::users::lifecycle(c, user_id)?,
-                trusted: db::devices::trusted(c, user_id, now)?,
-            })
-        })
-        .await
-}
-
-fn event(me: &Me<'_>, name: &'static str) -> Event {
-    Event::new(name)
-        .actor(&me.user.username)
-        .target(&me.user.username)
-        .ip(Some(me.ip.clone()))
-}
-
-/// Ends the trust of one of the viewer's browsers; `false` when it was not trusted
-/// (or is not theirs).
-pub async fn untrust(cx: &Ctx<'_>, me: &Me<'_>, id: i64) -> Result<bool, DbError> {
-    let (uid, now) = (me.user.id, cx.now);
-    let event = event(me, "device.untrusted").detail(serde_json::json!({"device_id": id}));
-    cx.db
-        .write(move |c| {
-            let done = db::devices::untrust(c, uid, id)?;
-            if done {
-                event.write(c, now)?;
-            }
-            Ok(done)
-        })
-        .await
-}
-
-/// The viewer's choice of a mail for each sign-in from a new browser.
-pub async fn set_notify(cx: &Ctx<'_>, me: &Me<'_>, on: bool) -> Result<(), DbError> {
-    let (uid, now) = (me.user.id, cx.now);
-    let event = event(me, "account.notifications_changed").detail(serde_json::json!({"new_device": on}));
-    cx.db
-        .write(move |c| {
-            db::users::set_notify_new_device(c, uid, on)?;
-            event.write(c, now)
-        })
-        .await
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 
 use super::signin::{code_matches, count_try, same_address, Try};
 use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
-use crate::account::Me;
 use crate::audit::Event;
 use crate::context::Ctx;
 use crate::crypto::TokenHash;
@@ -151,53 +150,6 @@ pub async fn destination(cx: &Ctx<'_>, user_id: i64) -> Result<Option<String>, I
         .and_then(|u| u.email)
         .filter(|e| !e.trim().is_empty())
         .map(|e| masked(&e)))
-}
-
-/// Why email codes could not be turned on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// Codes go only to an address proven to receive mail: one mistyped would lock
-    /// the person out at their next sign-in.
-    NoVerifiedEmail,
-    /// An authenticator app or a passkey is the stronger factor and is in use.
-    OtherFactor,
-    /// Mail is off on this server.
-    MailOff,
-}
-
-/// Turns email codes on or off for the viewer (whose password the caller checked).
-/// An authenticator app enrolled later wins at sign-in and this choice is kept: if
-/// the app is removed, codes by mail apply again rather than no second factor. A
-/// passkey added later changes nothing at a password sign-in (signing in with the
-/// passkey is two factors by itself), so the codes stay asked there.
-pub async fn set(cx: &Ctx<'_>, me: &Me<'_>, on: bool) -> Result<Result<(), Refused>, DbError> {
-    if on && cx.settings.smtp.is_none() {
-        return Ok(Err(Refused::MailOff));
-    }
-    let (uid, now) = (me.user.id, cx.now);
-    let event = Event::new(if on { "mfa.email_enabled" } else { "mfa.email_disabled" })
-        .actor(&me.user.username)
-        .target(&me.user.username)
-        .ip(Some(me.ip.clone()));
-    cx.db
-        .write(move |c| {
-            if on {
-                let verified = db::users::find_by_id(c, uid)?
-                    .is_some_and(|u| u.email_verified && u.email.is_some_and(|e| !e.trim().is_empty()));
-                if !verified {
-                    return Ok(Err(Refused::NoVerifiedEmail));
-                }
-                if db::mfa::enabled(c, uid)? || !db::passkeys::list_for_user(c, uid)?.is_empty() {
-                    return Ok(Err(Refused::OtherFactor));
-                }
-            } else {
-                email_tokens::void_for_user(c, uid, &[email_tokens::MFA], now)?;
-            }
-            db::users::set_email_mfa(c, uid, on)?;
-            event.write(c, now)?;
-            Ok(Ok(()))
-        })
-        .await
 }
 
 #[cfg(test)]

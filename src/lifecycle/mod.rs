@@ -2,7 +2,6 @@
 //! transaction of the action that causes it, limited per account and per address,
 //! sent by the mailer with retries), and the flows that send mail.
 
-pub mod deletion;
 pub mod devices;
 pub mod email_mfa;
 pub mod invite;

@@ -150,7 +150,9 @@ async fn a_decoy_mail_is_never_sent_opens_nothing_and_is_purged() {
     // The mailer runs every two seconds: give it a pass or two.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert!(sink.messages().is_empty(), "nothing is sent");
-    let queue = tessera::lifecycle::queue_view(&app.state.ctx(), None, 50).await.unwrap();
+    let queue = tessera::lifecycle::queue_view(&app.state.ctx(), None, 50)
+        .await
+        .unwrap();
     assert_eq!(
         (queue.pending, queue.sent, queue.failed, queue.items.len()),
         (0, 0, 0, 0)

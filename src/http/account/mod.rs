@@ -162,7 +162,7 @@ impl SignInSection {
     fn new(
         state: &AppState,
         user: &db::users::User,
-        c: crate::lifecycle::devices::Choices,
+        c: crate::account::security::Choices,
         totp: bool,
         passkeys: bool,
     ) -> Self {
@@ -275,7 +275,7 @@ pub(crate) async fn render(
         Ok(o) => o,
         Err(e) => return errors::server_page(e),
     };
-    let signin = match crate::lifecycle::devices::choices(&state.ctx(), v.user.id).await {
+    let signin = match crate::account::security::choices(&state.ctx(), v.user.id).await {
         Ok(c) => SignInSection::new(state, &v.user, c, totp.is_some(), !passkeys.is_empty()),
         Err(e) => return errors::server_page(e),
     };
@@ -283,7 +283,7 @@ pub(crate) async fn render(
         v.user.name.as_deref().unwrap_or_default(),
         v.user.email.as_deref().unwrap_or_default(),
     ));
-    let deletion = match crate::lifecycle::deletion::requested_at(&state.ctx(), v.user.id).await {
+    let deletion = match crate::admin::deletion::requested_at(&state.ctx(), v.user.id).await {
         Ok(at) => DeletionSection {
             approval: state.settings.account_deletion == crate::config::AccountDeletion::Approval,
             requested: at.map(|at| t().datetime(at)),
@@ -578,7 +578,7 @@ struct DeletedPage;
 const RECENT_SIGN_IN: i64 = 600;
 
 pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    use crate::lifecycle::deletion::{self, Outcome};
+    use crate::admin::deletion::{self, Outcome};
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
         return limited;
     }
@@ -634,7 +634,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 /// Codes by mail as the second factor, on or off, with the current password (as
 /// turning off the authenticator app needs).
 pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    use crate::lifecycle::email_mfa::{self, Refused};
+    use crate::account::security::{set_email_codes, Refused};
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
         return limited;
     }
@@ -656,7 +656,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
         Ok(false) => return refuse(t().acct_error_not_current_password, StatusCode::BAD_REQUEST).await,
         Err(resp) => return resp,
     }
-    match email_mfa::set(&state.ctx(), &me(&req, &state, &v), on).await {
+    match set_email_codes(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(Ok(())) => back(if on { "email-mfa-on" } else { "email-mfa-off" }),
         Ok(Err(why)) => {
             let msg = match why {
@@ -677,7 +677,7 @@ pub async fn notifications(req: HttpRequest, state: web::Data<AppState>, body: B
         Err(resp) => return resp,
     };
     let on = params::field(&form, "new_device") == "on";
-    match crate::lifecycle::devices::set_notify(&state.ctx(), &me(&req, &state, &v), on).await {
+    match crate::account::security::set_notify(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(()) => back("notifications"),
         Err(e) => errors::server_page(e),
     }
@@ -690,7 +690,7 @@ pub async fn untrust_device(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let id = params::field(&form, "id").parse().unwrap_or(-1);
-    match crate::lifecycle::devices::untrust(&state.ctx(), &me(&req, &state, &v), id).await {
+    match crate::account::security::untrust(&state.ctx(), &me(&req, &state, &v), id).await {
         Ok(true) => back("device-removed"),
         Ok(false) => pages::error_page(
             StatusCode::NOT_FOUND,

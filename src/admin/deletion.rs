@@ -2,12 +2,14 @@
 //! administrator's approval of a request (`approval`). Either way every session ends
 //! with back-channel logout, every grant is revoked, and the audit entry of the
 //! deletion names the person only by a pseudonym; earlier entries are kept as they are
-//! (the audit log holds names, not references, so nothing cascades into it).
+//! (the audit log holds names, not references, so nothing cascades into it). It lives
+//! with the administration because the last-admin rule and the ending of sessions
+//! (back-channel logout) are theirs to apply, whoever asks.
 
 use serde_json::json;
 
-use crate::admin::users::{leaves_an_admin, LAST_ADMIN};
-use crate::admin::{Actor, AdminError};
+use super::users::{leaves_an_admin, LAST_ADMIN};
+use super::{Actor, AdminError};
 use crate::audit::Event;
 use crate::db::{self, users::User, DbError, Tx};
 use crate::error::Internal;
