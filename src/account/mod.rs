@@ -10,7 +10,8 @@ use serde_json::json;
 use crate::audit::Event;
 use crate::context::Ctx;
 use crate::db::{self, consents::Granted, mfa::Totp, passkeys::Passkey, sessions::SessionInfo, users::User, DbError};
-use crate::lifecycle::{self, verify, Queued};
+use crate::lifecycle::{self, verify};
+use crate::mail::outbox::{self, Mail, Queued};
 
 /// Who acts on their own account, and from where.
 pub struct Me<'a> {
@@ -124,8 +125,8 @@ pub async fn update_profile(
 ) -> Result<bool, DbError> {
     // The same comparison as the storage's: any change, case included, counts.
     let changed = email != me.user.email;
-    let mail = cx.settings.smtp.is_some();
-    let pending = if changed && mail { email.clone() } else { None };
+    let mail_on = cx.settings.smtp.is_some();
+    let pending = if changed && mail_on { email.clone() } else { None };
     let stored = if pending.is_some() {
         me.user.email.clone()
     } else {
@@ -137,7 +138,7 @@ pub async fn update_profile(
         .event("account.profile_changed")
         .detail(json!({"before": before, "after": after, "pending_email": pending.is_some()}));
     let (uid, now) = (me.user.id, cx.now);
-    let (link, owner, settings) = (verify::Link::new(cx), me.user.clone(), cx.settings.clone());
+    let (link, owner, mail) = (verify::Link::new(cx), me.user.clone(), Mail::new(cx.settings));
     let requested = me.event("account.email_change_requested");
     let sent = cx
         .db
@@ -147,11 +148,11 @@ pub async fn update_profile(
             use db::email_tokens::{MFA, RESET, SIGNIN, VERIFY};
             if let Some(to) = pending {
                 requested.write(c, now)?;
-                let sent = verify::send_change_in(c, &settings, &link, &owner, &to, now)?;
-                let t = crate::i18n::t();
+                let sent = verify::send_change_in(c, &mail, &link, &owner, &to, now)?;
+                let t = mail.t;
                 let what = t.fill(t.mail_email_change_requested, "username", &owner.username);
                 let subject = t.mail_email_change_requested_subject;
-                lifecycle::notify(c, &settings, &owner, subject, &what, now)?;
+                outbox::notify(c, &mail, &owner, subject, &what, now)?;
                 return Ok(sent == Queued::Yes);
             }
             if !changed {
@@ -161,16 +162,16 @@ pub async fn update_profile(
                 return Ok(false);
             }
             db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
-            if mail {
+            if mail_on {
                 // Only a removal gets here with mail on; `owner` still has the old address.
-                let t = crate::i18n::t();
+                let t = mail.t;
                 let what = t.fill(t.mail_email_removed, "username", &owner.username);
-                lifecycle::notify(c, &settings, &owner, t.mail_email_changed_subject, &what, now)?;
+                outbox::notify(c, &mail, &owner, t.mail_email_changed_subject, &what, now)?;
             }
             Ok(false)
         })
         .await?;
-    if mail && changed {
+    if mail_on && changed {
         lifecycle::wake(cx);
     }
     Ok(sent)
@@ -185,7 +186,7 @@ pub async fn change_password(cx: &Ctx<'_>, me: &Me<'_>, hash: String, remove_pas
     let event = me
         .event("account.password_changed")
         .detail(json!({"passkeys_removed": remove_passkeys}));
-    let (settings, owner) = (cx.settings.clone(), me.user.clone());
+    let (mail, owner) = (Mail::new(cx.settings), me.user.clone());
     cx.db
         .write(move |c| {
             db::users::set_password_by_id(c, uid, &hash, now)?;
@@ -196,10 +197,10 @@ pub async fn change_password(cx: &Ctx<'_>, me: &Me<'_>, hash: String, remove_pas
                 db::passkeys::delete_all(c, uid)?;
             }
             event.write(c, now)?;
-            let t = crate::i18n::t();
-            crate::lifecycle::notify(
+            let t = mail.t;
+            outbox::notify(
                 c,
-                &settings,
+                &mail,
                 &owner,
                 t.mail_password_changed_subject,
                 &t.fill(t.mail_password_changed, "username", &owner.username),

@@ -238,6 +238,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         .paragraph(t.fill2(t.mail_account_made, "org", org, "username", &username))
         .action(t.mail_account_made_action, &link)
         .after(t.mail_account_made_after);
+    let mail = crate::mail::outbox::Mail::new(&settings);
     let queued = state
         .db
         .write(move |c| {
@@ -256,7 +257,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
                 },
                 now,
             )?;
-            let queued = lifecycle::queue(c, &settings, &to, Some(id), "invite", &message, now)?;
+            let queued = crate::mail::outbox::queue(c, &mail, &to, Some(id), "invite", &message, now)?;
             actor
                 .event("admin.password_link_created")
                 .target(&username)

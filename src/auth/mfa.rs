@@ -117,7 +117,7 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         .iter()
         .map(|c| TokenHash::of(&totp::normalise_recovery(c)))
         .collect();
-    let settings = state.settings.clone();
+    let mail = crate::mail::outbox::Mail::new(&state.settings);
     let done = state
         .db
         .write(move |c| {
@@ -125,12 +125,12 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
                 return Ok(false);
             }
             if let Some(user) = db::users::find_by_id(c, user_id)? {
-                crate::lifecycle::notify(
+                crate::mail::outbox::notify(
                     c,
-                    &settings,
+                    &mail,
                     &user,
-                    crate::i18n::t().mail_totp_added_subject,
-                    &crate::i18n::t().fill(crate::i18n::t().mail_totp_added, "username", &user.username),
+                    mail.t.mail_totp_added_subject,
+                    &mail.t.fill(mail.t.mail_totp_added, "username", &user.username),
                     now,
                 )?;
             }
@@ -138,7 +138,7 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         })
         .await?;
     if done {
-        crate::lifecycle::wake(&state.ctx());
+        state.mail_wakeup.notify_one();
         Ok(codes)
     } else {
         Err(MfaError::NotStarted)

@@ -219,7 +219,7 @@ pub async fn register(
 ) -> Result<(), PasskeyError> {
     let made = verify_creation(state, name, client_data, attestation_object)?;
     let (uid, now) = (user.id, state.clock.now());
-    let (settings, owner) = (state.settings.clone(), user.clone());
+    let (mail, owner) = (crate::mail::outbox::Mail::new(&state.settings), user.clone());
     let done = state
         .db
         .write(move |c| {
@@ -229,13 +229,13 @@ pub async fn register(
             if !store_in(c, uid, &owner.username, &made, now)? {
                 return Ok(Err(PasskeyError::Refused("this passkey is already registered")));
             }
-            let t = crate::i18n::t();
+            let t = mail.t;
             let said = t.fill2(t.mail_passkey_added, "name", &made.name, "username", &owner.username);
-            crate::lifecycle::notify(c, &settings, &owner, t.mail_passkey_added_subject, &said, now)?;
+            crate::mail::outbox::notify(c, &mail, &owner, t.mail_passkey_added_subject, &said, now)?;
             Ok(Ok(()))
         })
         .await?;
-    crate::lifecycle::wake(&state.ctx());
+    state.mail_wakeup.notify_one();
     done
 }
 

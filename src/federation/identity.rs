@@ -12,6 +12,7 @@ use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::random::random_id;
 use crate::db::{self, providers::Provider, users::User, DbError, Tx};
 use crate::error::Internal;
+use crate::mail::outbox::{self, Mail};
 
 /// The outcome of matching an upstream account to a local one.
 #[derive(Debug)]
@@ -43,7 +44,7 @@ pub async fn resolve(
 ) -> Result<Resolved, Internal> {
     let mut tries = 0;
     loop {
-        let (p, profile, now, settings) = (p.clone(), profile.clone(), cx.now, cx.settings.clone());
+        let (p, profile, now, mail) = (p.clone(), profile.clone(), cx.now, Mail::new(cx.settings));
         let result = cx
             .db
             .write(move |c| {
@@ -57,9 +58,9 @@ pub async fn resolve(
                 }
                 // The owner hears of a new way into an account that existed before.
                 if let (Resolved::User(u) | Resolved::Linked(u), true) = (&resolved, newly) {
-                    let t = crate::i18n::t();
+                    let t = mail.t;
                     let what = t.fill(t.mail_linked, "provider", &p.name);
-                    crate::lifecycle::notify(c, &settings, u, t.mail_linked_subject, &what, now)?;
+                    outbox::notify(c, &mail, u, t.mail_linked_subject, &what, now)?;
                 }
                 Ok(resolved)
             })

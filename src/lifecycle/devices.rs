@@ -8,6 +8,7 @@ use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, DbError, Tx};
 use crate::error::Internal;
+use crate::mail::outbox::{self, Mail, Queued};
 
 /// How long "Remember this device" skips the second factor.
 pub const TRUST_TTL: i64 = 30 * 24 * 3600;
@@ -139,7 +140,7 @@ pub async fn signed_in(cx: &Ctx<'_>, s: &SignedIn<'_>) -> Result<(), Internal> {
     let Some(digest) = cookie_digest(Some(s.cookie)) else {
         return Ok(());
     };
-    let (uid, now, settings) = (s.user_id, cx.now, cx.settings.clone());
+    let (uid, now, mail) = (s.user_id, cx.now, Mail::new(cx.settings));
     let name = label(s.user_agent);
     let (device, at) = (local_label(s.user_agent), s.at.to_string());
     let (trust, ip) = (s.trust, s.ip.to_string());
@@ -163,11 +164,11 @@ pub async fn signed_in(cx: &Ctx<'_>, s: &SignedIn<'_>) -> Result<(), Internal> {
             if !new || first || !db::users::lifecycle(c, uid)?.notify_new_device {
                 return Ok(false);
             }
-            let t = crate::i18n::t();
+            let t = mail.t;
             let what = t.fill2(t.mail_new_sign_in, "at", &at, "ip", &ip);
             let what = t.fill2(&what, "username", &user.username, "device", &device);
-            let q = super::notify(c, &settings, &user, t.mail_new_sign_in_subject, &what, now)?;
-            Ok(q == super::Queued::Yes)
+            let q = outbox::notify(c, &mail, &user, t.mail_new_sign_in_subject, &what, now)?;
+            Ok(q == Queued::Yes)
         })
         .await?;
     if queued {

@@ -4,13 +4,14 @@
 //! once a minute, and checked by `auth::mfa` with the lockout of a TOTP code.
 
 use super::signin::{code_matches, count_try, same_address, Try};
-use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
+use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
 use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
+use crate::mail::outbox::{greeting, queue, Mail, Queued};
 
 /// How long a mailed code works.
 pub const CODE_TTL: i64 = 10 * 60;
@@ -41,7 +42,7 @@ pub async fn send_code(cx: &Ctx<'_>, user_id: i64, ip: &str) -> Result<Sent, Int
     let code = six_digit_code();
     let code_digest = TokenHash::of(&code);
     let (_, digest) = link_token();
-    let (settings, ip) = (cx.settings.clone(), ip.to_string());
+    let (mail, ip) = (Mail::new(cx.settings), ip.to_string());
     let sent = cx
         .db
         .write(move |c| {
@@ -63,12 +64,12 @@ pub async fn send_code(cx: &Ctx<'_>, user_id: i64, ip: &str) -> Result<Sent, Int
                     return Ok(Sent::TooSoon(RESEND_AFTER - age));
                 }
             }
-            let t = crate::i18n::t();
-            let message = Message::new(t.mail_mfa_subject, greeting(&user))
+            let t = mail.t;
+            let message = Message::new(t.mail_mfa_subject, greeting(t, &user))
                 .paragraph(t.fill2(t.mail_mfa, "ip", &ip, "username", &user.username))
                 .code(&code)
                 .after(t.mail_mfa_after);
-            match queue(c, &settings, &email, Some(user_id), "mfa", &message, now)? {
+            match queue(c, &mail, &email, Some(user_id), "mfa", &message, now)? {
                 Queued::Yes => {}
                 Queued::Limited => return Ok(Sent::Limited),
                 Queued::Off => return Ok(Sent::Off),

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{link_token, queue, Queued};
+use super::link_token;
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::config::{Settings, Signup};
@@ -18,7 +18,9 @@ use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
+use crate::i18n::Messages;
 use crate::mail::message::Message;
+use crate::mail::outbox::{queue, Mail, Queued};
 
 /// How long an invitation link works.
 pub const LIFETIME: i64 = 7 * 24 * 3600;
@@ -59,11 +61,12 @@ pub struct Created {
     pub queued: Queued,
 }
 
-/// Stores the invitation and queues its mail, inside the caller's transaction (the
-/// audit entry is the caller's, who knows the actor).
+/// Stores the invitation and queues its mail (in `mail`'s language), inside the
+/// caller's transaction (the audit entry is the caller's, who knows the actor).
 pub fn create_in(
     conn: &Tx<'_>,
     settings: &Settings,
+    mail: &Mail,
     issuer: &str,
     email: &Email,
     grants: &Grants,
@@ -87,7 +90,7 @@ pub fn create_in(
         now,
     )?;
     let link = format!("{issuer}/invite?token={}", secret.expose());
-    let t = crate::i18n::t();
+    let t = mail.t;
     let body = if grants.admin {
         t.mail_invite_admin
     } else {
@@ -100,7 +103,7 @@ pub fn create_in(
         message = message.paragraph(t.mail_invite_passkey.to_string());
     }
     let message = message.action(t.mail_invite_action, &link).after(t.mail_invite_after);
-    let queued = queue(conn, settings, email.as_str(), None, "invite", &message, now)?;
+    let queued = queue(conn, mail, email.as_str(), None, "invite", &message, now)?;
     Ok(Created {
         id,
         email: email.as_str().to_string(),
@@ -212,8 +215,7 @@ pub enum Accepted {
 }
 
 /// The refusal of a username an account has, or one that looks like an account's.
-fn taken(why: super::Unavailable) -> Problems {
-    let t = crate::i18n::t();
+fn taken(t: &Messages, why: super::Unavailable) -> Problems {
     let message = match why {
         super::Unavailable::Taken => t.acct_error_username_taken_choose,
         super::Unavailable::LooksLike => t.acct_error_username_lookalike,
@@ -317,7 +319,7 @@ pub async fn passkey_options(
     let name = chosen(username);
     let lookup = name.clone();
     if let Some(why) = cx.db.read(move |c| super::username_unavailable(c, &lookup)).await? {
-        return Ok(Err(Accepted::Invalid(taken(why))));
+        return Ok(Err(Accepted::Invalid(taken(crate::i18n::t(), why))));
     }
     let Some(link) = digest_of(token) else {
         return Ok(Err(Accepted::Dead));
@@ -360,11 +362,12 @@ async fn create(
     let username = chosen(choice.username);
     let (name, ip) = (username.clone(), choice.ip.clone());
     let link = digest_of(choice.token);
+    let t = crate::i18n::t();
     let written = cx
         .db
         .write(move |c| {
             if let Some(why) = super::username_unavailable(c, &name)? {
-                return Ok(Accepted::Invalid(taken(why)));
+                return Ok(Accepted::Invalid(taken(t, why)));
             }
             let (sub, hash, made) = match &credential {
                 Credential::Password(hash) => (random_id(), hash.as_str(), None),
@@ -374,14 +377,10 @@ async fn create(
                         None => None,
                     };
                     let Some(sub) = spent else {
-                        return Ok(Accepted::Invalid(passkey_problem(
-                            crate::i18n::t().acct_passkey_expired,
-                        )));
+                        return Ok(Accepted::Invalid(passkey_problem(t.acct_passkey_expired)));
                     };
                     if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
-                        return Ok(Accepted::Invalid(passkey_problem(
-                            crate::i18n::t().acct_passkey_registered,
-                        )));
+                        return Ok(Accepted::Invalid(passkey_problem(t.acct_passkey_registered)));
                     }
                     (sub, NO_PASSWORD, Some(made))
                 }
@@ -427,7 +426,7 @@ async fn create(
         .await;
     match written {
         Ok(a) => Ok(a),
-        Err(DbError::Conflict) => Ok(Accepted::Invalid(taken(super::Unavailable::Taken))),
+        Err(DbError::Conflict) => Ok(Accepted::Invalid(taken(t, super::Unavailable::Taken))),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,6 +1,5 @@
-//! The account lifecycle by mail: the outbox every mail goes through (queued in the
-//! transaction of the action that causes it, limited per account and per address,
-//! sent by the mailer with retries), and the flows that send mail.
+//! The account lifecycle by mail: the mailer that sends what the outbox
+//! (`mail::outbox`) holds, with retries, and the flows that send mail.
 
 pub mod devices;
 pub mod email_mfa;
@@ -15,128 +14,12 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::config::Settings;
 use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
-use crate::db::{self, users::User, DbError, Tx};
-use crate::mail::message::Message;
+use crate::db::{self, DbError, Tx};
 
-/// Whether a mail was queued.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Queued {
-    Yes,
-    /// The account or the address had its mails for this hour: nothing is queued, and
-    /// the person sees the same answer as when it is (no enumeration, no mail bomb).
-    Limited,
-    /// Mail is off (no `--smtp-url`).
-    Off,
-}
-
-/// Queues `message` to `to` inside the caller's transaction, unless the hourly limit
-/// of its kind (`budget`) for the account (`user_id`) or for the address is reached.
-pub fn queue(
-    conn: &Tx<'_>,
-    settings: &Settings,
-    to: &str,
-    user_id: Option<i64>,
-    kind: &str,
-    message: &Message,
-    now: i64,
-) -> Result<Queued, DbError> {
-    if settings.smtp.is_none() {
-        return Ok(Queued::Off);
-    }
-    let (kinds, limit) = budget(kind, settings.mail_per_hour);
-    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, kinds, now - 3600)?;
-    if by_user >= limit || by_addr >= limit {
-        tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
-        return Ok(Queued::Limited);
-    }
-    store(conn, settings, to, user_id, kind, message, false, now)?;
-    Ok(Queued::Yes)
-}
-
-/// Renders `message` and stores it in the outbox: to be sent, or as a decoy (never
-/// sent, filed under no account).
-#[allow(clippy::too_many_arguments)]
-fn store(
-    conn: &Tx<'_>,
-    settings: &Settings,
-    to: &str,
-    user_id: Option<i64>,
-    kind: &str,
-    message: &Message,
-    decoy: bool,
-    now: i64,
-) -> Result<(), DbError> {
-    // The name the admin page stored, else `--org-name`'s: what the pages show.
-    let org = db::branding::get(conn)?
-        .org_name
-        .unwrap_or_else(|| settings.org_name.clone());
-    let rendered = message.render(&org);
-    db::outbox::queue(
-        conn,
-        &db::outbox::NewMail {
-            to,
-            subject: &rendered.subject,
-            text: &rendered.text,
-            html: &rendered.html,
-            kind,
-            user_id: user_id.filter(|_| !decoy),
-            decoy,
-        },
-        now,
-    )?;
-    Ok(())
-}
-
-/// Queues `message` as `queue` does when `deliver` and within the hourly limit; else
-/// renders it all the same and stores it as a decoy that is never sent (`Limited`).
-/// The forms anyone can fill in with any name (a reset, a sign-in link) call this
-/// with `deliver` false when no account matched, so that a known and an unknown name
-/// make the same reads, the same rendering and the same writes; the decoy is filed
-/// under `to`, a pseudonym of what was typed, and purged after an hour.
-#[allow(clippy::too_many_arguments)]
-pub fn queue_or_decoy(
-    conn: &Tx<'_>,
-    settings: &Settings,
-    to: &str,
-    user_id: Option<i64>,
-    kind: &str,
-    message: &Message,
-    deliver: bool,
-    now: i64,
-) -> Result<Queued, DbError> {
-    if settings.smtp.is_none() {
-        return Ok(Queued::Off);
-    }
-    let (kinds, limit) = budget(kind, settings.mail_per_hour);
-    let (by_user, by_addr) = db::outbox::count_since(conn, user_id, to, kinds, now - 3600)?;
-    let send = deliver && by_user < limit && by_addr < limit;
-    if deliver && !send {
-        tracing::warn!(kind, user_id, "mail not queued: the hourly limit is reached");
-    }
-    store(conn, settings, to, user_id, kind, message, !send, now)?;
-    Ok(if send { Queued::Yes } else { Queued::Limited })
-}
-
-/// Mail anyone can cause by naming an account or an address (a reset, a sign-in link,
-/// a sign-up, a verification link, an invitation).
-const ASKED: &[&str] = &["reset", "signin", "signup-taken", "verify", "invite"];
-
-/// The kinds a mail of `kind` shares its hourly budget with, and that budget. What a
-/// stranger can ask for shares `--mail-per-hour`; security notices and second-factor
-/// codes each have their own, four times larger, so that nobody who lacks the
-/// account's password can silence its notices or block its codes by spending the
-/// budget first, while a loop still cannot flood a mailbox.
-fn budget(kind: &str, per_hour: i64) -> (&'static [&'static str], i64) {
-    match kind {
-        "notice" => (&["notice"], per_hour * 4),
-        "mfa" => (&["mfa"], per_hour * 4),
-        "test" => (&["test"], per_hour),
-        _ => (ASKED, per_hour),
-    }
-}
+/// Whether a mail was queued: the outbox's answer, which the flows here pass on.
+pub use crate::mail::outbox::Queued;
 
 /// A fresh link secret and the digest that is stored of it.
 pub fn link_token() -> (Secret, TokenHash) {
@@ -148,36 +31,6 @@ pub fn link_token() -> (Secret, TokenHash) {
 /// Six decimal digits, uniformly random (a code typed from a mail).
 pub fn six_digit_code() -> String {
     format!("{:06}", rand::thread_rng().gen_range(0..1_000_000u32))
-}
-
-/// The greeting of a mail to this person.
-pub fn greeting(user: &User) -> String {
-    let name = user
-        .name
-        .as_deref()
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or(&user.username);
-    let t = crate::i18n::t();
-    t.fill(t.mail_greeting, "name", name)
-}
-
-/// A security notice to the account's address (a changed password, a new sign-in
-/// device, an authenticator added): nothing is queued when the account has no address.
-pub fn notify(
-    conn: &Tx<'_>,
-    settings: &Settings,
-    user: &User,
-    subject: &str,
-    what: &str,
-    now: i64,
-) -> Result<Queued, DbError> {
-    let Some(to) = user.email.as_deref().filter(|e| !e.is_empty()) else {
-        return Ok(Queued::Off);
-    };
-    let message = Message::new(subject, greeting(user))
-        .paragraph(what)
-        .after(crate::i18n::t().mail_notice_after);
-    queue(conn, settings, to, Some(user.id), "notice", &message, now)
 }
 
 /// Why a username cannot be chosen: an account has it (case-insensitively), or has a

@@ -14,15 +14,15 @@ use serde_json::Value;
 
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
-use crate::config::Settings;
 use crate::context::Ctx;
 use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
+use crate::mail::outbox::{self, greeting, queue_or_decoy, Mail, Queued};
 
-use super::{link_token, queue_or_decoy, wake, Queued};
+use super::{link_token, wake};
 
 /// How long a reset link works.
 pub const LINK_TTL: i64 = 3600;
@@ -35,6 +35,8 @@ pub struct Asked {
     pseudonym: String,
     link: String,
     digest: TokenHash,
+    /// The request's language and the outbox's settings.
+    mail: Mail,
     now: i64,
 }
 
@@ -46,6 +48,7 @@ impl Asked {
             link: cx.url(&format!("/password/reset?token={}", secret.expose())),
             pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
+            mail: Mail::new(cx.settings),
             now: cx.now,
             digest,
             who,
@@ -57,8 +60,7 @@ impl Asked {
 /// the same page whatever happens here.
 pub async fn request(cx: &Ctx<'_>, who: &str, ip: &str) -> Result<(), Internal> {
     let asked = Asked::new(cx, who, ip);
-    let settings = cx.settings.clone();
-    let queued = cx.db.write(move |c| request_in(c, &settings, &asked)).await?;
+    let queued = cx.db.write(move |c| request_in(c, &asked)).await?;
     if queued == Queued::Yes {
         wake(cx);
     }
@@ -72,13 +74,14 @@ pub async fn request(cx: &Ctx<'_>, who: &str, ip: &str) -> Result<(), Internal> 
 /// matched. Without a match the token is a decoy that names no account (so no link
 /// opens it), filed under a pseudonym of what was typed (it may be a password typed
 /// into the wrong box).
-pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queued, DbError> {
+pub fn request_in(c: &Tx<'_>, asked: &Asked) -> Result<Queued, DbError> {
     let Asked {
         who,
         ip,
         pseudonym,
         link,
         digest,
+        mail,
         now,
     } = asked;
     let now = *now;
@@ -91,14 +94,9 @@ pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queu
         let email = u.email.clone().filter(|e| !e.is_empty())?;
         Some((u, email))
     });
-    let t = crate::i18n::t();
+    let t = mail.t;
     let (to, user_id, name, greeting) = match &target {
-        Some((user, email)) => (
-            email.as_str(),
-            Some(user.id),
-            user.username.as_str(),
-            super::greeting(user),
-        ),
+        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(t, user)),
         None => (
             pseudonym.as_str(),
             None,
@@ -110,7 +108,7 @@ pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queu
         .paragraph(t.fill2(t.mail_reset, "ip", ip, "username", name))
         .action(t.mail_reset_action, link)
         .after(t.mail_reset_after);
-    let queued = queue_or_decoy(c, settings, to, user_id, "reset", &message, target.is_some(), now)?;
+    let queued = queue_or_decoy(c, mail, to, user_id, "reset", &message, target.is_some(), now)?;
     let (user_id, email, actor) = match (&target, queued) {
         (Some((user, email)), Queued::Yes) => (Some(user.id), email.as_str(), user.username.as_str()),
         _ => (None, pseudonym.as_str(), pseudonym.as_str()),
@@ -326,7 +324,7 @@ enum Replacement {
 
 async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
     let (digest, now) = (TokenHash::of(token), cx.now);
-    let settings = cx.settings.clone();
+    let mail = Mail::new(cx.settings);
     let ip = ip.to_string();
     let done = cx
         .db
@@ -345,7 +343,7 @@ async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<
                 return Ok(Outcome::Dead);
             }
             if let Replacement::Passkey(made) = &new {
-                let t = crate::i18n::t();
+                let t = mail.t;
                 if passkeys::spend_enrolment(c, made, &digest, now)?.as_deref() != Some(user.sub.as_str()) {
                     return Ok(Outcome::Invalid("passkey", t.acct_passkey_expired.into()));
                 }
@@ -386,19 +384,12 @@ async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<
                 .ip(Some(ip.as_str()))
                 .detail(serde_json::json!({ "method": method }))
                 .write(c, now)?;
-            let t = crate::i18n::t();
+            let t = mail.t;
             let (subject, said) = match method {
                 "passkey" => (t.mail_passkey_reset_subject, t.mail_passkey_reset),
                 _ => (t.mail_password_changed_subject, t.mail_password_reset),
             };
-            super::notify(
-                c,
-                &settings,
-                &user,
-                subject,
-                &t.fill(said, "username", &user.username),
-                now,
-            )?;
+            outbox::notify(c, &mail, &user, subject, &t.fill(said, "username", &user.username), now)?;
             Ok(Outcome::Done(user.username))
         })
         .await?;

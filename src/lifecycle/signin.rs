@@ -7,7 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use super::{greeting, link_token, queue_or_decoy, six_digit_code, wake, Queued};
+use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
 use crate::config::Settings;
 use crate::context::Ctx;
@@ -15,6 +15,7 @@ use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
+use crate::mail::outbox::{greeting, queue_or_decoy, Mail, Queued};
 use crate::oidc::interaction::{Parked, Pending};
 
 /// How long the link and the code work.
@@ -165,6 +166,8 @@ pub struct Sending {
     decoy_key: String,
     /// Names the decoy mail and the audit entry without keeping what was typed.
     pseudonym: String,
+    /// The request's language and the outbox's settings.
+    mail: Mail,
     now: i64,
 }
 
@@ -190,6 +193,7 @@ impl Sending {
             decoy_key: format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes())),
             pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
+            mail: Mail::new(cx.settings),
             now: cx.now,
             who,
         })
@@ -231,9 +235,9 @@ pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Qu
     let expires_at = now + TTL.max(settings.lifetimes.login_request);
     s.repark.insert(c, &s.params, &s.browser, now, expires_at)?;
     let account = eligible(c, settings, &s.who, now)?;
-    let t = crate::i18n::t();
+    let t = s.mail.t;
     let (to, user_id, name, hello) = match &account {
-        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(user)),
+        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(t, user)),
         None => (
             s.pseudonym.as_str(),
             None,
@@ -247,7 +251,7 @@ pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Qu
         .code(&s.code)
         .after(t.mail_signin_after)
         .after(t.mail_signin_ignore);
-    let queued = queue_or_decoy(c, settings, to, user_id, "signin", &message, account.is_some(), now)?;
+    let queued = queue_or_decoy(c, &s.mail, to, user_id, "signin", &message, account.is_some(), now)?;
     let owner = account.as_ref().filter(|_| queued == Queued::Yes);
     email_tokens::create(
         c,

@@ -3,6 +3,7 @@
 //! server's answer.
 
 pub mod message;
+pub mod outbox;
 
 use std::net::IpAddr;
 use std::time::Duration;

@@ -17,11 +17,10 @@ const IP: &str = "203.0.113.9";
 /// Every statement a reset request for `who` runs.
 async fn reset_statements(app: &TestApp, who: &str) -> Vec<String> {
     let asked = reset::Asked::new(&app.state.ctx(), who, IP);
-    let settings = app.state.settings.clone();
     let (_, log) = app
         .state
         .db
-        .write(move |c| db::testing::recorded(c, |tx| reset::request_in(tx, &settings, &asked)))
+        .write(move |c| db::testing::recorded(c, |tx| reset::request_in(tx, &asked)))
         .await
         .unwrap();
     log

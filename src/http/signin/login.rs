@@ -565,7 +565,7 @@ pub async fn username(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
 }
 
 /// "Send a new code" on the second-factor page: at most one code a minute (and the
-/// mail limits of `lifecycle::queue`); a refusal says how long to wait.
+/// mail limits of `mail::outbox::queue`); a refusal says how long to wait.
 pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
     if let Some(refused) = guard::cross_origin(&req, &state).or_else(|| guard::limit_page(&req, &state, Bucket::Login))
     {
