@@ -9,7 +9,6 @@ use subtle::ConstantTimeEq;
 
 use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
-use crate::config::Settings;
 use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
@@ -71,15 +70,15 @@ impl Repark {
     }
 }
 
-fn locked(c: &Tx<'_>, settings: &Settings, user_id: i64, now: i64) -> Result<bool, DbError> {
-    Ok(settings.lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
+fn locked(c: &Tx<'_>, lockout: bool, user_id: i64, now: i64) -> Result<bool, DbError> {
+    Ok(lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
 }
 
 /// The account `who` names if it may be mailed a sign-in: enabled, with an address,
 /// not locked, not waiting for verification. Text with an `@` is an address and is
 /// looked up as one only: a username that looks like someone's address (made before
 /// such names were refused) must not receive that person's links.
-fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
+fn eligible(c: &Tx<'_>, lockout: bool, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
     let user = if who.contains('@') {
         db::users::find_by_email(c, who)?
     } else {
@@ -91,7 +90,7 @@ fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Opti
     let Some(email) = user.email.clone().filter(|e| !e.trim().is_empty()) else {
         return Ok(None);
     };
-    if locked(c, settings, user.id, now)? || db::users::lifecycle(c, user.id)?.must_verify {
+    if locked(c, lockout, user.id, now)? || db::users::lifecycle(c, user.id)?.must_verify {
         return Ok(None);
     }
     Ok(Some((user, email)))
@@ -168,6 +167,10 @@ pub struct Sending {
     pseudonym: String,
     /// The request's language and the outbox's settings.
     mail: Mail,
+    /// `--lockout`: a locked account is not mailed.
+    lockout: bool,
+    /// How long a parked sign-in lives (`--login-request-lifetime`).
+    login_request: i64,
     now: i64,
 }
 
@@ -194,6 +197,8 @@ impl Sending {
             pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
             mail: Mail::new(cx.settings),
+            lockout: cx.settings.lockout,
+            login_request: cx.settings.lifetimes.login_request,
             now: cx.now,
             who,
         })
@@ -212,8 +217,7 @@ pub async fn send(
     ip: &str,
 ) -> Result<Option<Parked>, Internal> {
     let sending = Sending::new(cx, request_id, pending, browser, who, ip)?;
-    let settings = cx.settings.clone();
-    let outcome = cx.db.write(move |c| send_in(c, &settings, sending)).await?;
+    let outcome = cx.db.write(move |c| send_in(c, sending)).await?;
     let Some((queued, parked)) = outcome else {
         return Ok(None);
     };
@@ -227,14 +231,14 @@ pub async fn send(
 /// page follows and the same writes are made: the mail is rendered and stored (for no
 /// account, a decoy that is never sent: `queue_or_decoy`), a token is stored (for no
 /// account, a decoy that no code opens) and an audit entry written.
-pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Queued, Parked)>, DbError> {
+pub fn send_in(c: &Tx<'_>, s: Sending) -> Result<Option<(Queued, Parked)>, DbError> {
     let now = s.now;
     if !db::sessions::consume_login_request(c, &s.old, now)?.won() {
         return Ok(None);
     }
-    let expires_at = now + TTL.max(settings.lifetimes.login_request);
+    let expires_at = now + TTL.max(s.login_request);
     s.repark.insert(c, &s.params, &s.browser, now, expires_at)?;
-    let account = eligible(c, settings, &s.who, now)?;
+    let account = eligible(c, s.lockout, &s.who, now)?;
     let t = s.mail.t;
     let (to, user_id, name, hello) = match &account {
         Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(t, user)),
@@ -293,7 +297,7 @@ pub enum CodeCheck {
 /// caller resumed for this browser).
 pub async fn check_code(cx: &Ctx<'_>, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
     let (request, now) = (TokenHash::of(request_id), cx.now);
-    let (code, settings) = (code.to_string(), cx.settings.clone());
+    let (code, lockout) = (code.to_string(), cx.settings.lockout);
     let outcome = cx
         .db
         .write(move |c| {
@@ -324,7 +328,7 @@ pub async fn check_code(cx: &Ctx<'_>, request_id: &str, code: &str) -> Result<Co
                 }
                 return Ok(CodeCheck::Wrong);
             };
-            if locked(c, &settings, user.id, now)? {
+            if locked(c, lockout, user.id, now)? {
                 return Ok(CodeCheck::Locked(user));
             }
             if !email_tokens::claim(c, t.id, now)?.won() {
@@ -430,7 +434,8 @@ pub async fn use_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) ->
     let Some(digest) = token_digest(token) else {
         return Ok(LinkUse::Dead);
     };
-    let (browser, now, settings) = (browser.copied(), cx.now, cx.settings.clone());
+    let (browser, now) = (browser.copied(), cx.now);
+    let (lockout, login_request) = (cx.settings.lockout, cx.settings.lifetimes.login_request);
     let repark = Repark::new();
     let outcome = cx
         .db
@@ -446,7 +451,7 @@ pub async fn use_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) ->
                 Bound::OtherBrowser => return Ok(LinkUse::OtherBrowser),
                 Bound::Dead => return Ok(LinkUse::Dead),
             };
-            if locked(c, &settings, user.id, now)? {
+            if locked(c, lockout, user.id, now)? {
                 return Ok(LinkUse::Locked(user.username));
             }
             let Ok(pending) = serde_json::from_str::<Pending>(&params) else {
@@ -457,7 +462,7 @@ pub async fn use_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) ->
             {
                 return Ok(LinkUse::Dead);
             }
-            repark.insert(c, &params, &browser, now, now + settings.lifetimes.login_request)?;
+            repark.insert(c, &params, &browser, now, now + login_request)?;
             Ok(LinkUse::Continue(Box::new(Continued {
                 parked: repark.parked,
                 pending,

@@ -37,7 +37,6 @@ async fn signin_statements(app: &TestApp, who: &str) -> Vec<String> {
         serde_json::to_string(&pending).unwrap(),
         app.clock.now(),
     );
-    let settings = app.state.settings.clone();
     app.state
         .db
         .write(move |c| {
@@ -52,7 +51,7 @@ async fn signin_statements(app: &TestApp, who: &str) -> Vec<String> {
                     expires_at: now + 600,
                 },
             )?;
-            let (sent, log) = db::testing::recorded(c, |tx| signin::send_in(tx, &settings, sending))?;
+            let (sent, log) = db::testing::recorded(c, |tx| signin::send_in(tx, sending))?;
             assert!(sent.is_some(), "the parked request was live");
             Ok(log)
         })
