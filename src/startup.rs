@@ -189,7 +189,7 @@ fn spawn_background(state: &AppState) {
     spawn_limit_pruner(state.clone());
     oidc::keys::spawn_reloader(state.clone());
     oidc::logout::spawn_deliverer(state.clone());
-    crate::lifecycle::spawn_mailer(state.clone());
+    crate::lifecycle::spawn_mailer(state.clone(), |s| *s.ctx());
 }
 
 /// The state administration commands act through: the same operations as the admin

@@ -3,12 +3,15 @@
 //! account pages call these, as the admin pages call `admin`; each change is one
 //! transaction with its audit entry.
 
+pub mod security;
+
 use serde_json::json;
 
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::db::{self, consents::Granted, mfa::Totp, passkeys::Passkey, sessions::SessionInfo, users::User, DbError};
-use crate::lifecycle::{self, verify, Queued};
-use crate::state::AppState;
+use crate::lifecycle::{self, verify};
+use crate::mail::outbox::{self, Mail, Queued};
 
 /// Who acts on their own account, and from where.
 pub struct Me<'a> {
@@ -40,10 +43,9 @@ pub struct Overview {
     pub pending_email: Option<String>,
 }
 
-pub async fn overview(state: &AppState, user_id: i64) -> Result<Overview, DbError> {
-    let now = state.clock.now();
-    state
-        .db
+pub async fn overview(cx: &Ctx<'_>, user_id: i64) -> Result<Overview, DbError> {
+    let now = cx.now;
+    cx.db
         .read(move |c| {
             Ok(Overview {
                 sessions: db::sessions::list_for_user(c, user_id, now)?,
@@ -61,9 +63,8 @@ pub async fn overview(state: &AppState, user_id: i64) -> Result<Overview, DbErro
 }
 
 /// The enabled user behind a session, with their groups (for the portal pages).
-pub async fn signed_in_user(state: &AppState, user_id: i64) -> Result<Option<User>, DbError> {
-    state
-        .db
+pub async fn signed_in_user(cx: &Ctx<'_>, user_id: i64) -> Result<Option<User>, DbError> {
+    cx.db
         .read(move |c| {
             let Some(mut u) = db::users::find_by_id(c, user_id)? else {
                 return Ok(None);
@@ -75,8 +76,8 @@ pub async fn signed_in_user(state: &AppState, user_id: i64) -> Result<Option<Use
 }
 
 /// A user's name for pages and audit entries; `None` when the account is gone.
-pub async fn username(state: &AppState, user_id: i64) -> Result<Option<String>, DbError> {
-    Ok(state
+pub async fn username(cx: &Ctx<'_>, user_id: i64) -> Result<Option<String>, DbError> {
+    Ok(cx
         .db
         .read(move |c| db::users::find_by_id(c, user_id))
         .await?
@@ -86,8 +87,8 @@ pub async fn username(state: &AppState, user_id: i64) -> Result<Option<String>, 
 /// A name for an audit entry written after the action it records has committed: a
 /// failing lookup must not undo the answer, so it is logged and the entry names the
 /// account by id instead.
-pub async fn actor_name(state: &AppState, user_id: i64) -> String {
-    match username(state, user_id).await {
+pub async fn actor_name(cx: &Ctx<'_>, user_id: i64) -> String {
+    match username(cx, user_id).await {
         Ok(Some(name)) => name,
         Ok(None) => format!("user:{user_id}"),
         Err(e) => {
@@ -98,12 +99,9 @@ pub async fn actor_name(state: &AppState, user_id: i64) -> String {
 }
 
 /// The user's live sessions, newest first.
-pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>, DbError> {
-    let now = state.clock.now();
-    state
-        .db
-        .read(move |c| db::sessions::list_for_user(c, user_id, now))
-        .await
+pub async fn sessions(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<SessionInfo>, DbError> {
+    let now = cx.now;
+    cx.db.read(move |c| db::sessions::list_for_user(c, user_id, now)).await
 }
 
 /// Saves the name and email (`None` clears them); both were checked by the caller.
@@ -120,15 +118,15 @@ pub async fn sessions(state: &AppState, user_id: i64) -> Result<Vec<SessionInfo>
 /// unverified, and every unused link or code mailed to the old address (verification,
 /// reset, sign-in, second factor) is void: they were the old mailbox's to use.
 pub async fn update_profile(
-    state: &AppState,
+    cx: &Ctx<'_>,
     me: &Me<'_>,
     name: Option<String>,
     email: Option<String>,
 ) -> Result<bool, DbError> {
     // The same comparison as the storage's: any change, case included, counts.
     let changed = email != me.user.email;
-    let mail = state.settings.smtp.is_some();
-    let pending = if changed && mail { email.clone() } else { None };
+    let mail_on = cx.settings.smtp.is_some();
+    let pending = if changed && mail_on { email.clone() } else { None };
     let stored = if pending.is_some() {
         me.user.email.clone()
     } else {
@@ -139,10 +137,10 @@ pub async fn update_profile(
     let event = me
         .event("account.profile_changed")
         .detail(json!({"before": before, "after": after, "pending_email": pending.is_some()}));
-    let (uid, now) = (me.user.id, state.clock.now());
-    let (link, owner, settings) = (verify::Link::new(state), me.user.clone(), state.settings.clone());
+    let (uid, now) = (me.user.id, cx.now);
+    let (link, owner, mail) = (verify::Link::new(cx), me.user.clone(), Mail::new(cx.settings));
     let requested = me.event("account.email_change_requested");
-    let sent = state
+    let sent = cx
         .db
         .write(move |c| {
             db::users::update_profile(c, uid, name.as_deref(), stored.as_deref(), now)?;
@@ -150,11 +148,11 @@ pub async fn update_profile(
             use db::email_tokens::{MFA, RESET, SIGNIN, VERIFY};
             if let Some(to) = pending {
                 requested.write(c, now)?;
-                let sent = verify::send_change_in(c, &settings, &link, &owner, &to, now)?;
-                let t = crate::i18n::t();
+                let sent = verify::send_change_in(c, &mail, &link, &owner, &to, now)?;
+                let t = mail.t;
                 let what = t.fill(t.mail_email_change_requested, "username", &owner.username);
                 let subject = t.mail_email_change_requested_subject;
-                lifecycle::notify(c, &settings, &owner, subject, &what, now)?;
+                outbox::notify(c, &mail, &owner, subject, &what, now)?;
                 return Ok(sent == Queued::Yes);
             }
             if !changed {
@@ -164,17 +162,17 @@ pub async fn update_profile(
                 return Ok(false);
             }
             db::email_tokens::void_for_user(c, uid, &[VERIFY, RESET, SIGNIN, MFA], now)?;
-            if mail {
+            if mail_on {
                 // Only a removal gets here with mail on; `owner` still has the old address.
-                let t = crate::i18n::t();
+                let t = mail.t;
                 let what = t.fill(t.mail_email_removed, "username", &owner.username);
-                lifecycle::notify(c, &settings, &owner, t.mail_email_changed_subject, &what, now)?;
+                outbox::notify(c, &mail, &owner, t.mail_email_changed_subject, &what, now)?;
             }
             Ok(false)
         })
         .await?;
-    if mail && changed {
-        lifecycle::wake(state);
+    if mail_on && changed {
+        lifecycle::wake(cx);
     }
     Ok(sent)
 }
@@ -183,19 +181,13 @@ pub async fn update_profile(
 /// another sign-in, offline ones included: only this session's grants survive, no
 /// browser stays trusted to skip the second factor; the passkeys go too when asked.
 /// The caller then ends the other sessions.
-pub async fn change_password(
-    state: &AppState,
-    me: &Me<'_>,
-    hash: String,
-    remove_passkeys: bool,
-) -> Result<(), DbError> {
-    let (uid, now, sid) = (me.user.id, state.clock.now(), me.sid.to_string());
+pub async fn change_password(cx: &Ctx<'_>, me: &Me<'_>, hash: String, remove_passkeys: bool) -> Result<(), DbError> {
+    let (uid, now, sid) = (me.user.id, cx.now, me.sid.to_string());
     let event = me
         .event("account.password_changed")
         .detail(json!({"passkeys_removed": remove_passkeys}));
-    let (settings, owner) = (state.settings.clone(), me.user.clone());
-    state
-        .db
+    let (mail, owner) = (Mail::new(cx.settings), me.user.clone());
+    cx.db
         .write(move |c| {
             db::users::set_password_by_id(c, uid, &hash, now)?;
             db::grants::revoke_user_grants(c, uid, Some(&sid), now)?;
@@ -205,10 +197,10 @@ pub async fn change_password(
                 db::passkeys::delete_all(c, uid)?;
             }
             event.write(c, now)?;
-            let t = crate::i18n::t();
-            crate::lifecycle::notify(
+            let t = mail.t;
+            outbox::notify(
                 c,
-                &settings,
+                &mail,
                 &owner,
                 t.mail_password_changed_subject,
                 &t.fill(t.mail_password_changed, "username", &owner.username),
@@ -217,18 +209,17 @@ pub async fn change_password(
             Ok(())
         })
         .await?;
-    crate::lifecycle::wake(state);
+    crate::lifecycle::wake(cx);
     Ok(())
 }
 
 /// Withdraws consent for an application and ends its grants; `false` when there was
 /// none to withdraw.
-pub async fn revoke_consent(state: &AppState, me: &Me<'_>, client_id: &str) -> Result<bool, DbError> {
-    let (uid, now) = (me.user.id, state.clock.now());
+pub async fn revoke_consent(cx: &Ctx<'_>, me: &Me<'_>, client_id: &str) -> Result<bool, DbError> {
+    let (uid, now) = (me.user.id, cx.now);
     let event = me.event("consent.revoked").target(format!("client:{client_id}"));
     let client_id = client_id.to_string();
-    state
-        .db
+    cx.db
         .write(move |c| {
             let had = db::consents::revoke(c, uid, &client_id, now)?;
             if had {
@@ -240,11 +231,10 @@ pub async fn revoke_consent(state: &AppState, me: &Me<'_>, client_id: &str) -> R
 }
 
 /// Records that the user confirmed their password again in this session.
-pub async fn mark_reauthenticated(state: &AppState, me: &Me<'_>) -> Result<(), DbError> {
-    let (sid, now) = (me.sid.to_string(), state.clock.now());
+pub async fn mark_reauthenticated(cx: &Ctx<'_>, me: &Me<'_>) -> Result<(), DbError> {
+    let (sid, now) = (me.sid.to_string(), cx.now);
     let event = me.event("account.reauthenticated");
-    state
-        .db
+    cx.db
         .write(move |c| {
             db::sessions::mark_reauthenticated(c, &sid, now)?;
             event.write(c, now)

@@ -49,6 +49,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
         state.settings.clone(),
         state.issuer.clone(),
     );
+    let mail = crate::mail::outbox::Mail::new(&state.settings);
     let created = state
         .db
         .write(move |c| {
@@ -63,7 +64,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
             if !problems.is_empty() {
                 return Ok(Err(AdminError::Invalid(problems)));
             }
-            let created = invite::create_in(c, &settings, &issuer, &email, &grants, now)?;
+            let created = invite::create_in(c, &settings, &mail, &issuer, &email, &grants, now)?;
             actor
                 .event("admin.invitation_created")
                 .target(email.as_str())
@@ -76,7 +77,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
         })
         .await??;
     if created.mailed {
-        lifecycle::wake(state);
+        lifecycle::wake(&state.ctx());
     }
     Ok(created)
 }

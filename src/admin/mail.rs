@@ -12,5 +12,5 @@ pub async fn queue(state: &AppState, q: &ListQuery) -> Result<QueueView, AdminEr
             return Err(invalid("status", "one of pending, sent, failed"));
         }
     }
-    Ok(lifecycle::queue_view(state, status, q.limit).await?)
+    Ok(lifecycle::queue_view(&state.ctx(), status, q.limit).await?)
 }

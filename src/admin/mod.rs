@@ -6,6 +6,7 @@ pub mod apps;
 pub mod branding;
 pub mod claims;
 pub mod clients;
+pub mod deletion;
 pub mod groups;
 pub mod invitations;
 pub mod mail;

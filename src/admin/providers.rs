@@ -201,8 +201,8 @@ pub fn view(state: &AppState, p: &Provider) -> Value {
         "require_local_mfa": p.require_local_mfa,
         "group_claim": p.group_claim,
         "map_group": p.group_map.iter().map(|(u, l)| format!("{u}={l}")).collect::<Vec<_>>(),
-        "redirect_uri": crate::federation::callback_url(state, &p.id),
-        "backchannel_logout_uri": crate::federation::backchannel_url(state, &p.id),
+        "redirect_uri": crate::federation::callback_url(&state.ctx(), &p.id),
+        "backchannel_logout_uri": crate::federation::backchannel_url(&state.ctx(), &p.id),
         "created_at": p.created_at,
     })
 }

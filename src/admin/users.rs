@@ -340,7 +340,7 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
     let hash = state.hasher.hash(new.expose()).await?;
     let live = sessions(state, id).await?;
     let now = cx.now;
-    let settings = state.settings.clone();
+    let mail = crate::mail::outbox::Mail::new(&state.settings);
     act_on(state, actor, id, "admin.password_set", move |c, id| {
         db::users::set_password_by_id(c, id, &hash, now)?;
         db::users::clear_failures(c, id)?;
@@ -354,19 +354,21 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
         )?;
         crate::lifecycle::devices::untrust_all(c, id)?;
         if let Some(user) = db::users::find_by_id(c, id)? {
-            crate::lifecycle::notify(
+            crate::mail::outbox::notify(
                 c,
-                &settings,
+                &mail,
                 &user,
-                crate::i18n::t().mail_password_changed_subject,
-                &crate::i18n::t().fill(crate::i18n::t().mail_password_set_by_admin, "username", &user.username),
+                mail.t.mail_password_changed_subject,
+                &mail
+                    .t
+                    .fill(mail.t.mail_password_set_by_admin, "username", &user.username),
                 now,
             )?;
         }
         Ok(())
     })
     .await?;
-    crate::lifecycle::wake(state);
+    crate::lifecycle::wake(&state.ctx());
     crate::oidc::logout::end_listed(&cx, &live).await?;
     state
         .db

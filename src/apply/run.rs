@@ -107,7 +107,7 @@ async fn act(state: &AppState, actor: &Actor, action: Action) -> Result<Vec<Stri
         Action::UpdateApp(app) => update_app(state, actor, app).await?,
         Action::CreateProvider(spec) => {
             let p = admin::providers::create(state, actor, &spec).await?;
-            let redirect = crate::federation::callback_url(state, &p.id);
+            let redirect = crate::federation::callback_url(&state.ctx(), &p.id);
             return Ok(vec![format!("provider {}: register {redirect} at the upstream", p.id)]);
         }
         Action::ReplaceProvider(spec) => {
@@ -238,6 +238,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         .paragraph(t.fill2(t.mail_account_made, "org", org, "username", &username))
         .action(t.mail_account_made_action, &link)
         .after(t.mail_account_made_after);
+    let mail = crate::mail::outbox::Mail::new(&settings);
     let queued = state
         .db
         .write(move |c| {
@@ -256,7 +257,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
                 },
                 now,
             )?;
-            let queued = lifecycle::queue(c, &settings, &to, Some(id), "invite", &message, now)?;
+            let queued = crate::mail::outbox::queue(c, &mail, &to, Some(id), "invite", &message, now)?;
             actor
                 .event("admin.password_link_created")
                 .target(&username)
@@ -266,7 +267,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         })
         .await?;
     Ok(if queued == Queued::Yes {
-        lifecycle::wake(state);
+        lifecycle::wake(&state.ctx());
         format!(
             "user {}: a link to choose a password was mailed to {email}",
             user.username

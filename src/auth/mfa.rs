@@ -1,12 +1,14 @@
 //! TOTP as a second factor: enrolment (an unconfirmed secret, confirmed by a first
 //! code, which also issues the recovery codes), the check at sign-in, and removal.
 //! Secrets are sealed with the master key when one is set. Accounts without an app may
-//! have codes sent by mail instead (`lifecycle::email_mfa`), checked here alike.
+//! have codes sent by mail instead (`lifecycle::email_mfa`), which the sign-in's second
+//! step checks (`lifecycle::second_factor`).
 
 use super::totp;
-use crate::audit::Event;
+use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::{sealed, TokenHash};
-use crate::db::{self, users::User, DbError};
+use crate::db::{self, DbError};
 use crate::error::Internal;
 use crate::state::AppState;
 
@@ -49,25 +51,24 @@ pub enum Kind {
     Email,
 }
 
-fn seal(state: &AppState, secret: &str) -> Result<String, MfaError> {
-    sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(secret_failed)
+fn seal(settings: &Settings, secret: &str) -> Result<String, MfaError> {
+    sealed::seal_text(settings.master_key.as_ref(), secret).map_err(secret_failed)
 }
 
-fn open(state: &AppState, stored: &str) -> Result<String, MfaError> {
-    sealed::open_text(state.settings.master_key.as_ref(), stored).map_err(secret_failed)
+fn open(settings: &Settings, stored: &str) -> Result<String, MfaError> {
+    sealed::open_text(settings.master_key.as_ref(), stored).map_err(secret_failed)
 }
 
 /// Whether a password sign-in needs a second step: an authenticator app or codes by mail.
 pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {
-    Ok(kind(state, user_id).await?.is_some())
+    Ok(kind(&state.ctx(), user_id).await?.is_some())
 }
 
 /// The account's second factor. An authenticator app wins over codes by mail: an
 /// account that enrols one after choosing email codes keeps that choice unused, and
 /// falls back to it (never to no second factor) if the app is removed.
-pub async fn kind(state: &AppState, user_id: i64) -> Result<Option<Kind>, DbError> {
-    state
-        .db
+pub async fn kind(cx: &crate::context::Ctx<'_>, user_id: i64) -> Result<Option<Kind>, DbError> {
+    cx.db
         .read(move |c| {
             Ok(if db::mfa::enabled(c, user_id)? {
                 Some(Kind::Totp)
@@ -87,10 +88,10 @@ pub async fn begin(state: &AppState, user_id: i64) -> Result<Option<String>, Mfa
         if t.confirmed {
             return Ok(None);
         }
-        return open(state, &t.secret).map(Some);
+        return open(&state.settings, &t.secret).map(Some);
     }
     let secret = totp::new_secret();
-    let stored = seal(state, &secret)?;
+    let stored = seal(&state.settings, &secret)?;
     let now = state.clock.now();
     let fresh = state
         .db
@@ -107,7 +108,7 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         .await?
         .filter(|t| !t.confirmed)
         .ok_or(MfaError::NotStarted)?;
-    let secret = open(state, &pending.secret)?;
+    let secret = open(&state.settings, &pending.secret)?;
     let now = state.clock.now();
     let step = totp::verify(&secret, code, now, pending.last_step).ok_or(MfaError::InvalidCode)?;
     let codes = totp::new_recovery_codes();
@@ -115,7 +116,7 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         .iter()
         .map(|c| TokenHash::of(&totp::normalise_recovery(c)))
         .collect();
-    let settings = state.settings.clone();
+    let mail = crate::mail::outbox::Mail::new(&state.settings);
     let done = state
         .db
         .write(move |c| {
@@ -123,12 +124,12 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
                 return Ok(false);
             }
             if let Some(user) = db::users::find_by_id(c, user_id)? {
-                crate::lifecycle::notify(
+                crate::mail::outbox::notify(
                     c,
-                    &settings,
+                    &mail,
                     &user,
-                    crate::i18n::t().mail_totp_added_subject,
-                    &crate::i18n::t().fill(crate::i18n::t().mail_totp_added, "username", &user.username),
+                    mail.t.mail_totp_added_subject,
+                    &mail.t.fill(mail.t.mail_totp_added, "username", &user.username),
                     now,
                 )?;
             }
@@ -136,59 +137,59 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         })
         .await?;
     if done {
-        crate::lifecycle::wake(state);
+        state.mail_wakeup.notify_one();
         Ok(codes)
     } else {
         Err(MfaError::NotStarted)
     }
 }
 
+/// What a code typed at sign-in came to here.
+pub enum Checked {
+    /// An app's code or a recovery code, now spent.
+    Used(Used),
+    /// Six digits for an account without a confirmed app: perhaps a code sent by mail,
+    /// which the sign-in checks (`lifecycle::second_factor`).
+    NoApp(String),
+}
+
 /// Checks a code at sign-in: six digits are a TOTP code, anything else a recovery
 /// code. Each is spent in one conditional update, so a replay loses.
-pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, MfaError> {
+pub async fn check(cx: &Ctx<'_>, user_id: i64, code: &str) -> Result<Checked, MfaError> {
     let code = code.trim();
     if code.is_empty() || code.len() > 64 {
         return Err(MfaError::InvalidCode);
     }
-    let now = state.clock.now();
+    let now = cx.now;
     let digits: String = code.chars().filter(|c| !c.is_whitespace()).collect();
     if digits.len() == 6 && digits.bytes().all(|b| b.is_ascii_digit()) {
-        let Some(t) = state
+        let Some(t) = cx
             .db
             .read(move |c| db::mfa::find(c, user_id))
             .await?
             .filter(|t| t.confirmed)
         else {
-            // No authenticator app: six digits may be a code sent by mail.
-            let right = state
-                .db
-                .write(move |c| crate::lifecycle::email_mfa::check_code(c, user_id, &digits, now))
-                .await?;
-            return if right {
-                Ok(Used::EmailCode)
-            } else {
-                Err(MfaError::InvalidCode)
-            };
+            return Ok(Checked::NoApp(digits));
         };
-        let secret = open(state, &t.secret)?;
+        let secret = open(cx.settings, &t.secret)?;
         let step = totp::verify(&secret, &digits, now, t.last_step).ok_or(MfaError::InvalidCode)?;
-        let fresh = state
+        let fresh = cx
             .db
             .write(move |c| Ok(db::mfa::use_step(c, user_id, step)?.won()))
             .await?;
         return if fresh {
-            Ok(Used::Totp)
+            Ok(Checked::Used(Used::Totp))
         } else {
             Err(MfaError::InvalidCode)
         };
     }
     let hash = TokenHash::of(&totp::normalise_recovery(code));
-    let spent = state
+    let spent = cx
         .db
         .write(move |c| Ok(db::mfa::use_recovery(c, user_id, &hash, now)?.won()))
         .await?;
     if spent {
-        Ok(Used::RecoveryCode)
+        Ok(Checked::Used(Used::RecoveryCode))
     } else {
         Err(MfaError::InvalidCode)
     }
@@ -196,79 +197,4 @@ pub async fn check(state: &AppState, user_id: i64, code: &str) -> Result<Used, M
 
 pub async fn disable(state: &AppState, user_id: i64) -> Result<bool, DbError> {
     state.db.write(move |c| db::mfa::disable(c, user_id)).await
-}
-
-/// What the second step of a sign-in came to.
-pub enum SecondFactor {
-    /// The code was right: the sign-in may complete.
-    Passed { user: User, used: Used },
-    /// A wrong code, counted toward the lockout.
-    Wrong { user: User },
-    /// Too many wrong codes (or passwords): the account is locked for now;
-    /// `by_this_code` when this wrong code was the one that locked it.
-    Locked { user: User, by_this_code: bool },
-    /// The account was disabled or deleted meanwhile.
-    Gone,
-}
-
-/// The second step of a sign-in for `user_id`, with the same lockout as the password
-/// step: a locked account is refused before the code is looked at, a wrong code counts
-/// as a failure, a right one clears the count. Audited as `mfa.ok` / `mfa.failed`.
-pub async fn second_factor(state: &AppState, user_id: i64, code: &str, ip: &str) -> Result<SecondFactor, MfaError> {
-    let Some(user) = state
-        .db
-        .read(move |c| db::users::find_by_id(c, user_id))
-        .await?
-        .filter(|u| !u.disabled)
-    else {
-        return Ok(SecondFactor::Gone);
-    };
-    let now = state.clock.now();
-    let lockout = state.settings.lockout;
-    let locked = |until: Option<i64>| lockout && until.is_some_and(|t| t > now);
-    let lock = state.db.read(move |c| db::users::lock_state(c, user_id)).await?;
-    if locked(lock.locked_until) {
-        return Ok(SecondFactor::Locked {
-            user,
-            by_this_code: false,
-        });
-    }
-    match check(state, user_id, code).await {
-        Ok(used) => {
-            state.db.write(move |c| db::users::clear_failures(c, user_id)).await?;
-            let method = match used {
-                Used::Totp => "totp",
-                Used::RecoveryCode => "recovery_code",
-                Used::EmailCode => "email_code",
-            };
-            Event::new("mfa.ok")
-                .actor(&user.username)
-                .ip(Some(ip.to_string()))
-                .detail(serde_json::json!({"method": method}))
-                .log(&state.db, state.clock.now())
-                .await;
-            Ok(SecondFactor::Passed { user, used })
-        }
-        Err(MfaError::InvalidCode) => {
-            Event::new("mfa.failed")
-                .actor(&user.username)
-                .ip(Some(ip.to_string()))
-                .log(&state.db, state.clock.now())
-                .await;
-            if lockout {
-                let after = state
-                    .db
-                    .write(move |c| db::users::record_failure(c, user_id, super::login::lock_for, now))
-                    .await?;
-                if locked(after.locked_until) {
-                    return Ok(SecondFactor::Locked {
-                        user,
-                        by_this_code: true,
-                    });
-                }
-            }
-            Ok(SecondFactor::Wrong { user })
-        }
-        Err(e) => Err(e),
-    }
 }

@@ -219,8 +219,7 @@ pub async fn register(
 ) -> Result<(), PasskeyError> {
     let made = verify_creation(cx, name, client_data, attestation_object)?;
     let (uid, now) = (user.id, cx.now);
-    // The write runs on the writer's thread and borrows nothing: it takes a copy of the settings.
-    let (settings, owner) = (cx.settings.clone(), user.clone());
+    let (mail, owner) = (crate::mail::outbox::Mail::new(cx.settings), user.clone());
     let done = cx
         .db
         .write(move |c| {
@@ -230,9 +229,9 @@ pub async fn register(
             if !store_in(c, uid, &owner.username, &made, now)? {
                 return Ok(Err(PasskeyError::Refused("this passkey is already registered")));
             }
-            let t = crate::i18n::t();
+            let t = mail.t;
             let said = t.fill2(t.mail_passkey_added, "name", &made.name, "username", &owner.username);
-            crate::lifecycle::notify(c, &settings, &owner, t.mail_passkey_added_subject, &said, now)?;
+            crate::mail::outbox::notify(c, &mail, &owner, t.mail_passkey_added_subject, &said, now)?;
             Ok(Ok(()))
         })
         .await?;

@@ -190,9 +190,6 @@ impl Db {
         F: FnOnce(&Tx<'_>) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
-        // A mail queued in the transaction speaks the language of the request.
-        let speaking = crate::i18n::carrier();
-        let op = move |tx: &Tx<'_>| speaking.run(|| op(tx));
         match &self.engine {
             Engine::Sqlite(e) => e.write(op).await,
             Engine::Postgres(e) => e.write(op).await,

@@ -14,7 +14,7 @@ pub struct NewMail<'a> {
     /// What the mail is (`reset`, `verify`, `signin`, `invite`, `code`, `notice`, `test`).
     pub kind: &'a str,
     pub user_id: Option<i64>,
-    /// Stored as a `DECOY`, never sent (`lifecycle::queue_or_decoy`).
+    /// Stored as a `DECOY`, never sent (`mail::outbox::queue_or_decoy`).
     pub decoy: bool,
 }
 

@@ -7,11 +7,12 @@ use serde_json::json;
 
 use super::Profile;
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::random::random_id;
 use crate::db::{self, providers::Provider, users::User, DbError, Tx};
 use crate::error::Internal;
-use crate::state::AppState;
+use crate::mail::outbox::{self, Mail};
 
 /// The outcome of matching an upstream account to a local one.
 #[derive(Debug)]
@@ -36,15 +37,15 @@ pub enum Resolved {
 /// Matches `profile` to a local account (or links it to `link_to`), records the use
 /// and applies the provider's group mapping, in one transaction.
 pub async fn resolve(
-    state: &AppState,
+    cx: &Ctx<'_>,
     p: &Provider,
     profile: &Profile,
     link_to: Option<i64>,
 ) -> Result<Resolved, Internal> {
     let mut tries = 0;
     loop {
-        let (p, profile, now, settings) = (p.clone(), profile.clone(), state.clock.now(), state.settings.clone());
-        let result = state
+        let (p, profile, now, mail) = (p.clone(), profile.clone(), cx.now, Mail::new(cx.settings));
+        let result = cx
             .db
             .write(move |c| {
                 let mut newly = false;
@@ -57,9 +58,9 @@ pub async fn resolve(
                 }
                 // The owner hears of a new way into an account that existed before.
                 if let (Resolved::User(u) | Resolved::Linked(u), true) = (&resolved, newly) {
-                    let t = crate::i18n::t();
+                    let t = mail.t;
                     let what = t.fill(t.mail_linked, "provider", &p.name);
-                    crate::lifecycle::notify(c, &settings, u, t.mail_linked_subject, &what, now)?;
+                    outbox::notify(c, &mail, u, t.mail_linked_subject, &what, now)?;
                 }
                 Ok(resolved)
             })
@@ -69,7 +70,7 @@ pub async fn resolve(
             Err(DbError::Conflict) if tries < 3 => tries += 1,
             Err(e) => return Err(e.into()),
             Ok(r) => {
-                crate::lifecycle::wake(state);
+                crate::lifecycle::wake(cx);
                 return Ok(r);
             }
         }
@@ -274,8 +275,8 @@ fn sync_groups(c: &Tx<'_>, p: &Provider, user: &User, upstream: Option<&[String]
 }
 
 /// The providers linked to an account, with the address each last reported.
-pub async fn linked(state: &AppState, user_id: i64) -> Result<Vec<db::identities::Identity>, Internal> {
-    Ok(state.db.read(move |c| db::identities::of_user(c, user_id)).await?)
+pub async fn linked(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<db::identities::Identity>, Internal> {
+    Ok(cx.db.read(move |c| db::identities::of_user(c, user_id)).await?)
 }
 
 /// Why an unlink was refused.
@@ -288,9 +289,9 @@ pub enum Unlink {
 }
 
 /// Removes the account's link to a provider, unless nothing else could sign it in.
-pub async fn unlink(state: &AppState, user_id: i64, provider_id: &str) -> Result<Unlink, Internal> {
-    let (pid, now) = (provider_id.to_string(), state.clock.now());
-    Ok(state
+pub async fn unlink(cx: &Ctx<'_>, user_id: i64, provider_id: &str) -> Result<Unlink, Internal> {
+    let (pid, now) = (provider_id.to_string(), cx.now);
+    Ok(cx
         .db
         .write(move |c| {
             // Two unlinks at once must not each leave the other as the way in.

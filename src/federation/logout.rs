@@ -4,11 +4,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{upstream, Kind};
+use super::{upstream, Kind, Upstreams};
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::db;
 use crate::error::Internal;
-use crate::state::AppState;
 
 const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
 /// A logout token may arrive late (the upstream retries); older ones are refused.
@@ -31,16 +31,21 @@ impl From<Internal> for Refused {
 }
 
 /// Checks the logout token and ends the sessions it names; returns how many ended.
-pub async fn backchannel(state: &AppState, provider_id: &str, token: &str) -> Result<usize, Refused> {
-    let p = super::find(state, provider_id).await?.ok_or(Refused::Unknown)?;
+pub async fn backchannel(
+    cx: &Ctx<'_>,
+    upstreams: &Upstreams,
+    provider_id: &str,
+    token: &str,
+) -> Result<usize, Refused> {
+    let p = super::find(cx, provider_id).await?.ok_or(Refused::Unknown)?;
     if Kind::of(&p) != Kind::Oidc {
         return Err(Refused::Unknown);
     }
     if token.is_empty() || token.len() > 16 * 1024 {
         return Err(Refused::Invalid("logout_token is missing".into()));
     }
-    let now = state.clock.now();
-    let claims = upstream::verified_claims(&state.upstreams, &p, token, now)
+    let now = cx.now;
+    let claims = upstream::verified_claims(upstreams, &p, token, now)
         .await
         .map_err(Refused::Invalid)?;
     let (sub, sid) = check(&claims, p.issuer.as_deref().unwrap_or_default(), &p.client_id, now)
@@ -49,7 +54,7 @@ pub async fn backchannel(state: &AppState, provider_id: &str, token: &str) -> Re
     // replayed within its hour would otherwise end the next sign-in too).
     let issued = claims.get("iat").and_then(Value::as_i64).unwrap_or(now);
     let pid = p.id.clone();
-    let ended = state
+    let ended = cx
         .db
         .write(move |c| {
             let sessions = db::sessions::federated(c, &pid, sub.as_deref(), sid.as_deref(), now, issued + SKEW)?;
@@ -66,7 +71,7 @@ pub async fn backchannel(state: &AppState, provider_id: &str, token: &str) -> Re
         })
         .await
         .map_err(|e| Refused::Server(e.into()))?;
-    state.logout_wakeup.notify_one();
+    cx.logout_wakeup.notify_one();
     Ok(ended)
 }
 

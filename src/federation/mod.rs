@@ -10,10 +10,10 @@ pub mod upstream;
 
 pub use upstream::Upstreams;
 
+use crate::context::Ctx;
 use crate::crypto::sealed::{self, MasterKey};
 use crate::db::{self, providers::Provider, Db};
 use crate::error::Internal;
-use crate::state::AppState;
 
 /// How Tessera speaks to an upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,13 +90,13 @@ impl std::fmt::Display for UpstreamError {
 }
 
 /// The redirect URI to register at the upstream.
-pub fn callback_url(state: &AppState, id: &str) -> String {
-    state.url(&format!("/federation/{id}/callback"))
+pub fn callback_url(cx: &Ctx<'_>, id: &str) -> String {
+    cx.url(&format!("/federation/{id}/callback"))
 }
 
 /// Where the upstream sends its back-channel logout tokens.
-pub fn backchannel_url(state: &AppState, id: &str) -> String {
-    state.url(&format!("/federation/{id}/backchannel-logout"))
+pub fn backchannel_url(cx: &Ctx<'_>, id: &str) -> String {
+    cx.url(&format!("/federation/{id}/backchannel-logout"))
 }
 
 /// A button on the login page.
@@ -107,8 +107,8 @@ pub struct Button {
 }
 
 /// The providers to offer on the login page, by id.
-pub async fn buttons(state: &AppState) -> Result<Vec<Button>, Internal> {
-    let all = state.db.read(db::providers::names).await?;
+pub async fn buttons(cx: &Ctx<'_>) -> Result<Vec<Button>, Internal> {
+    let all = cx.db.read(db::providers::names).await?;
     Ok(all.into_iter().map(|(id, name)| Button { id, name }).collect())
 }
 
@@ -122,8 +122,8 @@ pub struct AccountLink {
 }
 
 /// Every provider with the account's link to it, if any.
-pub async fn account_links(state: &AppState, user_id: i64) -> Result<Vec<AccountLink>, Internal> {
-    let (all, mine) = state
+pub async fn account_links(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<AccountLink>, Internal> {
+    let (all, mine) = cx
         .db
         .read(move |c| Ok((db::providers::list(c)?, db::identities::of_user(c, user_id)?)))
         .await?;
@@ -138,17 +138,17 @@ pub async fn account_links(state: &AppState, user_id: i64) -> Result<Vec<Account
 }
 
 /// A provider by id, if registered.
-pub async fn find(state: &AppState, id: &str) -> Result<Option<Provider>, Internal> {
+pub async fn find(cx: &Ctx<'_>, id: &str) -> Result<Option<Provider>, Internal> {
     if id.is_empty() || id.len() > 32 {
         return Ok(None);
     }
     let id = id.to_string();
-    Ok(state.db.read(move |c| db::providers::find(c, &id)).await?)
+    Ok(cx.db.read(move |c| db::providers::find(c, &id)).await?)
 }
 
 /// The provider's client secret in clear.
-pub fn secret(state: &AppState, p: &Provider) -> Result<String, Internal> {
-    sealed::open_text(state.settings.master_key.as_ref(), &p.client_secret).map_err(|e| {
+pub fn secret(cx: &Ctx<'_>, p: &Provider) -> Result<String, Internal> {
+    sealed::open_text(cx.settings.master_key.as_ref(), &p.client_secret).map_err(|e| {
         tracing::error!(provider = %p.id, error = %e, "cannot open the provider's client secret");
         Internal::Failed
     })

@@ -11,10 +11,10 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, apps::App, forward_auth::Holder, sessions::Session};
 use crate::error::Internal;
-use crate::state::AppState;
 pub use target::Target;
 
 /// The cookie a protected app's browser carries.
@@ -59,17 +59,17 @@ impl Seen {
 }
 
 /// The sign-in URL that brings the browser back to `original` afterwards.
-pub fn sign_in_url(state: &AppState, original: &str) -> String {
+pub fn sign_in_url(cx: &Ctx<'_>, original: &str) -> String {
     let query: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("rd", original)
         .finish();
-    state.url(&format!("/authz/sign-in?{query}"))
+    cx.url(&format!("/authz/sign-in?{query}"))
 }
 
 /// The app registered for the target's host.
-pub async fn app_for(state: &AppState, target: &Target) -> Result<Option<App>, Internal> {
+pub async fn app_for(cx: &Ctx<'_>, target: &Target) -> Result<Option<App>, Internal> {
     let host = target.host.clone();
-    Ok(state.db.read(move |c| db::apps::find_by_host(c, &host)).await?)
+    Ok(cx.db.read(move |c| db::apps::find_by_host(c, &host)).await?)
 }
 
 /// Whether `holder` may use `app`: a member of one of its groups (when it names any),
@@ -108,18 +108,14 @@ pub fn identity_headers(app: &App, holder: &Holder) -> Vec<(String, String)> {
 /// The app a question is about: the one the proxy's site names (`?app=ID`, which ties
 /// a proxy site to one app whatever host the client claims), which the target's host
 /// must then be; else the one registered for the target's host.
-async fn app_asked(
-    state: &AppState,
-    target: &Target,
-    pinned: Option<&str>,
-) -> Result<Result<App, &'static str>, Internal> {
+async fn app_asked(cx: &Ctx<'_>, target: &Target, pinned: Option<&str>) -> Result<Result<App, &'static str>, Internal> {
     let Some(id) = pinned else {
-        return Ok(app_for(state, target)
+        return Ok(app_for(cx, target)
             .await?
             .ok_or("this host is not an application registered at Tessera"));
     };
     let id = id.to_string();
-    let Some(app) = state.db.read(move |c| db::apps::find(c, &id)).await? else {
+    let Some(app) = cx.db.read(move |c| db::apps::find(c, &id)).await? else {
         return Ok(Err("the proxy names an application that is not registered at Tessera"));
     };
     if app.host != target.host {
@@ -131,51 +127,53 @@ async fn app_asked(
 /// The proxy's question: may the browser with forward-auth cookie `token` open
 /// `target` (of app `pinned`, when the proxy's site names one)?
 pub async fn decide(
-    state: &AppState,
+    cx: &Ctx<'_>,
+    seen: &Seen,
     target: &Target,
     pinned: Option<&str>,
     token: Option<&str>,
     ip: &str,
 ) -> Result<Decision, Internal> {
-    let app = match app_asked(state, target, pinned).await? {
+    let app = match app_asked(cx, target, pinned).await? {
         Ok(app) => app,
         Err(why) => return Ok(Decision::Forbidden(why)),
     };
-    let now = state.clock.now();
+    let now = cx.now;
     let hash = token.filter(|t| !t.is_empty() && t.len() <= 128).map(TokenHash::of);
     let holder = match &hash {
         Some(h) => {
             let h = *h;
-            state.db.read(move |c| db::forward_auth::holder(c, &h, now)).await?
+            cx.db.read(move |c| db::forward_auth::holder(c, &h, now)).await?
         }
         None => None,
     };
     let (Some(hash), Some(holder)) = (hash, holder) else {
-        return Ok(Decision::SignIn(sign_in_url(state, target.as_str())));
+        return Ok(Decision::SignIn(sign_in_url(cx, target.as_str())));
     };
     if let Err(why) = allowed(&app, &holder) {
         return Ok(Decision::Forbidden(why));
     }
-    audit_first_access(state, &hash, &app, &holder, target, ip).await?;
+    audit_first_access(cx, seen, &hash, &app, &holder, target, ip).await?;
     Ok(Decision::Allow(identity_headers(&app, &holder)))
 }
 
 /// Records a question whose browser sent two `tessera_fa` cookies (one set by another
 /// host under the shared domain, RFC 6265 §8.6): answered as if it sent none, and
 /// audited once, here, so an operator sees the attempt.
-pub async fn several_cookies(state: &AppState, target: &Target, ip: &str) {
+pub async fn several_cookies(cx: &Ctx<'_>, target: &Target, ip: &str) {
     Event::new("forward_auth.cookie_conflict")
         .target(format!("host:{}", target.host))
         .ip(Some(ip.to_string()))
         .detail(json!({"host": target.host, "method": target.method, "cookie": COOKIE}))
-        .log(&state.db, state.clock.now())
+        .log(cx.db, cx.now)
         .await;
 }
 
 /// Writes `forward_auth.granted` the first time a token opens an app (once across the
 /// nodes: the access row decides who writes it).
 async fn audit_first_access(
-    state: &AppState,
+    cx: &Ctx<'_>,
+    seen: &Seen,
     hash: &TokenHash,
     app: &App,
     holder: &Holder,
@@ -183,17 +181,16 @@ async fn audit_first_access(
     ip: &str,
 ) -> Result<(), Internal> {
     let key = (*hash, app.id.clone(), app.created_at);
-    if state.forward_auth.contains(&key) {
+    if seen.contains(&key) {
         return Ok(());
     }
-    let (h, app_id, now) = (*hash, app.id.clone(), state.clock.now());
+    let (h, app_id, now) = (*hash, app.id.clone(), cx.now);
     let event = Event::new("forward_auth.granted")
         .actor(holder.username.clone())
         .target(format!("app:{}", app.id))
         .ip(Some(ip.to_string()))
         .detail(json!({"sid": holder.sid, "host": target.host, "method": target.method}));
-    state
-        .db
+    cx.db
         .write(move |c| {
             if db::forward_auth::first_access(c, &h, &app_id, now)? {
                 event.write(c, now)?;
@@ -201,7 +198,7 @@ async fn audit_first_access(
             Ok(())
         })
         .await?;
-    state.forward_auth.insert(key);
+    seen.insert(key);
     Ok(())
 }
 
@@ -221,18 +218,18 @@ pub enum Refusal {
 
 /// Checks `rd` before a sign-in goes back to it: a well-formed http(s) URL of a
 /// registered app whose host the forward-auth cookie reaches.
-pub async fn return_target(state: &AppState, rd: &str) -> Result<Result<(Target, App), Refusal>, Internal> {
+pub async fn return_target(cx: &Ctx<'_>, rd: &str) -> Result<Result<(Target, App), Refusal>, Internal> {
     let target = match Target::parse(rd, "GET") {
         Ok(t) => t,
         Err(why) => return Ok(Err(Refusal::Malformed(why))),
     };
-    let Some(app) = app_for(state, &target).await? else {
+    let Some(app) = app_for(cx, &target).await? else {
         return Ok(Err(Refusal::Unregistered));
     };
     if target.is_https() != app_is_https(&app) {
         return Ok(Err(Refusal::OtherScheme));
     }
-    if !cookie_reaches(state, &target.hostname) {
+    if !cookie_reaches(cx, &target.hostname) {
         return Ok(Err(Refusal::OutsideCookieDomain));
     }
     Ok(Ok((target, app)))
@@ -245,10 +242,10 @@ pub fn app_is_https(app: &App) -> bool {
 
 /// Whether a cookie set by Tessera's host reaches `hostname` (RFC 6265 §5.1.3): within
 /// the configured cookie domain, or Tessera's own host when none is set.
-pub fn cookie_reaches(state: &AppState, hostname: &str) -> bool {
-    match &state.settings.forward_auth_cookie_domain {
+pub fn cookie_reaches(cx: &Ctx<'_>, hostname: &str) -> bool {
+    match &cx.settings.forward_auth_cookie_domain {
         Some(domain) => hostname == domain || hostname.ends_with(&format!(".{domain}")),
-        None => url::Url::parse(&state.issuer)
+        None => url::Url::parse(cx.issuer)
             .ok()
             .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
             .is_some_and(|own| own == hostname),
@@ -259,11 +256,11 @@ pub fn cookie_reaches(state: &AppState, hostname: &str) -> bool {
 /// and of this same session (so coming back to sign-in adds no rows), else a new one;
 /// the raw value for the cookie, and its lifetime in seconds (the session's remaining
 /// one).
-pub async fn issue(state: &AppState, session: &Session, presented: Option<&str>) -> Result<(Secret, i64), Internal> {
-    let now = state.clock.now();
+pub async fn issue(cx: &Ctx<'_>, session: &Session, presented: Option<&str>) -> Result<(Secret, i64), Internal> {
+    let now = cx.now;
     if let Some(value) = presented.filter(|t| !t.is_empty() && t.len() <= 128) {
         let hash = TokenHash::of(value);
-        let holder = state.db.read(move |c| db::forward_auth::holder(c, &hash, now)).await?;
+        let holder = cx.db.read(move |c| db::forward_auth::holder(c, &hash, now)).await?;
         if holder.is_some_and(|h| h.sid == session.sid) {
             return Ok((
                 Secret::from_string(value.to_string()),
@@ -274,8 +271,7 @@ pub async fn issue(state: &AppState, session: &Session, presented: Option<&str>)
     let token = Secret::generate();
     let hash = token.hash();
     let (sid, expires_at) = (session.sid.clone(), session.expires_at);
-    state
-        .db
+    cx.db
         .write(move |c| db::forward_auth::insert(c, &hash, &sid, now, expires_at))
         .await?;
     Ok((token, (expires_at - now).max(0)))

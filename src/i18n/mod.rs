@@ -105,49 +105,9 @@ pub async fn scope<F: std::future::Future>(locale: Locale, source: Source, fut: 
     CURRENT.scope(Cell::new(Chosen { locale, source }), fut).await
 }
 
-std::thread_local! {
-    /// The request's language on a blocking thread running its database work (`Carrier::run`).
-    static CARRIED: Cell<Option<Locale>> = const { Cell::new(None) };
-}
-
 /// The language of what is being rendered now.
 pub fn current() -> Locale {
-    CURRENT
-        .try_with(|c| c.get().locale)
-        .ok()
-        .or_else(|| CARRIED.with(Cell::get))
-        .unwrap_or_default()
-}
-
-/// The current language, to be carried to another thread (the database's writer or
-/// blocking pool): a mail queued in a request's transaction speaks the request's
-/// language.
-pub fn carrier() -> Carrier {
-    Carrier(
-        CURRENT
-            .try_with(|c| c.get().locale)
-            .ok()
-            .or_else(|| CARRIED.with(Cell::get)),
-    )
-}
-
-/// A language taken from one thread to run work on another (`carrier`).
-#[derive(Debug, Clone, Copy)]
-pub struct Carrier(Option<Locale>);
-
-impl Carrier {
-    /// Runs `op` in the carried language.
-    pub fn run<R>(self, op: impl FnOnce() -> R) -> R {
-        /// Puts the thread's previous language back, also when `op` panics.
-        struct Restore(Option<Locale>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CARRIED.with(|c| c.set(self.0));
-            }
-        }
-        let _restore = Restore(CARRIED.with(|c| c.replace(self.0)));
-        op()
-    }
+    CURRENT.try_with(|c| c.get().locale).ok().unwrap_or_default()
 }
 
 /// The current language's messages.
@@ -325,22 +285,6 @@ mod tests {
         })
         .await;
         assert_eq!(current(), Locale::En, "outside a request: English");
-    }
-
-    #[tokio::test]
-    async fn carried_work_speaks_the_language_of_its_request() {
-        let on_thread = scope(Locale::Nl, Source::Browser, async {
-            {
-                let carried = carrier();
-                tokio::task::spawn_blocking(move || carried.run(current))
-            }
-            .await
-            .unwrap()
-        })
-        .await;
-        assert_eq!(on_thread, Locale::Nl);
-        let bare = tokio::task::spawn_blocking(current).await.unwrap();
-        assert_eq!(bare, Locale::En);
     }
 
     #[test]

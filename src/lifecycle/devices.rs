@@ -3,12 +3,12 @@
 //! when it is new for the account; "Remember this device" trusts it to skip the second
 //! factor for 30 days; a changed or reset password ends every trust.
 
-use crate::account::Me;
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::crypto::TokenHash;
-use crate::db::{self, devices::Trusted, users::Lifecycle, DbError, Tx};
+use crate::db::{self, DbError, Tx};
 use crate::error::Internal;
-use crate::state::AppState;
+use crate::mail::outbox::{self, Mail, Queued};
 
 /// How long "Remember this device" skips the second factor.
 pub const TRUST_TTL: i64 = 30 * 24 * 3600;
@@ -136,15 +136,15 @@ pub struct SignedIn<'a> {
 /// Records the browser of a completed sign-in, trusts it if asked, and mails "New
 /// sign-in to your account" when the browser is new for an account that has signed in
 /// before and has not turned the notice off.
-pub async fn signed_in(state: &AppState, s: &SignedIn<'_>) -> Result<(), Internal> {
+pub async fn signed_in(cx: &Ctx<'_>, s: &SignedIn<'_>) -> Result<(), Internal> {
     let Some(digest) = cookie_digest(Some(s.cookie)) else {
         return Ok(());
     };
-    let (uid, now, settings) = (s.user_id, state.clock.now(), state.settings.clone());
+    let (uid, now, mail) = (s.user_id, cx.now, Mail::new(cx.settings));
     let name = label(s.user_agent);
     let (device, at) = (local_label(s.user_agent), s.at.to_string());
     let (trust, ip) = (s.trust, s.ip.to_string());
-    let queued = state
+    let queued = cx
         .db
         .write(move |c| {
             // An account's very first browser is new by definition: not announced.
@@ -164,85 +164,29 @@ pub async fn signed_in(state: &AppState, s: &SignedIn<'_>) -> Result<(), Interna
             if !new || first || !db::users::lifecycle(c, uid)?.notify_new_device {
                 return Ok(false);
             }
-            let t = crate::i18n::t();
+            let t = mail.t;
             let what = t.fill2(t.mail_new_sign_in, "at", &at, "ip", &ip);
             let what = t.fill2(&what, "username", &user.username, "device", &device);
-            let q = super::notify(c, &settings, &user, t.mail_new_sign_in_subject, &what, now)?;
-            Ok(q == super::Queued::Yes)
+            let q = outbox::notify(c, &mail, &user, t.mail_new_sign_in_subject, &what, now)?;
+            Ok(q == Queued::Yes)
         })
         .await?;
     if queued {
-        super::wake(state);
+        super::wake(cx);
     }
     Ok(())
 }
 
 /// Whether this browser's cookie is trusted to skip the account's second factor now.
-pub async fn is_trusted(state: &AppState, user_id: i64, cookie: Option<&str>) -> Result<bool, Internal> {
+pub async fn is_trusted(cx: &Ctx<'_>, user_id: i64, cookie: Option<&str>) -> Result<bool, Internal> {
     let Some(digest) = cookie_digest(cookie) else {
         return Ok(false);
     };
-    let now = state.clock.now();
-    Ok(state
+    let now = cx.now;
+    Ok(cx
         .db
         .read(move |c| db::devices::is_trusted(c, user_id, &digest, now))
         .await?)
-}
-
-/// What the account page shows of these choices.
-pub struct Choices {
-    pub lifecycle: Lifecycle,
-    pub trusted: Vec<Trusted>,
-}
-
-pub async fn choices(state: &AppState, user_id: i64) -> Result<Choices, DbError> {
-    let now = state.clock.now();
-    state
-        .db
-        .read(move |c| {
-            Ok(Choices {
-                lifecycle: db::users::lifecycle(c, user_id)?,
-                trusted: db::devices::trusted(c, user_id, now)?,
-            })
-        })
-        .await
-}
-
-fn event(me: &Me<'_>, name: &'static str) -> Event {
-    Event::new(name)
-        .actor(&me.user.username)
-        .target(&me.user.username)
-        .ip(Some(me.ip.clone()))
-}
-
-/// Ends the trust of one of the viewer's browsers; `false` when it was not trusted
-/// (or is not theirs).
-pub async fn untrust(state: &AppState, me: &Me<'_>, id: i64) -> Result<bool, DbError> {
-    let (uid, now) = (me.user.id, state.clock.now());
-    let event = event(me, "device.untrusted").detail(serde_json::json!({"device_id": id}));
-    state
-        .db
-        .write(move |c| {
-            let done = db::devices::untrust(c, uid, id)?;
-            if done {
-                event.write(c, now)?;
-            }
-            Ok(done)
-        })
-        .await
-}
-
-/// The viewer's choice of a mail for each sign-in from a new browser.
-pub async fn set_notify(state: &AppState, me: &Me<'_>, on: bool) -> Result<(), DbError> {
-    let (uid, now) = (me.user.id, state.clock.now());
-    let event = event(me, "account.notifications_changed").detail(serde_json::json!({"new_device": on}));
-    state
-        .db
-        .write(move |c| {
-            db::users::set_notify_new_device(c, uid, on)?;
-            event.write(c, now)
-        })
-        .await
 }
 
 #[cfg(test)]

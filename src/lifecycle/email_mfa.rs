@@ -4,14 +4,14 @@
 //! once a minute, and checked by `auth::mfa` with the lockout of a TOTP code.
 
 use super::signin::{code_matches, count_try, same_address, Try};
-use super::{greeting, link_token, queue, six_digit_code, wake, Queued};
-use crate::account::Me;
+use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
+use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::state::AppState;
+use crate::mail::outbox::{greeting, queue, Mail, Queued};
 
 /// How long a mailed code works.
 pub const CODE_TTL: i64 = 10 * 60;
@@ -37,13 +37,13 @@ pub enum Sent {
 }
 
 /// Mails a fresh code to the account unless one went out under a minute ago.
-pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent, Internal> {
-    let now = state.clock.now();
+pub async fn send_code(cx: &Ctx<'_>, user_id: i64, ip: &str) -> Result<Sent, Internal> {
+    let now = cx.now;
     let code = six_digit_code();
     let code_digest = TokenHash::of(&code);
     let (_, digest) = link_token();
-    let (settings, ip) = (state.settings.clone(), ip.to_string());
-    let sent = state
+    let (mail, ip) = (Mail::new(cx.settings), ip.to_string());
+    let sent = cx
         .db
         .write(move |c| {
             let Some(user) = db::users::find_by_id(c, user_id)?.filter(|u| !u.disabled) else {
@@ -64,12 +64,12 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
                     return Ok(Sent::TooSoon(RESEND_AFTER - age));
                 }
             }
-            let t = crate::i18n::t();
-            let message = Message::new(t.mail_mfa_subject, greeting(&user))
+            let t = mail.t;
+            let message = Message::new(t.mail_mfa_subject, greeting(t, &user))
                 .paragraph(t.fill2(t.mail_mfa, "ip", &ip, "username", &user.username))
                 .code(&code)
                 .after(t.mail_mfa_after);
-            match queue(c, &settings, &email, Some(user_id), "mfa", &message, now)? {
+            match queue(c, &mail, &email, Some(user_id), "mfa", &message, now)? {
                 Queued::Yes => {}
                 Queued::Limited => return Ok(Sent::Limited),
                 Queued::Off => return Ok(Sent::Off),
@@ -96,7 +96,7 @@ pub async fn send_code(state: &AppState, user_id: i64, ip: &str) -> Result<Sent,
         })
         .await?;
     if sent == Sent::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(sent)
 }
@@ -145,60 +145,12 @@ pub fn masked(email: &str) -> String {
 }
 
 /// Where the codes go, masked; `None` when the account has no address.
-pub async fn destination(state: &AppState, user_id: i64) -> Result<Option<String>, Internal> {
-    let user = state.db.read(move |c| db::users::find_by_id(c, user_id)).await?;
+pub async fn destination(cx: &Ctx<'_>, user_id: i64) -> Result<Option<String>, Internal> {
+    let user = cx.db.read(move |c| db::users::find_by_id(c, user_id)).await?;
     Ok(user
         .and_then(|u| u.email)
         .filter(|e| !e.trim().is_empty())
         .map(|e| masked(&e)))
-}
-
-/// Why email codes could not be turned on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// Codes go only to an address proven to receive mail: one mistyped would lock
-    /// the person out at their next sign-in.
-    NoVerifiedEmail,
-    /// An authenticator app or a passkey is the stronger factor and is in use.
-    OtherFactor,
-    /// Mail is off on this server.
-    MailOff,
-}
-
-/// Turns email codes on or off for the viewer (whose password the caller checked).
-/// An authenticator app enrolled later wins at sign-in and this choice is kept: if
-/// the app is removed, codes by mail apply again rather than no second factor. A
-/// passkey added later changes nothing at a password sign-in (signing in with the
-/// passkey is two factors by itself), so the codes stay asked there.
-pub async fn set(state: &AppState, me: &Me<'_>, on: bool) -> Result<Result<(), Refused>, DbError> {
-    if on && state.settings.smtp.is_none() {
-        return Ok(Err(Refused::MailOff));
-    }
-    let (uid, now) = (me.user.id, state.clock.now());
-    let event = Event::new(if on { "mfa.email_enabled" } else { "mfa.email_disabled" })
-        .actor(&me.user.username)
-        .target(&me.user.username)
-        .ip(Some(me.ip.clone()));
-    state
-        .db
-        .write(move |c| {
-            if on {
-                let verified = db::users::find_by_id(c, uid)?
-                    .is_some_and(|u| u.email_verified && u.email.is_some_and(|e| !e.trim().is_empty()));
-                if !verified {
-                    return Ok(Err(Refused::NoVerifiedEmail));
-                }
-                if db::mfa::enabled(c, uid)? || !db::passkeys::list_for_user(c, uid)?.is_empty() {
-                    return Ok(Err(Refused::OtherFactor));
-                }
-            } else {
-                email_tokens::void_for_user(c, uid, &[email_tokens::MFA], now)?;
-            }
-            db::users::set_email_mfa(c, uid, on)?;
-            event.write(c, now)?;
-            Ok(Ok(()))
-        })
-        .await
 }
 
 #[cfg(test)]

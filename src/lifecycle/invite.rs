@@ -7,18 +7,20 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{link_token, queue, Queued};
+use super::link_token;
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
 use crate::config::{Settings, Signup};
+use crate::context::Ctx;
 use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::random::random_id;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
+use crate::i18n::Messages;
 use crate::mail::message::Message;
-use crate::state::AppState;
+use crate::mail::outbox::{queue, Mail, Queued};
 
 /// How long an invitation link works.
 pub const LIFETIME: i64 = 7 * 24 * 3600;
@@ -59,11 +61,12 @@ pub struct Created {
     pub queued: Queued,
 }
 
-/// Stores the invitation and queues its mail, inside the caller's transaction (the
-/// audit entry is the caller's, who knows the actor).
+/// Stores the invitation and queues its mail (in `mail`'s language), inside the
+/// caller's transaction (the audit entry is the caller's, who knows the actor).
 pub fn create_in(
     conn: &Tx<'_>,
     settings: &Settings,
+    mail: &Mail,
     issuer: &str,
     email: &Email,
     grants: &Grants,
@@ -87,7 +90,7 @@ pub fn create_in(
         now,
     )?;
     let link = format!("{issuer}/invite?token={}", secret.expose());
-    let t = crate::i18n::t();
+    let t = mail.t;
     let body = if grants.admin {
         t.mail_invite_admin
     } else {
@@ -100,7 +103,7 @@ pub fn create_in(
         message = message.paragraph(t.mail_invite_passkey.to_string());
     }
     let message = message.action(t.mail_invite_action, &link).after(t.mail_invite_after);
-    let queued = queue(conn, settings, email.as_str(), None, "invite", &message, now)?;
+    let queued = queue(conn, mail, email.as_str(), None, "invite", &message, now)?;
     Ok(Created {
         id,
         email: email.as_str().to_string(),
@@ -170,15 +173,15 @@ fn digest_of(token: &str) -> Option<TokenHash> {
     (!token.is_empty() && token.len() <= 128).then(|| TokenHash::of(token))
 }
 
-pub async fn open(state: &AppState, token: &str) -> Result<Opened, DbError> {
-    if !enabled(&state.settings) {
+pub async fn open(cx: &Ctx<'_>, token: &str) -> Result<Opened, DbError> {
+    if !enabled(cx.settings) {
         return Ok(Opened::Off);
     }
     let Some(digest) = digest_of(token) else {
         return Ok(Opened::Dead);
     };
-    let now = state.clock.now();
-    let found = state
+    let now = cx.now;
+    let found = cx
         .db
         .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
         .await?;
@@ -212,8 +215,7 @@ pub enum Accepted {
 }
 
 /// The refusal of a username an account has, or one that looks like an account's.
-fn taken(why: super::Unavailable) -> Problems {
-    let t = crate::i18n::t();
+fn taken(t: &Messages, why: super::Unavailable) -> Problems {
     let message = match why {
         super::Unavailable::Taken => t.acct_error_username_taken_choose,
         super::Unavailable::LooksLike => t.acct_error_username_lookalike,
@@ -256,13 +258,12 @@ fn check_username(username: &str, invited: &str) -> Problems {
 }
 
 /// The live invitation a link names.
-async fn live(state: &AppState, token: &str) -> Result<Option<email_tokens::Token>, DbError> {
+async fn live(cx: &Ctx<'_>, token: &str) -> Result<Option<email_tokens::Token>, DbError> {
     let Some(digest) = digest_of(token) else {
         return Ok(None);
     };
-    let now = state.clock.now();
-    state
-        .db
+    let now = cx.now;
+    cx.db
         .read(move |c| email_tokens::find(c, &digest, email_tokens::INVITE, now))
         .await
 }
@@ -277,14 +278,14 @@ enum Credential {
 /// Accepts an invitation: the account is created with the invited address (verified:
 /// the link proved it), its groups and role, and the link is spent, all in one
 /// transaction; of two parallel acceptances one wins.
-pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, Internal> {
-    if !enabled(&state.settings) {
+pub async fn accept(cx: &Ctx<'_>, choice: &Choice<'_>) -> Result<Accepted, Internal> {
+    if !enabled(cx.settings) {
         return Ok(Accepted::Off);
     }
-    let Some(token) = live(state, choice.token).await? else {
+    let Some(token) = live(cx, choice.token).await? else {
         return Ok(Accepted::Dead);
     };
-    if state.settings.passkey_mode.passkey_only() {
+    if cx.settings.passkey_mode.passkey_only() {
         // A form made up to set a password where the deployment gives none.
         return Ok(Accepted::Invalid(passkey_problem(crate::i18n::t().acct_passkey_only)));
     }
@@ -293,22 +294,22 @@ pub async fn accept(state: &AppState, choice: &Choice<'_>) -> Result<Accepted, I
         return Ok(Accepted::Invalid(problems));
     }
     // Hashed before the transaction: nothing slow under the write lock.
-    let hash = state.hasher.hash(choice.password).await?;
-    create(state, token, choice, Credential::Password(hash)).await
+    let hash = cx.hasher.hash(choice.password).await?;
+    create(cx, token, choice, Credential::Password(hash)).await
 }
 
 /// The options of the passkey an invitee makes instead of a password, for the
 /// username they chose (checked now, and again when the account is made). The
 /// account's subject is chosen here and bound to the challenge.
 pub async fn passkey_options(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     username: &str,
 ) -> Result<Result<Value, Accepted>, PasskeyError> {
-    if !enabled(&state.settings) {
+    if !enabled(cx.settings) {
         return Ok(Err(Accepted::Off));
     }
-    let Some(invitation) = live(state, token).await? else {
+    let Some(invitation) = live(cx, token).await? else {
         return Ok(Err(Accepted::Dead));
     };
     let problems = check_username(username, &invitation.email);
@@ -317,8 +318,8 @@ pub async fn passkey_options(
     }
     let name = chosen(username);
     let lookup = name.clone();
-    if let Some(why) = state.db.read(move |c| super::username_unavailable(c, &lookup)).await? {
-        return Ok(Err(Accepted::Invalid(taken(why))));
+    if let Some(why) = cx.db.read(move |c| super::username_unavailable(c, &lookup)).await? {
+        return Ok(Err(Accepted::Invalid(taken(crate::i18n::t(), why))));
     }
     let Some(link) = digest_of(token) else {
         return Ok(Err(Accepted::Dead));
@@ -330,42 +331,43 @@ pub async fn passkey_options(
         username: &name,
         user_id: None,
     };
-    Ok(Ok(passkeys::enrolment_options(&state.ctx(), &who).await?))
+    Ok(Ok(passkeys::enrolment_options(cx, &who).await?))
 }
 
 /// Accepts an invitation with a passkey instead of a password: the account (with no
 /// password) and its passkey are made together, with the subject the ceremony was
 /// started for, and the link is spent in the same transaction.
-pub async fn accept_with_passkey(state: &AppState, choice: &Choice<'_>, made: Made) -> Result<Accepted, Internal> {
-    if !enabled(&state.settings) {
+pub async fn accept_with_passkey(cx: &Ctx<'_>, choice: &Choice<'_>, made: Made) -> Result<Accepted, Internal> {
+    if !enabled(cx.settings) {
         return Ok(Accepted::Off);
     }
-    let Some(token) = live(state, choice.token).await? else {
+    let Some(token) = live(cx, choice.token).await? else {
         return Ok(Accepted::Dead);
     };
     let problems = check_username(choice.username, &token.email);
     if !problems.is_empty() {
         return Ok(Accepted::Invalid(problems));
     }
-    create(state, token, choice, Credential::Passkey(Box::new(made))).await
+    create(cx, token, choice, Credential::Passkey(Box::new(made))).await
 }
 
 async fn create(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: email_tokens::Token,
     choice: &Choice<'_>,
     credential: Credential,
 ) -> Result<Accepted, Internal> {
     let grants = Grants::of(&token);
-    let now = state.clock.now();
+    let now = cx.now;
     let username = chosen(choice.username);
     let (name, ip) = (username.clone(), choice.ip.clone());
     let link = digest_of(choice.token);
-    let written = state
+    let t = crate::i18n::t();
+    let written = cx
         .db
         .write(move |c| {
             if let Some(why) = super::username_unavailable(c, &name)? {
-                return Ok(Accepted::Invalid(taken(why)));
+                return Ok(Accepted::Invalid(taken(t, why)));
             }
             let (sub, hash, made) = match &credential {
                 Credential::Password(hash) => (random_id(), hash.as_str(), None),
@@ -375,14 +377,10 @@ async fn create(
                         None => None,
                     };
                     let Some(sub) = spent else {
-                        return Ok(Accepted::Invalid(passkey_problem(
-                            crate::i18n::t().acct_passkey_expired,
-                        )));
+                        return Ok(Accepted::Invalid(passkey_problem(t.acct_passkey_expired)));
                     };
                     if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
-                        return Ok(Accepted::Invalid(passkey_problem(
-                            crate::i18n::t().acct_passkey_registered,
-                        )));
+                        return Ok(Accepted::Invalid(passkey_problem(t.acct_passkey_registered)));
                     }
                     (sub, NO_PASSWORD, Some(made))
                 }
@@ -428,7 +426,7 @@ async fn create(
         .await;
     match written {
         Ok(a) => Ok(a),
-        Err(DbError::Conflict) => Ok(Accepted::Invalid(taken(super::Unavailable::Taken))),
+        Err(DbError::Conflict) => Ok(Accepted::Invalid(taken(t, super::Unavailable::Taken))),
         Err(e) => Err(e.into()),
     }
 }

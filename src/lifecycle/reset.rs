@@ -14,15 +14,15 @@ use serde_json::Value;
 
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
-use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::password::NO_PASSWORD;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
-use crate::state::AppState;
+use crate::mail::outbox::{self, greeting, queue_or_decoy, Mail, Queued};
 
-use super::{link_token, queue_or_decoy, wake, Queued};
+use super::{link_token, wake};
 
 /// How long a reset link works.
 pub const LINK_TTL: i64 = 3600;
@@ -35,18 +35,21 @@ pub struct Asked {
     pseudonym: String,
     link: String,
     digest: TokenHash,
+    /// The request's language and the outbox's settings.
+    mail: Mail,
     now: i64,
 }
 
 impl Asked {
-    pub fn new(state: &AppState, who: &str, ip: &str) -> Self {
+    pub fn new(cx: &Ctx<'_>, who: &str, ip: &str) -> Self {
         let who = who.trim().chars().take(256).collect::<String>();
         let (secret, digest) = link_token();
         Self {
-            link: state.url(&format!("/password/reset?token={}", secret.expose())),
-            pseudonym: state.log_key.pseudonym(&who),
+            link: cx.url(&format!("/password/reset?token={}", secret.expose())),
+            pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
-            now: state.clock.now(),
+            mail: Mail::new(cx.settings),
+            now: cx.now,
             digest,
             who,
         }
@@ -55,12 +58,11 @@ impl Asked {
 
 /// Asks for a reset link for `who` (a username or an email address). The caller shows
 /// the same page whatever happens here.
-pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Internal> {
-    let asked = Asked::new(state, who, ip);
-    let settings = state.settings.clone();
-    let queued = state.db.write(move |c| request_in(c, &settings, &asked)).await?;
+pub async fn request(cx: &Ctx<'_>, who: &str, ip: &str) -> Result<(), Internal> {
+    let asked = Asked::new(cx, who, ip);
+    let queued = cx.db.write(move |c| request_in(c, &asked)).await?;
     if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(())
 }
@@ -72,13 +74,14 @@ pub async fn request(state: &AppState, who: &str, ip: &str) -> Result<(), Intern
 /// matched. Without a match the token is a decoy that names no account (so no link
 /// opens it), filed under a pseudonym of what was typed (it may be a password typed
 /// into the wrong box).
-pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queued, DbError> {
+pub fn request_in(c: &Tx<'_>, asked: &Asked) -> Result<Queued, DbError> {
     let Asked {
         who,
         ip,
         pseudonym,
         link,
         digest,
+        mail,
         now,
     } = asked;
     let now = *now;
@@ -91,14 +94,9 @@ pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queu
         let email = u.email.clone().filter(|e| !e.is_empty())?;
         Some((u, email))
     });
-    let t = crate::i18n::t();
+    let t = mail.t;
     let (to, user_id, name, greeting) = match &target {
-        Some((user, email)) => (
-            email.as_str(),
-            Some(user.id),
-            user.username.as_str(),
-            super::greeting(user),
-        ),
+        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(t, user)),
         None => (
             pseudonym.as_str(),
             None,
@@ -110,7 +108,7 @@ pub fn request_in(c: &Tx<'_>, settings: &Settings, asked: &Asked) -> Result<Queu
         .paragraph(t.fill2(t.mail_reset, "ip", ip, "username", name))
         .action(t.mail_reset_action, link)
         .after(t.mail_reset_after);
-    let queued = queue_or_decoy(c, settings, to, user_id, "reset", &message, target.is_some(), now)?;
+    let queued = queue_or_decoy(c, mail, to, user_id, "reset", &message, target.is_some(), now)?;
     let (user_id, email, actor) = match (&target, queued) {
         (Some((user, email)), Queued::Yes) => (Some(user.id), email.as_str(), user.username.as_str()),
         _ => (None, pseudonym.as_str(), pseudonym.as_str()),
@@ -164,20 +162,20 @@ pub struct Form {
 }
 
 /// What a live reset link's form asks for, or `None` when it is dead.
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<Form>, Internal> {
-    Ok(holder(state, token).await?.map(|h| Form {
+pub async fn usable(cx: &Ctx<'_>, token: &str) -> Result<Option<Form>, Internal> {
+    Ok(holder(cx, token).await?.map(|h| Form {
         kind: h.kind,
         code: h.totp,
     }))
 }
 
-async fn holder(state: &AppState, token: &str) -> Result<Option<Holder>, Internal> {
+async fn holder(cx: &Ctx<'_>, token: &str) -> Result<Option<Holder>, Internal> {
     if token.is_empty() || token.len() > 128 {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let passkey_only = state.settings.passkey_mode.passkey_only();
-    Ok(state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let passkey_only = cx.settings.passkey_mode.passkey_only();
+    Ok(cx
         .db
         .read(move |c| {
             let Some(uid) = email_tokens::find(c, &digest, email_tokens::RESET, now)?.and_then(|t| t.user_id) else {
@@ -221,13 +219,13 @@ pub enum Outcome {
 /// logout and every grant is revoked, offline ones included, as after an
 /// administrator's reset. A second factor stays enrolled and is asked at the next
 /// sign-in.
-pub async fn finish(state: &AppState, token: &str, new: &Chosen<'_>, ip: &str) -> Result<Outcome, Internal> {
+pub async fn finish(cx: &Ctx<'_>, token: &str, new: &Chosen<'_>, ip: &str) -> Result<Outcome, Internal> {
     let Chosen {
         password,
         confirm,
         code,
     } = *new;
-    let Some(holder) = holder(state, token).await? else {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(Outcome::Dead);
     };
     if holder.kind == Kind::Passkey {
@@ -243,16 +241,16 @@ pub async fn finish(state: &AppState, token: &str, new: &Chosen<'_>, ip: &str) -
             crate::i18n::t().acct_error_passwords_differ.into(),
         ));
     }
-    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+    if let Some(refused) = second_factor(cx, &holder, code, ip).await? {
         return Ok(refused);
     }
-    let hash = state.hasher.hash(password).await?;
-    spend(state, token, ip, Replacement::Password(hash)).await
+    let hash = cx.hasher.hash(password).await?;
+    spend(cx, token, ip, Replacement::Password(hash)).await
 }
 
 /// The options of the passkey a reset makes, for the link's account.
-pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
-    let Some(holder) = holder(state, token).await? else {
+pub async fn passkey_options(cx: &Ctx<'_>, token: &str) -> Result<Option<Value>, PasskeyError> {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(None);
     };
     let link = TokenHash::of(token);
@@ -262,26 +260,26 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &holder.username,
         user_id: Some(holder.id),
     };
-    Ok(Some(passkeys::enrolment_options(&state.ctx(), &who).await?))
+    Ok(Some(passkeys::enrolment_options(cx, &who).await?))
 }
 
 /// Resets with a passkey made through the link: it is added and the account's password,
 /// if it had one, is removed (the passkey replaces it), with everything else a reset
 /// does. `code` is the authenticator app's, for an account that has one.
 pub async fn finish_with_passkey(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     made: Made,
     code: &str,
     ip: &str,
 ) -> Result<Outcome, Internal> {
-    let Some(holder) = holder(state, token).await? else {
+    let Some(holder) = holder(cx, token).await? else {
         return Ok(Outcome::Dead);
     };
-    if let Some(refused) = second_factor(state, &holder, code, ip).await? {
+    if let Some(refused) = second_factor(cx, &holder, code, ip).await? {
         return Ok(refused);
     }
-    spend(state, token, ip, Replacement::Passkey(Box::new(made))).await
+    spend(cx, token, ip, Replacement::Passkey(Box::new(made))).await
 }
 
 /// What the reset form's password fields and second-factor code hold.
@@ -296,8 +294,9 @@ pub struct Chosen<'a> {
 /// The account's authenticator app, asked as at sign-in (a wrong code counts toward
 /// the lockout, a locked account is refused, `mfa.ok`/`mfa.failed` audited): `None`
 /// when it passed or the account has none, else the form's answer.
-async fn second_factor(state: &AppState, holder: &Holder, code: &str, ip: &str) -> Result<Option<Outcome>, Internal> {
-    use crate::auth::mfa::{self, MfaError, SecondFactor};
+async fn second_factor(cx: &Ctx<'_>, holder: &Holder, code: &str, ip: &str) -> Result<Option<Outcome>, Internal> {
+    use super::second_factor::{second_factor, SecondFactor};
+    use crate::auth::mfa::MfaError;
     if !holder.totp {
         return Ok(None);
     }
@@ -305,7 +304,7 @@ async fn second_factor(state: &AppState, holder: &Holder, code: &str, ip: &str) 
     if code.trim().is_empty() {
         return Ok(Some(Outcome::Invalid("code", t.mfa_app_lead.into())));
     }
-    match mfa::second_factor(state, holder.id, code, ip).await {
+    match second_factor(cx, holder.id, code, ip).await {
         Ok(SecondFactor::Passed { .. }) => Ok(None),
         Ok(SecondFactor::Wrong { .. }) => Ok(Some(Outcome::Invalid("code", t.mfa_wrong_app.into()))),
         Ok(SecondFactor::Locked { .. }) => Ok(Some(Outcome::Invalid(
@@ -323,11 +322,11 @@ enum Replacement {
     Passkey(Box<Made>),
 }
 
-async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let settings = state.settings.clone();
+async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<Outcome, Internal> {
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let mail = Mail::new(cx.settings);
     let ip = ip.to_string();
-    let done = state
+    let done = cx
         .db
         .write(move |c| {
             let Some(t) = email_tokens::find(c, &digest, email_tokens::RESET, now)? else {
@@ -344,7 +343,7 @@ async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Res
                 return Ok(Outcome::Dead);
             }
             if let Replacement::Passkey(made) = &new {
-                let t = crate::i18n::t();
+                let t = mail.t;
                 if passkeys::spend_enrolment(c, made, &digest, now)?.as_deref() != Some(user.sub.as_str()) {
                     return Ok(Outcome::Invalid("passkey", t.acct_passkey_expired.into()));
                 }
@@ -385,25 +384,18 @@ async fn spend(state: &AppState, token: &str, ip: &str, new: Replacement) -> Res
                 .ip(Some(ip.as_str()))
                 .detail(serde_json::json!({ "method": method }))
                 .write(c, now)?;
-            let t = crate::i18n::t();
+            let t = mail.t;
             let (subject, said) = match method {
                 "passkey" => (t.mail_passkey_reset_subject, t.mail_passkey_reset),
                 _ => (t.mail_password_changed_subject, t.mail_password_reset),
             };
-            super::notify(
-                c,
-                &settings,
-                &user,
-                subject,
-                &t.fill(said, "username", &user.username),
-                now,
-            )?;
+            outbox::notify(c, &mail, &user, subject, &t.fill(said, "username", &user.username), now)?;
             Ok(Outcome::Done(user.username))
         })
         .await?;
     if matches!(done, Outcome::Done(_)) {
-        wake(state);
-        state.logout_wakeup.notify_one();
+        wake(cx);
+        cx.logout_wakeup.notify_one();
     }
     Ok(done)
 }

@@ -7,15 +7,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use super::{greeting, link_token, queue_or_decoy, six_digit_code, wake, Queued};
+use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
-use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::{Secret, TokenHash};
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
+use crate::mail::outbox::{greeting, queue_or_decoy, Mail, Queued};
 use crate::signin::{Parked, Pending};
-use crate::state::AppState;
 
 /// How long the link and the code work.
 pub const TTL: i64 = 15 * 60;
@@ -70,15 +70,15 @@ impl Repark {
     }
 }
 
-fn locked(c: &Tx<'_>, settings: &Settings, user_id: i64, now: i64) -> Result<bool, DbError> {
-    Ok(settings.lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
+fn locked(c: &Tx<'_>, lockout: bool, user_id: i64, now: i64) -> Result<bool, DbError> {
+    Ok(lockout && db::users::lock_state(c, user_id)?.locked_until.is_some_and(|t| t > now))
 }
 
 /// The account `who` names if it may be mailed a sign-in: enabled, with an address,
 /// not locked, not waiting for verification. Text with an `@` is an address and is
 /// looked up as one only: a username that looks like someone's address (made before
 /// such names were refused) must not receive that person's links.
-fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
+fn eligible(c: &Tx<'_>, lockout: bool, who: &str, now: i64) -> Result<Option<(User, String)>, DbError> {
     let user = if who.contains('@') {
         db::users::find_by_email(c, who)?
     } else {
@@ -90,7 +90,7 @@ fn eligible(c: &Tx<'_>, settings: &Settings, who: &str, now: i64) -> Result<Opti
     let Some(email) = user.email.clone().filter(|e| !e.trim().is_empty()) else {
         return Ok(None);
     };
-    if locked(c, settings, user.id, now)? || db::users::lifecycle(c, user.id)?.must_verify {
+    if locked(c, lockout, user.id, now)? || db::users::lifecycle(c, user.id)?.must_verify {
         return Ok(None);
     }
     Ok(Some((user, email)))
@@ -165,12 +165,18 @@ pub struct Sending {
     decoy_key: String,
     /// Names the decoy mail and the audit entry without keeping what was typed.
     pseudonym: String,
+    /// The request's language and the outbox's settings.
+    mail: Mail,
+    /// `--lockout`: a locked account is not mailed.
+    lockout: bool,
+    /// How long a parked sign-in lives (`--login-request-lifetime`).
+    login_request: i64,
     now: i64,
 }
 
 impl Sending {
     pub fn new(
-        state: &AppState,
+        cx: &Ctx<'_>,
         request_id: &str,
         pending: &Pending,
         browser: &TokenHash,
@@ -184,13 +190,16 @@ impl Sending {
             old: TokenHash::of(request_id),
             browser: *browser,
             repark: Repark::new(),
-            link: state.url(&format!("/login/email/link?token={}", secret.expose())),
+            link: cx.url(&format!("/login/email/link?token={}", secret.expose())),
             digest,
             code: six_digit_code(),
             decoy_key: format!("unknown:{}", crate::crypto::sha256_b64(who.to_lowercase().as_bytes())),
-            pseudonym: state.log_key.pseudonym(&who),
+            pseudonym: cx.log_key.pseudonym(&who),
             ip: ip.to_string(),
-            now: state.clock.now(),
+            mail: Mail::new(cx.settings),
+            lockout: cx.settings.lockout,
+            login_request: cx.settings.lifetimes.login_request,
+            now: cx.now,
             who,
         })
     }
@@ -200,21 +209,20 @@ impl Sending {
 /// token lives) under the names the code form carries. `None`: the parked request
 /// was already used. The caller resumed `request_id` for this browser first.
 pub async fn send(
-    state: &AppState,
+    cx: &Ctx<'_>,
     request_id: &str,
     pending: &Pending,
     browser: &TokenHash,
     who: &str,
     ip: &str,
 ) -> Result<Option<Parked>, Internal> {
-    let sending = Sending::new(state, request_id, pending, browser, who, ip)?;
-    let settings = state.settings.clone();
-    let outcome = state.db.write(move |c| send_in(c, &settings, sending)).await?;
+    let sending = Sending::new(cx, request_id, pending, browser, who, ip)?;
+    let outcome = cx.db.write(move |c| send_in(c, sending)).await?;
     let Some((queued, parked)) = outcome else {
         return Ok(None);
     };
     if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
     }
     Ok(Some(parked))
 }
@@ -223,17 +231,17 @@ pub async fn send(
 /// page follows and the same writes are made: the mail is rendered and stored (for no
 /// account, a decoy that is never sent: `queue_or_decoy`), a token is stored (for no
 /// account, a decoy that no code opens) and an audit entry written.
-pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Queued, Parked)>, DbError> {
+pub fn send_in(c: &Tx<'_>, s: Sending) -> Result<Option<(Queued, Parked)>, DbError> {
     let now = s.now;
     if !db::sessions::consume_login_request(c, &s.old, now)?.won() {
         return Ok(None);
     }
-    let expires_at = now + TTL.max(settings.lifetimes.login_request);
+    let expires_at = now + TTL.max(s.login_request);
     s.repark.insert(c, &s.params, &s.browser, now, expires_at)?;
-    let account = eligible(c, settings, &s.who, now)?;
-    let t = crate::i18n::t();
+    let account = eligible(c, s.lockout, &s.who, now)?;
+    let t = s.mail.t;
     let (to, user_id, name, hello) = match &account {
-        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(user)),
+        Some((user, email)) => (email.as_str(), Some(user.id), user.username.as_str(), greeting(t, user)),
         None => (
             s.pseudonym.as_str(),
             None,
@@ -247,7 +255,7 @@ pub fn send_in(c: &Tx<'_>, settings: &Settings, s: Sending) -> Result<Option<(Qu
         .code(&s.code)
         .after(t.mail_signin_after)
         .after(t.mail_signin_ignore);
-    let queued = queue_or_decoy(c, settings, to, user_id, "signin", &message, account.is_some(), now)?;
+    let queued = queue_or_decoy(c, &s.mail, to, user_id, "signin", &message, account.is_some(), now)?;
     let owner = account.as_ref().filter(|_| queued == Queued::Yes);
     email_tokens::create(
         c,
@@ -287,10 +295,10 @@ pub enum CodeCheck {
 
 /// Checks the code typed on the page of the parked request `request_id` (which the
 /// caller resumed for this browser).
-pub async fn check_code(state: &AppState, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
-    let (request, now) = (TokenHash::of(request_id), state.clock.now());
-    let (code, settings) = (code.to_string(), state.settings.clone());
-    let outcome = state
+pub async fn check_code(cx: &Ctx<'_>, request_id: &str, code: &str) -> Result<CodeCheck, Internal> {
+    let (request, now) = (TokenHash::of(request_id), cx.now);
+    let (code, lockout) = (code.to_string(), cx.settings.lockout);
+    let outcome = cx
         .db
         .write(move |c| {
             let Some(t) = email_tokens::find_by_request(c, &request, email_tokens::SIGNIN, now)? else {
@@ -320,7 +328,7 @@ pub async fn check_code(state: &AppState, request_id: &str, code: &str) -> Resul
                 }
                 return Ok(CodeCheck::Wrong);
             };
-            if locked(c, &settings, user.id, now)? {
+            if locked(c, lockout, user.id, now)? {
                 return Ok(CodeCheck::Locked(user));
             }
             if !email_tokens::claim(c, t.id, now)?.won() {
@@ -390,12 +398,12 @@ fn token_digest(token: &str) -> Option<TokenHash> {
     (!token.is_empty() && token.len() <= 128).then(|| TokenHash::of(token))
 }
 
-pub async fn open_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkView, Internal> {
+pub async fn open_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) -> Result<LinkView, Internal> {
     let Some(digest) = token_digest(token) else {
         return Ok(LinkView::Dead);
     };
-    let (browser, now) = (browser.copied(), state.clock.now());
-    let b = state.db.read(move |c| bound(c, &digest, browser.as_ref(), now)).await?;
+    let (browser, now) = (browser.copied(), cx.now);
+    let b = cx.db.read(move |c| bound(c, &digest, browser.as_ref(), now)).await?;
     Ok(match b {
         Bound::Live(live) => LinkView::Confirm(live.user.username),
         Bound::OtherBrowser => LinkView::OtherBrowser,
@@ -422,13 +430,14 @@ pub enum LinkUse {
 
 /// Spends a link opened in the browser that asked for it: the token is claimed and
 /// the parked request swapped for a fresh one, in one transaction.
-pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>) -> Result<LinkUse, Internal> {
+pub async fn use_link(cx: &Ctx<'_>, token: &str, browser: Option<&TokenHash>) -> Result<LinkUse, Internal> {
     let Some(digest) = token_digest(token) else {
         return Ok(LinkUse::Dead);
     };
-    let (browser, now, settings) = (browser.copied(), state.clock.now(), state.settings.clone());
+    let (browser, now) = (browser.copied(), cx.now);
+    let (lockout, login_request) = (cx.settings.lockout, cx.settings.lifetimes.login_request);
     let repark = Repark::new();
-    let outcome = state
+    let outcome = cx
         .db
         .write(move |c| {
             let Live {
@@ -442,7 +451,7 @@ pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>
                 Bound::OtherBrowser => return Ok(LinkUse::OtherBrowser),
                 Bound::Dead => return Ok(LinkUse::Dead),
             };
-            if locked(c, &settings, user.id, now)? {
+            if locked(c, lockout, user.id, now)? {
                 return Ok(LinkUse::Locked(user.username));
             }
             let Ok(pending) = serde_json::from_str::<Pending>(&params) else {
@@ -453,7 +462,7 @@ pub async fn use_link(state: &AppState, token: &str, browser: Option<&TokenHash>
             {
                 return Ok(LinkUse::Dead);
             }
-            repark.insert(c, &params, &browser, now, now + settings.lifetimes.login_request)?;
+            repark.insert(c, &params, &browser, now, now + login_request)?;
             Ok(LinkUse::Continue(Box::new(Continued {
                 parked: repark.parked,
                 pending,

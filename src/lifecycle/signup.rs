@@ -7,16 +7,18 @@ use serde_json::json;
 
 use crate::audit::Event;
 use crate::config::{Settings, Signup};
+use crate::context::Ctx;
 use crate::crypto::random::random_id;
 use crate::crypto::TokenHash;
 use crate::db::{self, users::NewUser, DbError, Tx};
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
+use crate::i18n::Messages;
 use crate::mail::message::Message;
-use crate::state::AppState;
+use crate::mail::outbox::{greeting, queue, Mail};
 
 use super::verify::{self, Link, Reason};
-use super::{queue, wake};
+use super::wake;
 
 /// Whether anyone may sign up: `open`, and mail on, since an address that cannot be
 /// verified cannot sign in (`Settings::load` refuses `open` without SMTP; settings
@@ -120,8 +122,7 @@ fn check(settings: &Settings, form: &Form<'_>) -> Result<Checked, Problems> {
 }
 
 /// The refusal of a username an account has, or one that looks like an account's.
-fn taken(why: super::Unavailable) -> Problems {
-    let t = crate::i18n::t();
+fn taken(t: &Messages, why: super::Unavailable) -> Problems {
     let message = match why {
         super::Unavailable::Taken => t.acct_error_username_taken,
         super::Unavailable::LooksLike => t.acct_error_username_lookalike,
@@ -136,35 +137,30 @@ fn taken(why: super::Unavailable) -> Problems {
 /// its owner is mailed instead and the answer is the one of a sign-up. Both paths hash
 /// the password (or, with a passkey instead, neither does) and make one write, so the
 /// timing does not tell them apart either.
-pub async fn submit(
-    state: &AppState,
-    form: Form<'_>,
-    request: Option<TokenHash>,
-    ip: &str,
-) -> Result<Outcome, Internal> {
-    let checked = match check(&state.settings, &form) {
+pub async fn submit(cx: &Ctx<'_>, form: Form<'_>, request: Option<TokenHash>, ip: &str) -> Result<Outcome, Internal> {
+    let checked = match check(cx.settings, &form) {
         Ok(c) => c,
         Err(problems) => return Ok(Outcome::Invalid(problems)),
     };
     let password_hash = if form.passkey {
         crate::crypto::password::NO_PASSWORD.to_string()
     } else {
-        state.hasher.hash(form.password).await?
+        cx.hasher.hash(form.password).await?
     };
-    let link = Link::new(state);
-    let forgot = state.url("/password/forgot");
-    let (settings, now, ip) = (state.settings.clone(), state.clock.now(), ip.to_string());
-    let outcome = state
+    let link = Link::new(cx);
+    let forgot = cx.url("/password/forgot");
+    let (mail, now, ip) = (Mail::new(cx.settings), cx.now, ip.to_string());
+    let outcome = cx
         .db
         .write(move |c| {
             // The username first, whatever the address: "taken" must not depend on it.
             if let Some(why) = super::username_unavailable(c, checked.username.as_str())? {
-                return Ok(Outcome::Invalid(taken(why)));
+                return Ok(Outcome::Invalid(taken(mail.t, why)));
             }
             if db::users::email_taken(c, checked.email.as_str())? {
                 // Told when one account has it; two sharing it are left alone.
                 if let Some(owner) = db::users::find_by_email(c, checked.email.as_str())? {
-                    tell_owner(c, &settings, &owner, &forgot, &ip, now)?;
+                    tell_owner(c, &mail, &owner, &forgot, &ip, now)?;
                 }
                 return Ok(Outcome::Sent);
             }
@@ -179,7 +175,7 @@ pub async fn submit(
             };
             let id = match db::users::insert(c, &new) {
                 Ok(id) => id,
-                Err(DbError::Conflict) => return Ok(Outcome::Invalid(taken(super::Unavailable::Taken))),
+                Err(DbError::Conflict) => return Ok(Outcome::Invalid(taken(mail.t, super::Unavailable::Taken))),
                 Err(e) => return Err(e),
             };
             db::users::set_must_verify(c, id, true)?;
@@ -194,7 +190,7 @@ pub async fn submit(
                 .write(c, now)?;
             verify::send_in(
                 c,
-                &settings,
+                &mail,
                 &link,
                 &user,
                 checked.email.as_str(),
@@ -206,7 +202,7 @@ pub async fn submit(
         })
         .await?;
     if matches!(outcome, Outcome::Sent) {
-        wake(state);
+        wake(cx);
     }
     Ok(outcome)
 }
@@ -215,7 +211,7 @@ pub async fn submit(
 /// `account.signup_refused` for the administrators (who see addresses anyway).
 fn tell_owner(
     conn: &Tx<'_>,
-    settings: &Settings,
+    mail: &Mail,
     owner: &db::users::User,
     forgot: &str,
     ip: &str,
@@ -224,12 +220,12 @@ fn tell_owner(
     let Some(to) = owner.email.as_deref() else {
         return Ok(());
     };
-    let t = crate::i18n::t();
-    let message = Message::new(t.mail_signup_taken_subject, super::greeting(owner))
+    let t = mail.t;
+    let message = Message::new(t.mail_signup_taken_subject, greeting(t, owner))
         .paragraph(t.fill2(t.mail_signup_taken, "ip", ip, "username", &owner.username))
         .action(t.mail_signup_taken_action, forgot)
         .after(t.mail_signup_taken_after);
-    queue(conn, settings, to, Some(owner.id), "signup-taken", &message, now)?;
+    queue(conn, mail, to, Some(owner.id), "signup-taken", &message, now)?;
     Event::new("account.signup_refused")
         .actor("signup")
         .target(&owner.username)

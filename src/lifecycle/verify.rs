@@ -16,15 +16,15 @@ use serde_json::{json, Value};
 
 use crate::audit::Event;
 use crate::auth::passkeys::{self, Made, PasskeyError};
-use crate::config::Settings;
+use crate::context::Ctx;
 use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
+use crate::mail::outbox::{self, greeting, queue, Mail, Queued};
 use crate::signin::Pending;
-use crate::state::AppState;
 
-use super::{link_token, queue, wake, Queued};
+use super::{link_token, wake};
 
 /// How long a verification link works.
 pub const LINK_TTL: i64 = 24 * 3600;
@@ -39,11 +39,11 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(state: &AppState) -> Self {
+    pub fn new(cx: &Ctx<'_>) -> Self {
         let (secret, digest) = link_token();
         Self {
             digest,
-            url: state.url(&format!("/email/verify?token={}", secret.expose())),
+            url: cx.url(&format!("/email/verify?token={}", secret.expose())),
         }
     }
 }
@@ -56,14 +56,14 @@ pub enum Reason {
     SignIn,
 }
 
-fn message(reason: Reason, user: &User, url: &str) -> Message {
-    let t = crate::i18n::t();
+fn message(mail: &Mail, reason: Reason, user: &User, url: &str) -> Message {
+    let t = mail.t;
     let (subject, why) = match reason {
         Reason::SignUp => (t.mail_verify_signup_subject, t.mail_verify_signup),
         Reason::Changed => (t.mail_verify_change_subject, t.mail_verify_change),
         Reason::SignIn => (t.mail_verify_signin_subject, t.mail_verify_signin),
     };
-    Message::new(subject, super::greeting(user))
+    Message::new(subject, greeting(t, user))
         .paragraph(t.fill(why, "username", &user.username))
         .action(t.mail_verify_action, url)
         .after(t.mail_verify_after)
@@ -103,7 +103,7 @@ fn request_of(data: &str) -> Option<TokenHash> {
 #[allow(clippy::too_many_arguments)]
 pub fn send_in(
     conn: &Tx<'_>,
-    settings: &Settings,
+    mail: &Mail,
     link: &Link,
     user: &User,
     to: &str,
@@ -111,26 +111,26 @@ pub fn send_in(
     request: Option<&TokenHash>,
     now: i64,
 ) -> Result<Queued, DbError> {
-    store(conn, settings, link, user, to, reason, request, &data(request), now)
+    store(conn, mail, link, user, to, reason, request, &data(request), now)
 }
 
 /// Queues the link to a pending new address `to` (the record keeps the old one until then).
 pub fn send_change_in(
     conn: &Tx<'_>,
-    settings: &Settings,
+    mail: &Mail,
     link: &Link,
     user: &User,
     to: &str,
     now: i64,
 ) -> Result<Queued, DbError> {
     let data = change_data(user.email.as_deref());
-    store(conn, settings, link, user, to, Reason::Changed, None, &data, now)
+    store(conn, mail, link, user, to, Reason::Changed, None, &data, now)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn store(
     conn: &Tx<'_>,
-    settings: &Settings,
+    mail: &Mail,
     link: &Link,
     user: &User,
     to: &str,
@@ -145,11 +145,11 @@ fn store(
     }
     let queued = queue(
         conn,
-        settings,
+        mail,
         to,
         Some(user.id),
         "verify",
-        &message(reason, user, &link.url),
+        &message(mail, reason, user, &link.url),
         now,
     )?;
     if queued == Queued::Yes {
@@ -241,12 +241,12 @@ fn needs_passkey(conn: &Tx<'_>, user: &User) -> Result<bool, DbError> {
 
 /// What the confirmation page names, or `None` for an unknown, used, voided or expired
 /// link, or one sent to an address the account no longer has.
-pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Internal> {
+pub async fn usable(cx: &Ctx<'_>, token: &str) -> Result<Option<Usable>, Internal> {
     if !well_formed(token) {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let found = state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let found = cx
         .db
         .read(move |c| match live(c, &digest, now)? {
             Some((t, u)) => Ok(Some((needs_passkey(c, &u)?, t, u))),
@@ -262,12 +262,12 @@ pub async fn usable(state: &AppState, token: &str) -> Result<Option<Usable>, Int
 }
 
 /// The options of the passkey that confirms a sign-up made without a password.
-pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Value>, PasskeyError> {
+pub async fn passkey_options(cx: &Ctx<'_>, token: &str) -> Result<Option<Value>, PasskeyError> {
     if !well_formed(token) {
         return Ok(None);
     }
-    let (digest, now) = (TokenHash::of(token), state.clock.now());
-    let found = state
+    let (digest, now) = (TokenHash::of(token), cx.now);
+    let found = cx
         .db
         .read(move |c| match live(c, &digest, now)? {
             Some((t, u)) if change_of(&t.data).is_none() && needs_passkey(c, &u)? => Ok(Some(u)),
@@ -283,7 +283,7 @@ pub async fn passkey_options(state: &AppState, token: &str) -> Result<Option<Val
         username: &user.username,
         user_id: Some(user.id),
     };
-    Ok(Some(passkeys::enrolment_options(&state.ctx(), &who).await?))
+    Ok(Some(passkeys::enrolment_options(cx, &who).await?))
 }
 
 /// What pressing "Confirm" came to.
@@ -318,7 +318,7 @@ pub enum Confirmed {
 /// An account with no credential yet (a sign-up without a password) confirms only
 /// with `made`, the passkey made through this link, stored in the same transaction.
 pub async fn confirm(
-    state: &AppState,
+    cx: &Ctx<'_>,
     token: &str,
     ip: &str,
     viewer: Option<i64>,
@@ -327,9 +327,9 @@ pub async fn confirm(
     if !well_formed(token) {
         return Ok(Confirmed::Dead);
     }
-    let (digest, now, ip) = (TokenHash::of(token), state.clock.now(), ip.to_string());
-    let settings = state.settings.clone();
-    let done = state
+    let (digest, now, ip) = (TokenHash::of(token), cx.now, ip.to_string());
+    let mail = Mail::new(cx.settings);
+    let done = cx
         .db
         .write(move |c| {
             let Some((t, user)) = live(c, &digest, now)? else {
@@ -344,13 +344,13 @@ pub async fn confirm(
                 }
             }
             let made = match (change, needs_passkey(c, &user)?, &made) {
-                (false, true, None) => return Ok(Confirmed::Passkey(crate::i18n::t().acct_verify_needs_passkey)),
+                (false, true, None) => return Ok(Confirmed::Passkey(mail.t.acct_verify_needs_passkey)),
                 (false, true, Some(made)) => {
                     if passkeys::spend_enrolment(c, made, &digest, now)?.as_deref() != Some(user.sub.as_str()) {
-                        return Ok(Confirmed::Passkey(crate::i18n::t().acct_passkey_expired));
+                        return Ok(Confirmed::Passkey(mail.t.acct_passkey_expired));
                     }
                     if db::passkeys::find_by_credential(c, &made.credential.id)?.is_some() {
-                        return Ok(Confirmed::Passkey(crate::i18n::t().acct_passkey_registered));
+                        return Ok(Confirmed::Passkey(mail.t.acct_passkey_registered));
                     }
                     Some(made)
                 }
@@ -385,9 +385,9 @@ pub async fn confirm(
                 .write(c, now)?;
             if change {
                 // `user` still has the old address: the notice goes there, without the new one.
-                let t = crate::i18n::t();
+                let t = mail.t;
                 let what = t.fill(t.mail_email_changed, "username", &user.username);
-                super::notify(c, &settings, &user, t.mail_email_changed_subject, &what, now)?;
+                outbox::notify(c, &mail, &user, t.mail_email_changed_subject, &what, now)?;
                 return Ok(Confirmed::Changed {
                     username: user.username,
                 });
@@ -399,7 +399,7 @@ pub async fn confirm(
         })
         .await?;
     if matches!(done, Confirmed::Changed { .. }) {
-        wake(state);
+        wake(cx);
     }
     Ok(done)
 }
@@ -431,23 +431,18 @@ pub enum Held {
 /// (an administrator marking the address verified releases it too). Called only after
 /// a correct password; mails a new link bound to the sign-in's parked request, within
 /// the hourly limit. `None`: the account may go on.
-pub async fn hold_unverified(
-    state: &AppState,
-    user: &User,
-    request_id: &str,
-    ip: &str,
-) -> Result<Option<Held>, Internal> {
+pub async fn hold_unverified(cx: &Ctx<'_>, user: &User, request_id: &str, ip: &str) -> Result<Option<Held>, Internal> {
     if user.email_verified {
         return Ok(None);
     }
     let uid = user.id;
-    if !state.db.read(move |c| db::users::lifecycle(c, uid)).await?.must_verify {
+    if !cx.db.read(move |c| db::users::lifecycle(c, uid)).await?.must_verify {
         return Ok(None);
     }
-    let link = Link::new(state);
-    let (request, now, ip) = (TokenHash::of(request_id), state.clock.now(), ip.to_string());
-    let (settings, user) = (state.settings.clone(), user.clone());
-    let queued = state
+    let link = Link::new(cx);
+    let (request, now, ip) = (TokenHash::of(request_id), cx.now, ip.to_string());
+    let (mail, user) = (Mail::new(cx.settings), user.clone());
+    let queued = cx
         .db
         .write(move |c| {
             Event::new("login.unverified")
@@ -455,13 +450,13 @@ pub async fn hold_unverified(
                 .ip(Some(ip.as_str()))
                 .write(c, now)?;
             match user.email.as_deref().filter(|e| !e.is_empty()) {
-                Some(to) => send_in(c, &settings, &link, &user, to, Reason::SignIn, Some(&request), now),
+                Some(to) => send_in(c, &mail, &link, &user, to, Reason::SignIn, Some(&request), now),
                 None => Ok(Queued::Off),
             }
         })
         .await?;
     Ok(Some(if queued == Queued::Yes {
-        wake(state);
+        wake(cx);
         Held::Sent
     } else {
         Held::NotSent

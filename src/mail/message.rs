@@ -4,6 +4,8 @@
 
 use askama::Template;
 
+use crate::i18n::Messages;
+
 /// A mail before rendering: a greeting, paragraphs, at most one link (with its words)
 /// and one code, and closing paragraphs.
 #[derive(Debug, Clone, Default)]
@@ -27,6 +29,7 @@ pub struct Rendered {
 #[derive(Template)]
 #[template(path = "mail/message.txt")]
 struct Text<'a> {
+    t: &'a Messages,
     org: &'a str,
     greeting: &'a str,
     paragraphs: &'a [String],
@@ -38,6 +41,7 @@ struct Text<'a> {
 #[derive(Template)]
 #[template(path = "mail/message.html")]
 struct Html<'a> {
+    t: &'a Messages,
     org: &'a str,
     subject: &'a str,
     greeting: &'a str,
@@ -76,9 +80,11 @@ impl Message {
         self
     }
 
-    pub fn render(&self, org: &str) -> Rendered {
+    /// Both bodies in language `t` (the request's, taken before its write).
+    pub fn render(&self, org: &str, t: &Messages) -> Rendered {
         let action = self.action.as_ref().map(|(l, u)| (l.as_str(), u.as_str()));
         let text = Text {
+            t,
             org,
             greeting: &self.greeting,
             paragraphs: &self.paragraphs,
@@ -87,6 +93,7 @@ impl Message {
             after: &self.after,
         };
         let html = Html {
+            t,
             org,
             subject: &self.subject,
             greeting: &self.greeting,
@@ -118,7 +125,7 @@ mod tests {
                 "https://id.example.org/password/reset?token=abc&x=1",
             )
             .code("123456")
-            .render("Example & Co");
+            .render("Example & Co", crate::i18n::Locale::En.messages());
         assert_eq!(m.subject, "Example & Co: Reset your password");
         assert!(m.text.contains("https://id.example.org/password/reset?token=abc&x=1"));
         assert!(m.text.contains("Your code: 123456"));

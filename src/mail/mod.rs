@@ -3,6 +3,7 @@
 //! server's answer.
 
 pub mod message;
+pub mod outbox;
 
 pub use crate::config::smtp::{Security, Smtp};
 

@@ -81,9 +81,7 @@ async fn login(
 ) -> Result<Start, AuthorizeError> {
     let then = Pending::Login(request.clone());
     let provider = match &request.idp {
-        Some(id) => crate::federation::find(state, id)
-            .await
-            .map_err(AuthorizeError::Server)?,
+        Some(id) => crate::federation::find(cx, id).await.map_err(AuthorizeError::Server)?,
         None => None,
     };
     let Some(p) = provider else {

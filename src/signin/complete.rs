@@ -10,7 +10,6 @@ use crate::lifecycle::devices;
 use crate::oidc::authorize::{AuthRequest, AuthResponse};
 use crate::oidc::Ctx;
 use crate::signin::{AfterLogin, Browser, Parked, Pending, ResumeError, SignIn};
-use crate::state::AppState;
 
 /// The parked request a sign-in resumes: its id, what it was for, and the browser
 /// binding it was parked with.
@@ -51,7 +50,6 @@ pub enum Then {
 /// trusting this browser for the second factor when `remember`. `Err` when the parked
 /// request could not be finished (no session was opened).
 pub async fn complete(
-    state: &AppState,
     cx: &Ctx<'_>,
     resumed: Resumed<'_>,
     who: &SignIn,
@@ -84,7 +82,7 @@ pub async fn complete(
         trust: remember,
     };
     // The session is open: a failure to record the browser is logged, never undoes it.
-    if let Err(e) = devices::signed_in(state, &seen).await {
+    if let Err(e) = devices::signed_in(cx, &seen).await {
         tracing::warn!(error = %e, user_id = who.user_id, "the sign-in's browser was not recorded");
     }
     Ok(Done {

@@ -6,7 +6,6 @@ use crate::audit::Event;
 use crate::oidc::authorize::AuthResponse;
 use crate::oidc::Ctx;
 use crate::signin::{Browser, Pending, ResumeError};
-use crate::state::AppState;
 
 /// The consent form.
 pub struct Decision<'a> {
@@ -17,7 +16,6 @@ pub struct Decision<'a> {
 
 /// The person's decision for the parked consent step, in the session that parked it.
 pub async fn decide(
-    state: &AppState,
     cx: &Ctx<'_>,
     form: &Decision<'_>,
     browser: &Browser,
@@ -32,7 +30,7 @@ pub async fn decide(
         .ok_or(ResumeError::Expired)?;
     let answer = crate::signin::decide_consent(cx, form.request_id, &request, &session, form.approve).await?;
     // The consent is stored: whatever happens now, the user goes on.
-    let name = crate::account::actor_name(state, session.user_id).await;
+    let name = crate::account::actor_name(cx, session.user_id).await;
     Event::new(if form.approve {
         "consent.granted"
     } else {

@@ -78,11 +78,11 @@ pub async fn password(
     .await;
     let user = match result {
         Ok(user) => user,
-        Err(LoginError::InvalidCredentials) => return Err(invalid(state, cx, form, browser, outcome, pending).await),
+        Err(LoginError::InvalidCredentials) => return Err(invalid(cx, form, browser, outcome, pending).await),
         Err(LoginError::Server(e)) => return Err(Refused::Server(e).into()),
     };
     // An open sign-up signs in only once its address is confirmed (a new link is mailed).
-    match verify::hold_unverified(state, &user, form.request_id, &browser.ip).await {
+    match verify::hold_unverified(cx, &user, form.request_id, &browser.ip).await {
         Ok(None) => {}
         Ok(Some(held)) => {
             return Err(NotSignedIn::Unverified {
@@ -91,24 +91,13 @@ pub async fn password(
         }
         Err(e) => return Err(Refused::Server(e).into()),
     }
-    Ok(after_factor(
-        state,
-        cx,
-        form.request_id,
-        pending,
-        &user,
-        First::Password,
-        None,
-        browser,
-    )
-    .await?)
+    Ok(after_factor(cx, form.request_id, pending, &user, First::Password, None, browser).await?)
 }
 
 /// After a first factor (the form's password, a mailed link or code, an upstream's
 /// sign-in for `fed`): the second factor, or the end of the sign-in.
 #[allow(clippy::too_many_arguments)]
 pub async fn after_factor(
-    state: &AppState,
     cx: &Ctx<'_>,
     request_id: &str,
     pending: Pending,
@@ -120,17 +109,7 @@ pub async fn after_factor(
     let Some(binding) = browser.binding.as_ref() else {
         return Err(ResumeError::Forged.into());
     };
-    let step = after_first(
-        state,
-        cx,
-        request_id,
-        pending,
-        binding,
-        user,
-        first,
-        fed.clone(),
-        browser,
-    );
+    let step = after_first(cx, request_id, pending, binding, user, first, fed.clone(), browser);
     let (pending, amr) = match step.await? {
         AfterFirst::Continue(pending, amr) => (*pending, amr),
         AfterFirst::Ask(page) => return Ok(Next::SecondFactor(page)),
@@ -151,14 +130,13 @@ pub async fn after_factor(
         pending,
         browser: binding,
     };
-    let done = complete(state, cx, resumed, &who, &user.username, browser, false).await?;
+    let done = complete(cx, resumed, &who, &user.username, browser, false).await?;
     Ok(Next::Done(Box::new(done)))
 }
 
 /// A refused password: counted and audited (an unknown name under a pseudonym), and
 /// the form again, at the step the passkey mode gives the account.
 async fn invalid(
-    state: &AppState,
     cx: &Ctx<'_>,
     form: &PasswordForm<'_>,
     browser: &Browser,

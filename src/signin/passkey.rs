@@ -8,7 +8,6 @@ use crate::error::Internal;
 use crate::oidc::Ctx;
 use crate::signin::complete::{complete, Done, Resumed};
 use crate::signin::{Browser, Pending, ResumeError, SignIn, AMR_PASSKEY};
-use crate::state::AppState;
 
 /// Why a passkey did not sign in.
 #[derive(Debug)]
@@ -29,7 +28,6 @@ impl From<ResumeError> for Refusal {
 
 /// The passkey form's sign-in for the parked request it names.
 pub async fn sign_in(
-    state: &AppState,
     cx: &Ctx<'_>,
     (request_id, csrf): (&str, &str),
     assertion: &Assertion<'_>,
@@ -54,7 +52,7 @@ pub async fn sign_in(
         }
         Err(PasskeyError::Server(e)) => return Err(Refusal::Server(e)),
     };
-    let user = match crate::account::signed_in_user(state, user_id).await {
+    let user = match crate::account::signed_in_user(cx, user_id).await {
         Ok(Some(u)) if !u.disabled => u,
         Ok(_) => return Err(Refusal::Account),
         Err(e) => return Err(Refusal::Server(e.into())),
@@ -71,7 +69,7 @@ pub async fn sign_in(
         pending,
         browser: binding,
     };
-    complete(state, cx, resumed, &who, &user.username, browser, false)
+    complete(cx, resumed, &who, &user.username, browser, false)
         .await
         .map_err(Refusal::Resume)
 }

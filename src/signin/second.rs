@@ -6,11 +6,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::audit::Event;
-use crate::auth::mfa::{self, Kind, MfaError, SecondFactor};
+use crate::auth::mfa::{self, Kind, MfaError};
 use crate::crypto::TokenHash;
 use crate::db::users::User;
 use crate::error::Internal;
 use crate::lifecycle::email_mfa::{self, Sent};
+use crate::lifecycle::second_factor::{second_factor, SecondFactor};
 use crate::lifecycle::{devices, signin as by_mail};
 use crate::oidc::Ctx;
 use crate::signin::complete::{complete, Resumed};
@@ -66,9 +67,9 @@ pub struct Page {
 }
 
 impl Page {
-    async fn new(state: &AppState, request_id: &str, csrf: &str, user_id: i64) -> Result<Self, Internal> {
-        let factor = match mfa::kind(state, user_id).await? {
-            Some(Kind::Email) => Factor::Mail(email_mfa::destination(state, user_id).await?),
+    async fn new(cx: &Ctx<'_>, request_id: &str, csrf: &str, user_id: i64) -> Result<Self, Internal> {
+        let factor = match mfa::kind(cx, user_id).await? {
+            Some(Kind::Email) => Factor::Mail(email_mfa::destination(cx, user_id).await?),
             _ => Factor::App,
         };
         Ok(Self {
@@ -97,7 +98,6 @@ pub enum AfterFirst {
 /// federated first factor came from (the session records it).
 #[allow(clippy::too_many_arguments)]
 pub async fn after_first(
-    state: &AppState,
     cx: &Ctx<'_>,
     request_id: &str,
     pending: Pending,
@@ -107,7 +107,7 @@ pub async fn after_first(
     fed: Option<Federated>,
     browser: &Browser,
 ) -> Result<AfterFirst, Refused> {
-    let kind = match mfa::kind(state, user.id).await.map_err(Internal::from)? {
+    let kind = match mfa::kind(cx, user.id).await.map_err(Internal::from)? {
         Some(Kind::Email) if first == First::Mail => None,
         kind => kind,
     };
@@ -115,7 +115,7 @@ pub async fn after_first(
         return Ok(AfterFirst::Continue(Box::new(pending), first.amr()));
     };
     let ip = Some(browser.ip.clone());
-    if devices::is_trusted(state, user.id, browser.device.as_deref()).await? {
+    if devices::is_trusted(cx, user.id, browser.device.as_deref()).await? {
         Event::new("login.trusted_device")
             .actor(&user.username)
             .ip(ip)
@@ -130,10 +130,10 @@ pub async fn after_first(
         .await;
     let by_mail = first == First::Mail;
     let parked = crate::signin::park_mfa(cx, request_id, user.id, pending, binding, by_mail, fed).await?;
-    let mut page = Page::new(state, parked.request_id.expose(), parked.csrf.expose(), user.id).await?;
+    let mut page = Page::new(cx, parked.request_id.expose(), parked.csrf.expose(), user.id).await?;
     if kind == Kind::Email {
         // A code mailed under a minute ago (a second try at the password) still works.
-        match email_mfa::send_code(state, user.id, &browser.ip).await? {
+        match email_mfa::send_code(cx, user.id, &browser.ip).await? {
             Sent::TooSoon(_) | Sent::Yes => {}
             sent => page.unsent = Some(sent),
         }
@@ -198,11 +198,11 @@ pub async fn check_code(
         cx.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
         return Err(Refused::Limited(wait));
     }
-    let user = match mfa::second_factor(state, user_id, form.code, &browser.ip).await {
+    let user = match second_factor(cx, user_id, form.code, &browser.ip).await {
         Ok(SecondFactor::Passed { user, .. }) => user,
         Ok(SecondFactor::Wrong { .. }) => {
             cx.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-            let mut page = Page::new(state, form.request_id, form.csrf, user_id).await?;
+            let mut page = Page::new(cx, form.request_id, form.csrf, user_id).await?;
             (page.wrong, page.remember) = (true, form.remember);
             return Ok(Next::WrongCode(page));
         }
@@ -210,7 +210,7 @@ pub async fn check_code(
             if by_this_code {
                 cx.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
             }
-            return Err(locked_out(state, cx, form.request_id, &user.username, &browser.ip).await);
+            return Err(locked_out(cx, form.request_id, &user.username, &browser.ip).await);
         }
         Ok(SecondFactor::Gone) => return Err(ResumeError::Expired.into()),
         Err(MfaError::Server(e)) => return Err(e.into()),
@@ -240,13 +240,13 @@ pub async fn check_code(
         pending: step.then,
         browser: &step.binding,
     };
-    let done = complete(state, cx, resumed, &who, &user.username, browser, form.remember).await?;
+    let done = complete(cx, resumed, &who, &user.username, browser, form.remember).await?;
     Ok(Next::Done(Box::new(done)))
 }
 
 /// The account locked on the second factor: counted, audited, and the parked sign-in
 /// used up, so the person starts over once the lockout ends.
-async fn locked_out(state: &AppState, cx: &Ctx<'_>, request_id: &str, username: &str, ip: &str) -> Refused {
+async fn locked_out(cx: &Ctx<'_>, request_id: &str, username: &str, ip: &str) -> Refused {
     cx.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
     Event::new("login.locked")
         .actor(username)
@@ -259,16 +259,10 @@ async fn locked_out(state: &AppState, cx: &Ctx<'_>, request_id: &str, username: 
 
 /// "Send a new code" on the second-factor page: at most one code a minute (and the
 /// mail limits of `lifecycle::queue`); the page says when none went out, and why.
-pub async fn resend(
-    state: &AppState,
-    cx: &Ctx<'_>,
-    request_id: &str,
-    csrf: &str,
-    browser: &Browser,
-) -> Result<Page, Refused> {
+pub async fn resend(cx: &Ctx<'_>, request_id: &str, csrf: &str, browser: &Browser) -> Result<Page, Refused> {
     let user_id = resume(cx, request_id, csrf, browser).await?.user_id;
-    let mut page = Page::new(state, request_id, csrf, user_id).await?;
-    match email_mfa::send_code(state, user_id, &browser.ip).await? {
+    let mut page = Page::new(cx, request_id, csrf, user_id).await?;
+    match email_mfa::send_code(cx, user_id, &browser.ip).await? {
         Sent::Yes => page.resent = true,
         sent => page.unsent = Some(sent),
     }

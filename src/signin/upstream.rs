@@ -43,7 +43,7 @@ pub async fn begin(
     let cx = state.ctx();
     let (name, nonce, verifier) = (Secret::generate(), Secret::generate(), Secret::generate());
     let challenge = sha256_b64(verifier.expose().as_bytes());
-    let redirect = crate::federation::callback_url(state, &p.id);
+    let redirect = crate::federation::callback_url(&cx, &p.id);
     // The URL first: an upstream that cannot be reached leaves the parked sign-in as
     // it was, so the login page can offer the other ways in.
     let passed = passed_on(&then);
@@ -142,7 +142,7 @@ pub async fn callback(
     let (Some(browser), true) = (browser, provider == provider_id) else {
         return Err(ResumeError::Forged);
     };
-    let p = crate::federation::find(state, &provider)
+    let p = crate::federation::find(&cx, &provider)
         .await?
         .ok_or(ResumeError::Expired)?;
     let parked = crate::signin::park_next(&cx, &answer.state, &then, browser).await?;
@@ -196,9 +196,9 @@ async fn redeem(
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or_else(|| UpstreamError::Refused(format!("{} sent no authorization code", p.name)))?;
-    let secret = crate::federation::secret(state, p)
+    let secret = crate::federation::secret(&state.ctx(), p)
         .map_err(|_| UpstreamError::Unavailable("the provider's secret cannot be read".into()))?;
-    let redirect = crate::federation::callback_url(state, &p.id);
+    let redirect = crate::federation::callback_url(&state.ctx(), &p.id);
     match Kind::of(p) {
         Kind::Oidc => {
             let r = upstream::Redeem {
@@ -305,14 +305,14 @@ pub async fn returned(
         });
     }
     use crate::federation::identity::{self, Resolved};
-    let user = match identity::resolve(state, &provider, &profile, None).await? {
+    let user = match identity::resolve(cx, &provider, &profile, None).await? {
         Resolved::User(u) => u,
         Resolved::Disabled => return Ok(again(&provider, &parked, &then, Why::Disabled)),
         Resolved::NeedsFactor => return Ok(again(&provider, &parked, &then, Why::NeedsFactor)),
         _ => return Ok(again(&provider, &parked, &then, Why::Unlinked)),
     };
     if provider.require_local_mfa
-        && crate::auth::mfa::kind(state, user.id)
+        && crate::auth::mfa::kind(cx, user.id)
             .await
             .map_err(crate::error::Internal::from)?
             .is_none()
@@ -327,7 +327,7 @@ pub async fn returned(
     };
     let request_id = parked.request_id.expose();
     let first = crate::signin::First::Upstream;
-    let step = crate::signin::first::after_factor(state, cx, request_id, then, &user, first, Some(federated), browser);
+    let step = crate::signin::first::after_factor(cx, request_id, then, &user, first, Some(federated), browser);
     Ok(Back::Next(step.await?))
 }
 

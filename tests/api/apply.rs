@@ -392,7 +392,7 @@ async fn new_users_get_a_link_to_choose_their_password() {
         .and_then(|l| l.strip_suffix(" (valid 7 days, once)"))
         .unwrap_or_else(|| panic!("{out}"));
     let token = link.split("token=").nth(1).unwrap();
-    assert!(tessera::lifecycle::reset::usable(&app.state, token)
+    assert!(tessera::lifecycle::reset::usable(&app.state.ctx(), token)
         .await
         .unwrap()
         .is_some());

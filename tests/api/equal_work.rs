@@ -16,12 +16,11 @@ const IP: &str = "203.0.113.9";
 
 /// Every statement a reset request for `who` runs.
 async fn reset_statements(app: &TestApp, who: &str) -> Vec<String> {
-    let asked = reset::Asked::new(&app.state, who, IP);
-    let settings = app.state.settings.clone();
+    let asked = reset::Asked::new(&app.state.ctx(), who, IP);
     let (_, log) = app
         .state
         .db
-        .write(move |c| db::testing::recorded(c, |tx| reset::request_in(tx, &settings, &asked)))
+        .write(move |c| db::testing::recorded(c, |tx| reset::request_in(tx, &asked)))
         .await
         .unwrap();
     log
@@ -32,13 +31,12 @@ async fn signin_statements(app: &TestApp, who: &str) -> Vec<String> {
     let request_id = format!("parked for {who}");
     let pending = Pending::Portal("/account".into());
     let browser = TokenHash::of("a browser");
-    let sending = signin::Sending::new(&app.state, &request_id, &pending, &browser, who, IP).unwrap();
+    let sending = signin::Sending::new(&app.state.ctx(), &request_id, &pending, &browser, who, IP).unwrap();
     let (id_hash, params, now) = (
         TokenHash::of(&request_id),
         serde_json::to_string(&pending).unwrap(),
         app.clock.now(),
     );
-    let settings = app.state.settings.clone();
     app.state
         .db
         .write(move |c| {
@@ -53,7 +51,7 @@ async fn signin_statements(app: &TestApp, who: &str) -> Vec<String> {
                     expires_at: now + 600,
                 },
             )?;
-            let (sent, log) = db::testing::recorded(c, |tx| signin::send_in(tx, &settings, sending))?;
+            let (sent, log) = db::testing::recorded(c, |tx| signin::send_in(tx, sending))?;
             assert!(sent.is_some(), "the parked request was live");
             Ok(log)
         })
@@ -150,7 +148,9 @@ async fn a_decoy_mail_is_never_sent_opens_nothing_and_is_purged() {
     // The mailer runs every two seconds: give it a pass or two.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert!(sink.messages().is_empty(), "nothing is sent");
-    let queue = tessera::lifecycle::queue_view(&app.state, None, 50).await.unwrap();
+    let queue = tessera::lifecycle::queue_view(&app.state.ctx(), None, 50)
+        .await
+        .unwrap();
     assert_eq!(
         (queue.pending, queue.sent, queue.failed, queue.items.len()),
         (0, 0, 0, 0)

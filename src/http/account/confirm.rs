@@ -191,7 +191,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(resp) => return resp,
     }
-    let marked = crate::account::mark_reauthenticated(&state, &crate::http::account::me(&req, &state, &v)).await;
+    let marked = crate::account::mark_reauthenticated(&state.ctx(), &crate::http::account::me(&req, &state, &v)).await;
     match marked {
         Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),
@@ -247,7 +247,7 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(crate::auth::passkeys::PasskeyError::Server(e)) => return errors::server_page(e),
     }
-    let marked = crate::account::mark_reauthenticated(&state, &crate::http::account::me(&req, &state, &v)).await;
+    let marked = crate::account::mark_reauthenticated(&state.ctx(), &crate::http::account::me(&req, &state, &v)).await;
     match marked {
         Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),

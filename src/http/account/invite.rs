@@ -67,7 +67,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         return limited;
     }
     let token = params::link_token(&req);
-    match invite::open(&state, &token).await {
+    match invite::open(&state.ctx(), &token).await {
         Ok(Opened::Live {
             email,
             suggested,
@@ -107,7 +107,7 @@ pub async fn accept(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         confirm: get("confirm"),
         ip: guard::ip_text(&req, &state),
     };
-    let result = invite::accept(&state, &choice).await;
+    let result = invite::accept(&state.ctx(), &choice).await;
     answer(&state, &choice, result).await
 }
 
@@ -122,7 +122,7 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body:
         return passkeys::bad_json();
     };
     let get = |n: &str| params::field(&form, n);
-    match invite::passkey_options(&state, get("token"), get("username")).await {
+    match invite::passkey_options(&state.ctx(), get("token"), get("username")).await {
         Ok(Ok(options)) => passkeys::options_json(Some(options)),
         Ok(Err(Accepted::Invalid(problems))) => passkeys::problem_json(&problems),
         Ok(Err(_)) => passkeys::options_json(None),
@@ -149,7 +149,7 @@ pub async fn accept_passkey(req: HttpRequest, state: web::Data<AppState>, body: 
         ip: guard::ip_text(&req, &state),
     };
     let result = match passkeys::made(&state, &form) {
-        Ok(made) => invite::accept_with_passkey(&state, &choice, made).await,
+        Ok(made) => invite::accept_with_passkey(&state.ctx(), &choice, made).await,
         Err(PasskeyError::Refused(why)) => Ok(Accepted::Invalid(Problems::from([(
             "passkey".to_string(),
             why.to_string(),
@@ -182,7 +182,7 @@ async fn answer(
         ),
         Ok(Accepted::Invalid(problems)) => {
             // The form again, as the link shows it, with what to correct.
-            let (email, admin) = match invite::open(state, choice.token).await {
+            let (email, admin) = match invite::open(&state.ctx(), choice.token).await {
                 Ok(Opened::Live { email, admin, .. }) => (email, admin),
                 Ok(Opened::Dead) => return dead_link(),
                 Ok(Opened::Off) => return off(),

@@ -7,6 +7,7 @@ pub mod invite;
 pub mod reset;
 pub mod setup;
 pub mod totp;
+mod view;
 
 use std::collections::HashMap;
 
@@ -17,7 +18,7 @@ use askama::Template;
 
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::db::{self, sessions::SessionInfo};
+use crate::db::sessions::SessionInfo;
 use crate::domain::{Email, NewPassword};
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, guard, pages, params};
@@ -26,207 +27,10 @@ use crate::oidc::logout;
 use crate::state::AppState;
 
 pub use crate::domain::Problems;
+pub(crate) use view::{back, render};
+pub use view::{fill_strong2, fill_tag, SessionRow};
 
-/// A sentence as HTML with its `{name}` placeholder filled by `value` in an element of
-/// its own (`<tag id="id">`), for a value that tests and scripts find by its id:
-/// `fill_strong` with the element named. Rendered with `|safe`.
-pub fn fill_tag(text: &str, name: &str, value: impl std::fmt::Display, tag: &str, id: &str) -> String {
-    crate::i18n::markup(text, &format!("{tag} id=\"{id}\""), &[(name, &value)])
-}
-
-/// A sentence as HTML with two placeholders filled by values in bold (`fill_strong`
-/// for two). Rendered with `|safe`.
-pub fn fill_strong2(
-    text: &str,
-    a: &str,
-    a_value: impl std::fmt::Display,
-    b: &str,
-    b_value: impl std::fmt::Display,
-) -> String {
-    crate::i18n::markup(text, "strong", &[(a, &a_value), (b, &b_value)])
-}
-
-/// A session as one table row.
-pub struct SessionRow {
-    pub sid: String,
-    pub device: String,
-    pub ip: String,
-    pub when: String,
-    pub amr: String,
-    pub current: bool,
-}
-
-/// How a session was signed in, in words.
-fn method_label(amr: &str) -> &str {
-    match amr {
-        crate::signin::AMR_PASSWORD => t().acct_method_password,
-        crate::signin::AMR_PASSWORD_OTP => t().acct_method_password_code,
-        crate::signin::AMR_PASSKEY => t().acct_method_passkey,
-        crate::lifecycle::signin::AMR_EMAIL => t().acct_method_email,
-        crate::lifecycle::signin::AMR_EMAIL_TOTP => t().acct_method_email_code,
-        other => other,
-    }
-}
-
-impl SessionRow {
-    pub fn of(s: &SessionInfo, current_sid: &str) -> Self {
-        Self {
-            sid: s.sid.clone(),
-            device: s.user_agent.clone().unwrap_or_else(|| t().acct_unknown.into()),
-            ip: s.ip.clone().unwrap_or_default(),
-            when: t().datetime(s.created_at),
-            amr: method_label(&s.amr).to_string(),
-            current: s.sid == current_sid,
-        }
-    }
-}
-
-#[derive(Template)]
-#[template(path = "account.html")]
-struct AccountPage<'a> {
-    is_admin: bool,
-    flash: Option<&'a str>,
-    user: &'a db::users::User,
-    csrf: &'a str,
-    name: &'a str,
-    email: &'a str,
-    problems: Problems,
-    totp_on: bool,
-    /// When the authenticator app was added.
-    totp_since: String,
-    recovery_left: i64,
-    signin: SignInSection,
-    sessions: Vec<SessionRow>,
-    passkeys: Vec<PasskeyRow>,
-    apps: Vec<AppRow>,
-    deletion: DeletionSection,
-    /// A new address waiting for its link to be confirmed.
-    pending_email: Option<String>,
-    /// Upstream providers, linked or not.
-    links: Vec<LinkRow>,
-    /// A federated-only account has none (a reset by mail sets one).
-    has_password: bool,
-    /// Mail is on (a reset can set a password).
-    mail: bool,
-}
-
-/// An upstream provider on the account page.
-struct LinkRow {
-    id: String,
-    name: String,
-    /// The address it reported and since when, when linked.
-    linked: Option<(String, String)>,
-}
-
-/// The "Delete your account" section: whether deleting needs an administrator's
-/// approval, and when this account asked, if it has a request waiting.
-struct DeletionSection {
-    approval: bool,
-    requested: Option<String>,
-}
-
-/// An application the user allowed: its name, what it may see, and since when.
-struct AppRow {
-    client_id: String,
-    name: String,
-    scopes: String,
-    since: String,
-}
-
-struct PasskeyRow {
-    id: i64,
-    name: String,
-    added: String,
-    used: String,
-}
-
-/// Codes by mail at sign-in, trusted browsers and the new-browser notice.
-struct SignInSection {
-    mail: bool,
-    email_mfa: bool,
-    /// Why codes by mail cannot be turned on now, if they cannot.
-    email_mfa_blocked: Option<&'static str>,
-    notify_new_device: bool,
-    devices: Vec<DeviceRow>,
-}
-
-/// A browser trusted to skip the second factor.
-struct DeviceRow {
-    id: i64,
-    label: String,
-    first_seen: String,
-    until: String,
-}
-
-impl SignInSection {
-    fn new(
-        state: &AppState,
-        user: &db::users::User,
-        c: crate::lifecycle::devices::Choices,
-        totp: bool,
-        passkeys: bool,
-    ) -> Self {
-        let email_mfa_blocked = if state.settings.smtp.is_none() {
-            Some(t().acct_email_mfa_blocked_mail)
-        } else if totp {
-            Some(t().acct_email_mfa_blocked_totp)
-        } else if passkeys {
-            Some(t().acct_email_mfa_blocked_passkey)
-        } else if !user.email_verified || user.email.as_deref().is_none_or(|e| e.trim().is_empty()) {
-            Some(t().acct_email_mfa_blocked_unverified)
-        } else {
-            None
-        };
-        Self {
-            mail: state.settings.smtp.is_some(),
-            email_mfa: c.lifecycle.email_mfa,
-            email_mfa_blocked,
-            notify_new_device: c.lifecycle.notify_new_device,
-            devices: c
-                .trusted
-                .into_iter()
-                .map(|d| DeviceRow {
-                    id: d.id,
-                    label: crate::lifecycle::devices::shown(&d.label),
-                    first_seen: t().datetime(d.created_at),
-                    until: t().datetime(d.trusted_until),
-                })
-                .collect(),
-        }
-    }
-}
-
-/// Messages after a successful change, named in the redirect so a reload repeats nothing.
-fn flash_text(code: &str) -> Option<&'static str> {
-    let t = t();
-    Some(match code {
-        "profile" => t.acct_done_profile,
-        "profile-verify" => t.acct_done_profile_verify,
-        "confirmed-email" => t.acct_done_confirmed_email,
-        "password" => t.acct_done_password,
-        "session" => t.acct_done_session,
-        "others" => t.acct_done_others,
-        "totp-off" => t.acct_done_totp_off,
-        "passkey" => t.acct_done_passkey,
-        "passkey-removed" => t.acct_done_passkey_removed,
-        "app-removed" => t.acct_done_app_removed,
-        "email-mfa-on" => t.acct_done_email_mfa_on,
-        "email-mfa-off" => t.acct_done_email_mfa_off,
-        "device-removed" => t.acct_done_device_removed,
-        "notifications" => t.acct_done_notifications,
-        "deletion-requested" => t.acct_done_deletion_requested,
-        "deletion-withdrawn" => t.acct_done_deletion_withdrawn,
-        "linked" => t.acct_done_linked,
-        "unlinked" => t.acct_done_unlinked,
-        "link-elsewhere" => t.acct_done_link_elsewhere,
-        "link-already" => t.acct_done_link_already,
-        "link-failed" => t.acct_done_link_failed,
-        "link-unavailable" => t.acct_done_link_unavailable,
-        "link-reauth" => t.acct_done_link_reauth,
-        "unlink-last" => t.acct_done_unlink_last,
-        _ => return None,
-    })
-}
+use view::flash_text;
 
 /// The viewer as the account operations know them.
 pub(crate) fn me<'a>(req: &HttpRequest, state: &AppState, v: &'a Viewer) -> crate::account::Me<'a> {
@@ -254,108 +58,6 @@ pub async fn posted(
         return Err(portal::csrf_refused());
     }
     Ok((viewer, form))
-}
-
-pub(crate) async fn render(
-    state: &AppState,
-    v: &Viewer,
-    status: StatusCode,
-    flash: Option<&str>,
-    problems: Problems,
-    fields: Option<(&str, &str)>,
-) -> HttpResponse {
-    let crate::account::Overview {
-        sessions,
-        totp,
-        recovery_left,
-        passkeys,
-        apps,
-        pending_email,
-    } = match crate::account::overview(state, v.user.id).await {
-        Ok(o) => o,
-        Err(e) => return errors::server_page(e),
-    };
-    let signin = match crate::lifecycle::devices::choices(state, v.user.id).await {
-        Ok(c) => SignInSection::new(state, &v.user, c, totp.is_some(), !passkeys.is_empty()),
-        Err(e) => return errors::server_page(e),
-    };
-    let (name, email) = fields.unwrap_or((
-        v.user.name.as_deref().unwrap_or_default(),
-        v.user.email.as_deref().unwrap_or_default(),
-    ));
-    let deletion = match crate::lifecycle::deletion::requested_at(state, v.user.id).await {
-        Ok(at) => DeletionSection {
-            approval: state.settings.account_deletion == crate::config::AccountDeletion::Approval,
-            requested: at.map(|at| t().datetime(at)),
-        },
-        Err(e) => return errors::server_page(e),
-    };
-    let links = match crate::federation::account_links(state, v.user.id).await {
-        Ok(l) => l
-            .into_iter()
-            .map(|l| LinkRow {
-                linked: l
-                    .linked
-                    .map(|i| (i.email.unwrap_or_default(), t().datetime(i.created_at))),
-                id: l.id,
-                name: l.name,
-            })
-            .collect(),
-        Err(e) => return errors::server_page(e),
-    };
-    let page = AccountPage {
-        links,
-        has_password: crate::crypto::password::has_password(&v.user.password_hash),
-        mail: state.settings.smtp.is_some(),
-        deletion,
-        pending_email,
-        is_admin: v.user.is_admin,
-        flash,
-        user: &v.user,
-        csrf: &v.csrf,
-        name,
-        email,
-        problems,
-        totp_on: totp.is_some(),
-        totp_since: totp
-            .and_then(|totp| totp.confirmed_at)
-            .map(|at| t().datetime(at))
-            .unwrap_or_default(),
-        recovery_left,
-        signin,
-        sessions: sessions.iter().map(|s| SessionRow::of(s, &v.session.sid)).collect(),
-        passkeys: passkeys
-            .into_iter()
-            .map(|p| PasskeyRow {
-                id: p.id,
-                name: p.name,
-                added: t().datetime(p.created_at),
-                used: p
-                    .last_used_at
-                    .map(|at| t().datetime(at))
-                    .unwrap_or_else(|| t().acct_never.into()),
-            })
-            .collect(),
-        apps: apps
-            .into_iter()
-            .map(|g| AppRow {
-                scopes: g
-                    .scope
-                    .split(' ')
-                    .filter_map(pages::describe_scope)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                since: t().datetime(g.granted_at),
-                client_id: g.client_id,
-                name: g.client_name,
-            })
-            .collect(),
-    };
-    pages::render(status, &page)
-}
-
-pub(crate) fn back(flash: &str) -> HttpResponse {
-    errors::redirect(&format!("/account?done={flash}"))
 }
 
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -407,7 +109,7 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         };
         return errors::redirect(&carried.confirm_url());
     }
-    let result = crate::account::update_profile(&state, &me(&req, &state, &v), n, e).await;
+    let result = crate::account::update_profile(&state.ctx(), &me(&req, &state, &v), n, e).await;
     match result {
         Ok(false) => back("profile"),
         Ok(true) => back("profile-verify"),
@@ -472,7 +174,7 @@ pub async fn password(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Err(e) => return errors::server_page(e),
     };
     let remove_passkeys = params::field(&form, "remove_passkeys") == "on";
-    let saved = crate::account::change_password(&state, &me(&req, &state, &v), hash, remove_passkeys).await;
+    let saved = crate::account::change_password(&state.ctx(), &me(&req, &state, &v), hash, remove_passkeys).await;
     if let Err(e) = saved {
         return errors::server_page(e);
     }
@@ -490,7 +192,7 @@ async fn end_sessions(
     pick: impl Fn(&SessionInfo) -> bool,
 ) -> Result<usize, HttpResponse> {
     let cx = state.ctx();
-    let sessions = crate::account::sessions(state, v.user.id)
+    let sessions = crate::account::sessions(&state.ctx(), v.user.id)
         .await
         .map_err(errors::server_page)?;
     let chosen: Vec<_> = sessions.into_iter().filter(|s| pick(s)).collect();
@@ -553,7 +255,7 @@ pub async fn revoke_consent(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let client_id = params::field(&form, "client_id");
-    let revoked = crate::account::revoke_consent(&state, &me(&req, &state, &v), client_id).await;
+    let revoked = crate::account::revoke_consent(&state.ctx(), &me(&req, &state, &v), client_id).await;
     match revoked {
         Ok(true) => back("app-removed"),
         Ok(false) => pages::error_page(
@@ -578,7 +280,7 @@ struct DeletedPage;
 const RECENT_SIGN_IN: i64 = 600;
 
 pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    use crate::lifecycle::deletion::{self, Outcome};
+    use crate::admin::deletion::{self, Outcome};
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
         return limited;
     }
@@ -588,7 +290,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let ip = guard::ip_text(&req, &state);
     if params::field(&form, "action") == "withdraw" {
-        return match deletion::withdraw(&state, &v.user, ip).await {
+        return match deletion::withdraw(&state.ctx(), &v.user, ip).await {
             Ok(_) => back("deletion-withdrawn"),
             Err(e) => errors::server_page(e),
         };
@@ -613,7 +315,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
             return refuse(t().acct_error_type_username, StatusCode::BAD_REQUEST).await;
         }
     }
-    match deletion::delete_own(&state, &v.user, ip).await {
+    match deletion::delete_own(&state.ctx(), &v.user, ip).await {
         Ok(Outcome::Requested) => back("deletion-requested"),
         Ok(Outcome::LastAdmin) => refuse(crate::admin::users::LAST_ADMIN, StatusCode::CONFLICT).await,
         Ok(Outcome::Deleted | Outcome::Gone) => {
@@ -634,7 +336,7 @@ pub async fn delete(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 /// Codes by mail as the second factor, on or off, with the current password (as
 /// turning off the authenticator app needs).
 pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    use crate::lifecycle::email_mfa::{self, Refused};
+    use crate::account::security::{set_email_codes, Refused};
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Login) {
         return limited;
     }
@@ -656,7 +358,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
         Ok(false) => return refuse(t().acct_error_not_current_password, StatusCode::BAD_REQUEST).await,
         Err(resp) => return resp,
     }
-    match email_mfa::set(&state, &me(&req, &state, &v), on).await {
+    match set_email_codes(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(Ok(())) => back(if on { "email-mfa-on" } else { "email-mfa-off" }),
         Ok(Err(why)) => {
             let msg = match why {
@@ -677,7 +379,7 @@ pub async fn notifications(req: HttpRequest, state: web::Data<AppState>, body: B
         Err(resp) => return resp,
     };
     let on = params::field(&form, "new_device") == "on";
-    match crate::lifecycle::devices::set_notify(&state, &me(&req, &state, &v), on).await {
+    match crate::account::security::set_notify(&state.ctx(), &me(&req, &state, &v), on).await {
         Ok(()) => back("notifications"),
         Err(e) => errors::server_page(e),
     }
@@ -690,7 +392,7 @@ pub async fn untrust_device(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let id = params::field(&form, "id").parse().unwrap_or(-1);
-    match crate::lifecycle::devices::untrust(&state, &me(&req, &state, &v), id).await {
+    match crate::account::security::untrust(&state.ctx(), &me(&req, &state, &v), id).await {
         Ok(true) => back("device-removed"),
         Ok(false) => pages::error_page(
             StatusCode::NOT_FOUND,

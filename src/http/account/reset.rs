@@ -106,7 +106,7 @@ pub async fn forgot_submit(req: HttpRequest, state: web::Data<AppState>, body: B
     if who.trim().is_empty() {
         return pages::render(StatusCode::BAD_REQUEST, &ForgotPage { sent: false, who: "" });
     }
-    if let Err(e) = reset::request(&state, who, &guard::ip_text(&req, &state)).await {
+    if let Err(e) = reset::request(&state.ctx(), who, &guard::ip_text(&req, &state)).await {
         return errors::server_page(e);
     }
     pages::render(StatusCode::OK, &ForgotPage { sent: true, who: "" })
@@ -119,7 +119,7 @@ pub async fn reset_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
         return limited;
     }
     let token = params::link_token(&req);
-    match reset::usable(&state, &token).await {
+    match reset::usable(&state.ctx(), &token).await {
         Ok(Some(form)) => pages::render(
             StatusCode::OK,
             &ResetPage {
@@ -154,7 +154,7 @@ pub async fn reset_submit(req: HttpRequest, state: web::Data<AppState>, body: By
         confirm: get("confirm"),
         code: get("code"),
     };
-    let result = reset::finish(&state, token, &chosen, &ip).await;
+    let result = reset::finish(&state.ctx(), token, &chosen, &ip).await;
     answer(&state, token, result).await
 }
 
@@ -167,7 +167,7 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body:
     let Some(form) = passkeys::link_form(&req, &body) else {
         return passkeys::bad_json();
     };
-    match reset::passkey_options(&state, params::field(&form, "token")).await {
+    match reset::passkey_options(&state.ctx(), params::field(&form, "token")).await {
         Ok(options) => passkeys::options_json(options),
         Err(e) => errors::passkey_json(e),
     }
@@ -185,7 +185,7 @@ pub async fn passkey_submit(req: HttpRequest, state: web::Data<AppState>, body: 
     let token = params::field(&form, "token");
     let ip = guard::ip_text(&req, &state);
     let result = match passkeys::made(&state, &form) {
-        Ok(made) => reset::finish_with_passkey(&state, token, made, params::field(&form, "code"), &ip).await,
+        Ok(made) => reset::finish_with_passkey(&state.ctx(), token, made, params::field(&form, "code"), &ip).await,
         Err(PasskeyError::Refused(why)) => Ok(Outcome::Invalid("passkey", why.to_string())),
         Err(PasskeyError::Server(e)) => return errors::server_page(e),
     };
@@ -207,7 +207,7 @@ async fn answer(state: &AppState, token: &str, result: Result<Outcome, crate::er
             },
         ),
         Ok(Outcome::Invalid(field, message)) => {
-            let form = match reset::usable(state, token).await {
+            let form = match reset::usable(&state.ctx(), token).await {
                 Ok(Some(form)) => form,
                 Ok(None) => return dead_link(),
                 Err(e) => return errors::server_page(e),

@@ -434,7 +434,7 @@ pub async fn invitation_delete(req: HttpRequest, state: Data, id: Id) -> HttpRes
 pub async fn user_deletion_approve(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        crate::lifecycle::deletion::approve(s, &a, user_id(&id)?).await
+        crate::admin::deletion::approve(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
@@ -443,7 +443,7 @@ pub async fn user_deletion_approve(req: HttpRequest, state: Data, id: Id) -> Htt
 pub async fn user_deletion_reject(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        crate::lifecycle::deletion::reject(s, &a, user_id(&id)?).await
+        crate::admin::deletion::reject(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }

@@ -344,7 +344,7 @@ pub async fn user_action(
             .await;
         }
         "deletion-approve" => {
-            let deleted = crate::lifecycle::deletion::approve(&state, &actor, id).await;
+            let deleted = crate::admin::deletion::approve(&state.ctx(), &actor, id).await;
             return outcome(
                 &req,
                 &state,
@@ -354,7 +354,7 @@ pub async fn user_action(
             )
             .await;
         }
-        "deletion-reject" => crate::lifecycle::deletion::reject(&state, &actor, id)
+        "deletion-reject" => crate::admin::deletion::reject(&state.ctx(), &actor, id)
             .await
             .map(|()| "saved"),
         "unlink" => admin::providers::unlink(&state, &actor, id, form.get("provider"))

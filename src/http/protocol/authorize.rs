@@ -165,7 +165,7 @@ async fn login_form(
 pub async fn show_consent(state: &AppState, request: &AuthRequest, user_id: i64, parked: &Parked) -> HttpResponse {
     let client_name = client_name(state, &request.client_id).await;
     crate::http::branding::for_client(&request.client_id);
-    let username = match crate::account::username(state, user_id).await {
+    let username = match crate::account::username(&state.ctx(), user_id).await {
         Ok(name) => name.unwrap_or_default(),
         Err(e) => return errors::server_page(e),
     };

@@ -112,7 +112,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
         return errors::server_page(e);
     }
     // The session has ended: whatever happens now, the user is signed out.
-    let who = crate::account::actor_name(state, session.user_id).await;
+    let who = crate::account::actor_name(&state.ctx(), session.user_id).await;
     crate::audit::Event::new("logout")
         .actor(who)
         .target(format!("session:{}", session.sid))
@@ -124,7 +124,7 @@ async fn logout(req: &HttpRequest, state: &AppState, raw: &[u8], confirmed: bool
 
 async fn confirmation(state: &AppState, pairs: &[(String, String)], cookie: &str, user_id: i64) -> HttpResponse {
     let get = |n: &str| params::first(pairs, n);
-    let username = match crate::account::username(state, user_id).await {
+    let username = match crate::account::username(&state.ctx(), user_id).await {
         Ok(name) => name.unwrap_or_default(),
         Err(e) => return errors::server_page(e),
     };

@@ -23,7 +23,7 @@ use crate::state::AppState;
 
 /// The login page's upstream buttons; a storage failure shows none rather than no page.
 pub async fn buttons(state: &AppState) -> Vec<Button> {
-    match fed::buttons(state).await {
+    match fed::buttons(&state.ctx()).await {
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(error = ?e, "cannot list upstream providers for the login page");
@@ -94,7 +94,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
         request_id: crate::crypto::Secret::from_string(request_id.to_string()),
         csrf: crate::crypto::Secret::from_string(csrf.to_string()),
     };
-    let p = match fed::find(&state, &path).await {
+    let p = match fed::find(&state.ctx(), &path).await {
         Ok(Some(p)) => p,
         Ok(None) => {
             let msg = crate::i18n::t().federation_gone;
@@ -209,7 +209,7 @@ async fn finish_link(
         Ok(v) if v.user.id == uid => {}
         _ => return resume_error(ResumeError::Forged),
     }
-    match identity::resolve(state, p, profile, Some(uid)).await {
+    match identity::resolve(&state.ctx(), p, profile, Some(uid)).await {
         Ok(Resolved::Linked(_)) => crate::http::account::back("linked"),
         Ok(Resolved::LinkedElsewhere) => crate::http::account::back("link-elsewhere"),
         Ok(Resolved::AlreadyLinked) => crate::http::account::back("link-already"),
@@ -237,7 +237,7 @@ pub async fn backchannel(
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .json(serde_json::json!({"error": "invalid_request", "error_description": text}))
     };
-    match fed::logout::backchannel(&state, &path, &token).await {
+    match fed::logout::backchannel(&state.ctx(), &state.upstreams, &path, &token).await {
         Ok(_) => HttpResponse::Ok()
             .insert_header((header::CACHE_CONTROL, "no-store"))
             .finish(),
@@ -283,7 +283,7 @@ pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<
         }
         return crate::http::account::back("link-reauth");
     }
-    let p = match fed::find(&state, &path).await {
+    let p = match fed::find(&state.ctx(), &path).await {
         Ok(Some(p)) => p,
         Ok(None) => return crate::http::account::back("link-failed"),
         Err(e) => return errors::server_page(e),
@@ -311,7 +311,7 @@ pub async fn unlink(
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match identity::unlink(&state, v.user.id, &path).await {
+    match identity::unlink(&state.ctx(), v.user.id, &path).await {
         Ok(Unlink::Done) => crate::http::account::back("unlinked"),
         Ok(Unlink::NotLinked) => crate::http::account::back("link-failed"),
         Ok(Unlink::LastWay) => crate::http::account::back("unlink-last"),

@@ -116,12 +116,13 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
         cookies::Sent::One(v) => Some(v),
         cookies::Sent::Absent => None,
         cookies::Sent::Several => {
-            fa::several_cookies(state, &target, &ip).await;
+            fa::several_cookies(&state.ctx(), &target, &ip).await;
             None
         }
     };
     match fa::decide(
-        state,
+        &state.ctx(),
+        &state.forward_auth,
         &target,
         pinned.first().map(String::as_str),
         cookie.as_deref(),
@@ -202,7 +203,7 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     if req.query_string().len() > 3 * 4096 {
         return refused_page(crate::i18n::t().fwd_too_long);
     }
-    let (target, app) = match fa::return_target(&state, &rd).await {
+    let (target, app) = match fa::return_target(&state.ctx(), &rd).await {
         Ok(Ok(found)) => found,
         Ok(Err(Refusal::Malformed(why))) => {
             return refused_page(&crate::i18n::t().fill(crate::i18n::t().fwd_malformed, "why", why))
@@ -227,7 +228,7 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     };
     // With two cookies, neither is renewed: a fresh token is issued.
     let presented = params::cookie(&req, fa::COOKIE);
-    let (token, max_age) = match fa::issue(&state, &viewer.session, presented.as_deref()).await {
+    let (token, max_age) = match fa::issue(&state.ctx(), &viewer.session, presented.as_deref()).await {
         Ok(t) => t,
         Err(e) => return errors::server_page(e),
     };

@@ -174,7 +174,7 @@ pub async fn send(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         return limited;
     }
     let ip = ip_text(&req, &state);
-    match signin::send(&state, request_id, &pending, &browser, who, &ip).await {
+    match signin::send(&state.ctx(), request_id, &pending, &browser, who, &ip).await {
         Ok(Some(parked)) => sent_page(StatusCode::OK, parked.request_id.expose(), parked.csrf.expose(), None),
         Ok(None) => resume_error(ResumeError::Expired),
         Err(e) => errors::server_page(e),
@@ -218,7 +218,7 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
         who: "",
         error: Some(error),
     };
-    match signin::check_code(&state, request_id, params::field(&form, "code")).await {
+    match signin::check_code(&state.ctx(), request_id, params::field(&form, "code")).await {
         Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &user).await,
         Ok(CodeCheck::Wrong) => {
             failed("wrong code").log(&state.db, state.clock.now()).await;
@@ -259,7 +259,7 @@ pub async fn link_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
         return limited;
     }
     let token = params::link_token(&req);
-    match signin::open_link(&state, &token, browser_of(&req, &state).as_ref()).await {
+    match signin::open_link(&state.ctx(), &token, browser_of(&req, &state).as_ref()).await {
         Ok(LinkView::Confirm(username)) => pages::render(
             StatusCode::OK,
             &ConfirmPage {
@@ -286,7 +286,7 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     let Some(browser) = browser_of(&req, &state) else {
         return other_browser();
     };
-    match signin::use_link(&state, params::field(&form, "token"), Some(&browser)).await {
+    match signin::use_link(&state.ctx(), params::field(&form, "token"), Some(&browser)).await {
         Ok(LinkUse::Continue(c)) => {
             let signin::Continued { parked, pending, user } = *c;
             go_on(&req, &state, parked.request_id.expose(), pending, &user).await
@@ -303,7 +303,7 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
 async fn go_on(req: &HttpRequest, state: &AppState, request_id: &str, pending: Pending, user: &User) -> HttpResponse {
     let browser = crate::http::signin::login::browser(req, state);
     let cx = state.ctx();
-    match crate::signin::first::after_factor(state, &cx, request_id, pending, user, First::Mail, None, &browser).await {
+    match crate::signin::first::after_factor(&cx, request_id, pending, user, First::Mail, None, &browser).await {
         Ok(step) => crate::http::signin::login::next(state, step).await,
         Err(e) => crate::http::signin::login::refused(e),
     }

@@ -299,7 +299,7 @@ pub async fn resend(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return bad_request_page(crate::i18n::t().err_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    match crate::signin::second::resend(&state, &state.ctx(), request_id, csrf, &browser(&req, &state)).await {
+    match crate::signin::second::resend(&state.ctx(), request_id, csrf, &browser(&req, &state)).await {
         Ok(page) => {
             let status = match page.unsent {
                 None => StatusCode::OK,
@@ -332,7 +332,7 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
     let cx = state.ctx();
-    match crate::signin::consent::decide(&state, &cx, &decision, &browser(&req, &state), cookie.as_deref()).await {
+    match crate::signin::consent::decide(&cx, &decision, &browser(&req, &state), cookie.as_deref()).await {
         Ok(r) => respond(&r),
         Err(e) => resume_error(e),
     }

@@ -46,7 +46,7 @@ pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer
         Ok(None) => return Ok(None),
         Err(e) => return Err(errors::server_page(e)),
     };
-    let user = crate::account::signed_in_user(state, session.user_id).await;
+    let user = crate::account::signed_in_user(&state.ctx(), session.user_id).await;
     match user {
         Ok(Some(user)) => Ok(Some(Viewer {
             session,

@@ -217,7 +217,7 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         passkey: state.settings.passkey_mode.passkey_only() || get("credential") == "passkey",
     };
     let ip = guard::ip_text(&req, &state);
-    let (status, sent, problems) = match signup::submit(&state, typed, request, &ip).await {
+    let (status, sent, problems) = match signup::submit(&state.ctx(), typed, request, &ip).await {
         Ok(Outcome::Sent) => (StatusCode::OK, true, Problems::default()),
         Ok(Outcome::Invalid(problems)) => (StatusCode::BAD_REQUEST, false, problems),
         Err(e) => return errors::server_page(e),
@@ -248,7 +248,7 @@ pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         return limited;
     }
     let token = params::link_token(&req);
-    let found = match verify::usable(&state, &token).await {
+    let found = match verify::usable(&state.ctx(), &token).await {
         Ok(Some(found)) => found,
         Ok(None) => return dead_link(),
         Err(e) => return errors::server_page(e),
@@ -319,7 +319,7 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
         Err(resp) => return resp,
     };
     let token = params::field(&fields, "token");
-    let result = verify::confirm(&state, token, &ip, viewer, None).await;
+    let result = verify::confirm(&state.ctx(), token, &ip, viewer, None).await;
     confirmed(&req, &state, token, result).await
 }
 
@@ -333,7 +333,7 @@ pub async fn verify_passkey_options(req: HttpRequest, state: web::Data<AppState>
     let Some(fields) = passkeys::link_form(&req, &body) else {
         return passkeys::bad_json();
     };
-    match verify::passkey_options(&state, params::field(&fields, "token")).await {
+    match verify::passkey_options(&state.ctx(), params::field(&fields, "token")).await {
         Ok(options) => passkeys::options_json(options),
         Err(e) => errors::passkey_json(e),
     }
@@ -352,7 +352,7 @@ pub async fn verify_passkey(req: HttpRequest, state: web::Data<AppState>, body: 
     let ip = guard::ip_text(&req, &state);
     let token = params::field(&fields, "token");
     let result = match passkeys::made(&state, &fields) {
-        Ok(made) => verify::confirm(&state, token, &ip, None, Some(made)).await,
+        Ok(made) => verify::confirm(&state.ctx(), token, &ip, None, Some(made)).await,
         Err(PasskeyError::Refused(why)) => {
             let page = VerifyPage::passkey_again(token, why);
             return pages::render(StatusCode::BAD_REQUEST, &page);

@@ -2,17 +2,19 @@
 //! administrator's approval of a request (`approval`). Either way every session ends
 //! with back-channel logout, every grant is revoked, and the audit entry of the
 //! deletion names the person only by a pseudonym; earlier entries are kept as they are
-//! (the audit log holds names, not references, so nothing cascades into it).
+//! (the audit log holds names, not references, so nothing cascades into it). It lives
+//! with the administration because the last-admin rule and the ending of sessions
+//! (back-channel logout) are theirs to apply, whoever asks.
 
 use serde_json::json;
 
-use crate::admin::users::{leaves_an_admin, LAST_ADMIN};
-use crate::admin::{Actor, AdminError};
+use super::users::{leaves_an_admin, LAST_ADMIN};
+use super::{Actor, AdminError};
 use crate::audit::Event;
 use crate::db::{self, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::oidc::logout;
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// What came of a deletion or of a request for one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +28,8 @@ pub enum Outcome {
 }
 
 /// When the account asked to be deleted, if it has a request waiting.
-pub async fn requested_at(state: &AppState, user_id: i64) -> Result<Option<i64>, DbError> {
-    state
-        .db
+pub async fn requested_at(cx: &Ctx<'_>, user_id: i64) -> Result<Option<i64>, DbError> {
+    cx.db
         .read(move |c| Ok(db::users::lifecycle(c, user_id)?.deletion_requested_at))
         .await
 }
@@ -37,22 +38,20 @@ pub async fn requested_at(state: &AppState, user_id: i64) -> Result<Option<i64>,
 /// while the grants that name the clients still exist, as the admin deletion does),
 /// then the account goes with its grants and tokens in one transaction with `audit`.
 async fn remove(
-    state: &AppState,
+    cx: &Ctx<'_>,
     user_id: i64,
     audit: impl FnOnce(&Tx<'_>, &User, i64) -> Result<(), DbError> + Send + 'static,
 ) -> Result<Outcome, Internal> {
-    let cx = state.ctx();
     let now = cx.now;
-    if !state.db.read(move |c| leaves_an_admin(c, user_id)).await? {
+    if !cx.db.read(move |c| leaves_an_admin(c, user_id)).await? {
         return Ok(Outcome::LastAdmin);
     }
-    let live = state
+    let live = cx
         .db
         .read(move |c| db::sessions::list_for_user(c, user_id, now))
         .await?;
-    logout::end_listed(&cx, &live).await?;
-    state
-        .db
+    logout::end_listed(cx, &live).await?;
+    cx.db
         .write(move |c| {
             let Some(user) = db::users::find_by_id(c, user_id)? else {
                 return Ok(Outcome::Gone);
@@ -72,11 +71,11 @@ async fn remove(
 
 /// The account page's deletion with the current password already confirmed: deleted
 /// at once, or a request recorded for an administrator, as the settings say.
-pub async fn delete_own(state: &AppState, user: &User, ip: String) -> Result<Outcome, Internal> {
-    match state.settings.account_deletion {
+pub async fn delete_own(cx: &Ctx<'_>, user: &User, ip: String) -> Result<Outcome, Internal> {
+    match cx.settings.account_deletion {
         crate::config::AccountDeletion::SelfService => {
-            let pseudonym = state.log_key.pseudonym(&user.username);
-            remove(state, user.id, move |c, u, now| {
+            let pseudonym = cx.log_key.pseudonym(&user.username);
+            remove(cx, user.id, move |c, u, now| {
                 Event::new("account.deleted")
                     .actor(&pseudonym)
                     .target(&pseudonym)
@@ -86,13 +85,13 @@ pub async fn delete_own(state: &AppState, user: &User, ip: String) -> Result<Out
             })
             .await
         }
-        crate::config::AccountDeletion::Approval => request(state, user, ip).await,
+        crate::config::AccountDeletion::Approval => request(cx, user, ip).await,
     }
 }
 
-async fn request(state: &AppState, user: &User, ip: String) -> Result<Outcome, Internal> {
-    let (id, name, now) = (user.id, user.username.clone(), state.clock.now());
-    Ok(state
+async fn request(cx: &Ctx<'_>, user: &User, ip: String) -> Result<Outcome, Internal> {
+    let (id, name, now) = (user.id, user.username.clone(), cx.now);
+    Ok(cx
         .db
         .write(move |c| {
             if !leaves_an_admin(c, id)? {
@@ -113,9 +112,9 @@ async fn request(state: &AppState, user: &User, ip: String) -> Result<Outcome, I
 }
 
 /// Withdraws the account's deletion request; whether there was one.
-pub async fn withdraw(state: &AppState, user: &User, ip: String) -> Result<bool, Internal> {
-    let (id, name, now) = (user.id, user.username.clone(), state.clock.now());
-    Ok(state
+pub async fn withdraw(cx: &Ctx<'_>, user: &User, ip: String) -> Result<bool, Internal> {
+    let (id, name, now) = (user.id, user.username.clone(), cx.now);
+    Ok(cx
         .db
         .write(move |c| {
             if db::users::lifecycle(c, id)?.deletion_requested_at.is_none() {
@@ -133,8 +132,8 @@ pub async fn withdraw(state: &AppState, user: &User, ip: String) -> Result<bool,
 }
 
 /// The pending request of user `id`, or the refusal an administrator gets.
-async fn pending_request(state: &AppState, id: i64) -> Result<(User, i64), AdminError> {
-    let found = state
+async fn pending_request(cx: &Ctx<'_>, id: i64) -> Result<(User, i64), AdminError> {
+    let found = cx
         .db
         .read(move |c| {
             let Some(u) = db::users::find_by_id(c, id)? else {
@@ -152,15 +151,15 @@ async fn pending_request(state: &AppState, id: i64) -> Result<(User, i64), Admin
 
 /// An administrator approves a deletion request: the account is deleted as a
 /// self-deletion is, and the entry names the administrator and the pseudonym.
-pub async fn approve(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
-    let (user, requested_at) = pending_request(state, id).await?;
+pub async fn approve(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let (user, requested_at) = pending_request(cx, id).await?;
     if actor.user_id == Some(id) {
         return Err(AdminError::Conflict(
             "you cannot approve the deletion of your own account".into(),
         ));
     }
-    let (pseudonym, actor) = (state.log_key.pseudonym(&user.username), actor.clone());
-    let outcome = remove(state, id, move |c, u, now| {
+    let (pseudonym, actor) = (cx.log_key.pseudonym(&user.username), actor.clone());
+    let outcome = remove(cx, id, move |c, u, now| {
         actor
             .event("account.deleted")
             .target(&pseudonym)
@@ -176,11 +175,10 @@ pub async fn approve(state: &AppState, actor: &Actor, id: i64) -> Result<(), Adm
 }
 
 /// An administrator rejects a deletion request: the account stays, the request goes.
-pub async fn reject(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
-    let (user, requested_at) = pending_request(state, id).await?;
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+pub async fn reject(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let (user, requested_at) = pending_request(cx, id).await?;
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             db::users::set_deletion_requested(c, id, None)?;
             actor
