@@ -154,7 +154,15 @@ fn lifecycle_settings_parse_and_refuse_in_one_line() {
     assert_eq!(only, PasskeyMode::PasskeyOnly);
     assert!(only.passkey_only() && !PasskeyMode::UsernameFirst.passkey_only());
     assert_eq!(defaults.default_locale, crate::domain::Locale::En);
-    for (raw, name) in [
+    for (raw, name) in lifecycle_refusals() {
+        let e = Settings::load(&raw).unwrap_err().to_string();
+        assert!(e.contains(name) && !e.contains('\n'), "{e}");
+    }
+}
+
+/// Lifecycle settings that are refused, and the name each refusal must give.
+fn lifecycle_refusals() -> Vec<(RawSettings, &'static str)> {
+    vec![
         (
             RawSettings {
                 signup: Some("everyone".into()),
@@ -218,8 +226,5 @@ fn lifecycle_settings_parse_and_refuse_in_one_line() {
             },
             "accent_color",
         ),
-    ] {
-        let e = Settings::load(&raw).unwrap_err().to_string();
-        assert!(e.contains(name) && !e.contains('\n'), "{e}");
-    }
+    ]
 }

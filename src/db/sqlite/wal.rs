@@ -119,24 +119,8 @@ fn parse_header(bytes: &[u8]) -> Option<Header> {
 /// The committed transactions of `wal` after `from` (a default position: from the
 /// first frame of whatever log is there). A missing or empty log has none.
 pub fn read_tail(wal: &Path, from: &WalPosition) -> std::io::Result<Tail> {
-    let mut file = match std::fs::File::open(wal) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Tail {
-                end: *from,
-                ..Tail::default()
-            })
-        }
-        Err(e) => return Err(e),
-    };
-    let mut head = [0u8; HEADER];
-    let header = match file.read_exact(&mut head) {
-        Ok(()) => parse_header(&head),
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
-        Err(e) => return Err(e),
-    };
-    let Some(header) = header else {
-        // Empty, truncated or being reset: nothing committed to read yet.
+    let Some((mut file, header)) = open_log(wal)? else {
+        // Missing, empty, truncated or being reset: nothing committed to read yet.
         return Ok(Tail {
             end: *from,
             ..Tail::default()
@@ -203,6 +187,22 @@ pub fn read_tail(wal: &Path, from: &WalPosition) -> std::io::Result<Tail> {
         }
     }
     Ok(tail)
+}
+
+/// The log file and its header; `None` when the log is missing, empty, truncated or
+/// being reset.
+fn open_log(wal: &Path) -> std::io::Result<Option<(std::fs::File, Header)>> {
+    let mut file = match std::fs::File::open(wal) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut head = [0u8; HEADER];
+    match file.read_exact(&mut head) {
+        Ok(()) => Ok(parse_header(&head).map(|header| (file, header))),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
