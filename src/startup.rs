@@ -127,7 +127,7 @@ impl Application {
         if let Some(path) = state.settings.apply_file.clone() {
             // Before the listener serves: the first request already sees the file's
             // clients and groups. A bad file stops the start, as a bad setting does.
-            let report = crate::apply::apply_file(&state, &path, crate::apply::Mode::default())
+            let report = crate::apply::apply_file(&state.ctx(), &state.upstreams, &path, crate::apply::Mode::default())
                 .await
                 .map_err(StartupError::Apply)?;
             // Standard output, like the setup link: a generated client secret or a

@@ -2,15 +2,29 @@
 //! server's last answer (never the bodies, which may hold live links).
 
 use super::{invalid, AdminError, ListQuery};
-use crate::lifecycle::{self, QueueView};
-use crate::state::AppState;
+use crate::context::Ctx;
+use crate::db;
+use crate::lifecycle::QueueView;
 
-pub async fn queue(state: &AppState, q: &ListQuery) -> Result<QueueView, AdminError> {
+pub async fn queue(cx: &Ctx<'_>, q: &ListQuery) -> Result<QueueView, AdminError> {
     let status = q.filters.get("status").cloned();
     if let Some(s) = status.as_deref() {
         if !matches!(s, "pending" | "sent" | "failed") {
             return Err(invalid("status", "one of pending, sent, failed"));
         }
     }
-    Ok(lifecycle::queue_view(state, status, q.limit).await?)
+    let limit = q.limit;
+    let view = cx
+        .db
+        .read(move |c| {
+            let (pending, sent, failed) = db::outbox::counts(c)?;
+            Ok(QueueView {
+                pending,
+                sent,
+                failed,
+                items: db::outbox::list(c, status.as_deref(), limit)?,
+            })
+        })
+        .await?;
+    Ok(view)
 }

@@ -10,8 +10,8 @@ use super::compare;
 use super::file::{Desired, UserDecl};
 use super::node::{Place, Problem};
 use crate::admin::{self, AdminError};
+use crate::context::Ctx;
 use crate::db::{apps::App, clients::Client, providers::Provider, users::User};
-use crate::state::AppState;
 
 /// The database's side.
 pub struct Current {
@@ -26,18 +26,18 @@ pub struct Current {
 
 impl Current {
     /// Read through the admin use cases' own lists.
-    pub async fn read(state: &AppState) -> Result<Self, AdminError> {
+    pub async fn read(cx: &Ctx<'_>) -> Result<Self, AdminError> {
         let mut groups = Vec::new();
-        for g in admin::groups::list(state).await? {
-            let view = admin::groups::get(state, g.id).await?;
+        for g in admin::groups::list(cx).await? {
+            let view = admin::groups::get(cx, g.id).await?;
             groups.push((g.name, view.member_list.into_iter().map(|m| m.username).collect()));
         }
         Ok(Current {
-            users: admin::users::all(state).await?,
+            users: admin::users::all(cx).await?,
             groups,
-            clients: admin::clients::all(state).await?,
-            apps: admin::apps::list(state).await?,
-            providers: admin::providers::list_linked(state).await?,
+            clients: admin::clients::all(cx).await?,
+            apps: admin::apps::list(cx).await?,
+            providers: admin::providers::list_linked(cx).await?,
         })
     }
 }
@@ -98,7 +98,7 @@ pub struct Final {
     pub users: HashMap<String, String>,
 }
 
-pub fn plan(state: &AppState, now: &Current, want: &Desired, prune: bool) -> Result<Vec<Step>, Problem> {
+pub fn plan(cx: &Ctx<'_>, now: &Current, want: &Desired, prune: bool) -> Result<Vec<Step>, Problem> {
     let declared_groups: BTreeSet<String> = want
         .groups
         .iter()
@@ -148,7 +148,7 @@ pub fn plan(state: &AppState, now: &Current, want: &Desired, prune: bool) -> Res
     }
     users(now, want, &mut steps);
     members(now, want, &fin, &kept_user, &mut steps)?;
-    let registrations = compare::registrations(state, now, want, &fin, prune)?;
+    let registrations = compare::registrations(cx, now, want, &fin, prune)?;
     steps.extend(registrations.changes);
     last_admin(now, want, &declared_users, prune_users)?;
     steps.extend(registrations.deletions);

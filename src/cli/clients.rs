@@ -240,20 +240,23 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             }
             with_state(settings, async |state| {
                 super::users::ensure_groups(state, &spec.allowed_groups).await?;
-                let (client, secret) = admin::clients::create(state, &actor(), &spec)
-                    .await
-                    .map_err(|e| match e {
-                        admin::AdminError::Invalid(p) if p.contains_key("client_id") => {
-                            format!("a client with id {} already exists", spec.client_id)
-                        }
-                        other => admin_err(other, "client"),
-                    })?;
+                let (client, secret) =
+                    admin::clients::create(&state.ctx(), &actor(), &spec)
+                        .await
+                        .map_err(|e| match e {
+                            admin::AdminError::Invalid(p) if p.contains_key("client_id") => {
+                                format!("a client with id {} already exists", spec.client_id)
+                            }
+                            other => admin_err(other, "client"),
+                        })?;
                 print_secret(&client.client_id, secret.as_ref(), add.json);
                 Ok(())
             })
         }
         ClientCommand::List { json } => with_state(settings, async |state| {
-            let clients = admin::clients::all(state).await.map_err(|e| admin_err(e, "client"))?;
+            let clients = admin::clients::all(&state.ctx())
+                .await
+                .map_err(|e| admin_err(e, "client"))?;
             if json {
                 println!(
                     "{}",
@@ -274,10 +277,12 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             Ok(())
         }),
         ClientCommand::Show { client_id, json } => with_state(settings, async |state| {
-            let c = admin::clients::get(state, &client_id).await.map_err(|e| match e {
-                admin::AdminError::NotFound(_) => format!("no client with id {client_id}"),
-                other => admin_err(other, "client"),
-            })?;
+            let c = admin::clients::get(&state.ctx(), &client_id)
+                .await
+                .map_err(|e| match e {
+                    admin::AdminError::NotFound(_) => format!("no client with id {client_id}"),
+                    other => admin_err(other, "client"),
+                })?;
             if json {
                 println!("{}", view(&c));
             } else if let serde_json::Value::Object(fields) = view(&c) {
@@ -288,7 +293,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             Ok(())
         }),
         ClientCommand::RotateSecret { client_id, json } => with_state(settings, async |state| {
-            let secret = admin::clients::rotate_secret(state, &actor(), &client_id)
+            let secret = admin::clients::rotate_secret(&state.ctx(), &state.clients, &actor(), &client_id)
                 .await
                 .map_err(|e| match e {
                     admin::AdminError::NotFound(_) | admin::AdminError::Conflict(_) => {
@@ -300,7 +305,7 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             Ok(())
         }),
         ClientCommand::Delete { client_id } => with_state(settings, async |state| {
-            admin::clients::delete(state, &actor(), &client_id)
+            admin::clients::delete(&state.ctx(), &state.clients, &actor(), &client_id)
                 .await
                 .map_err(|e| admin_err(e, &format!("client with id {client_id}")))?;
             println!("client {client_id} deleted");

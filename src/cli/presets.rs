@@ -105,7 +105,7 @@ pub fn add(settings: &Settings, add: &ClientAdd) -> Result<(), String> {
     admin::presets::plan(&req).map_err(|p| admin_err(AdminError::Invalid(p), "preset"))?;
     with_state(&settings, async |state| {
         super::users::ensure_groups(state, &extra.allowed_groups).await?;
-        let registered = admin::presets::register(state, &actor(), &req, |s| {
+        let registered = admin::presets::register(&state.ctx(), &actor(), &req, |s| {
             s.redirect_uris.extend(extra.redirect_uris.iter().cloned());
             s.post_logout_redirect_uris
                 .extend(extra.post_logout_redirect_uris.iter().cloned());

@@ -130,12 +130,15 @@ type Data = web::Data<AppState>;
 type Id = web::Path<String>;
 
 pub async fn stats(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::overview::stats(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::overview::stats(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn users_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::list(&state, &list_query(&req)?).await
+        admin::users::list(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
@@ -143,14 +146,14 @@ pub async fn users_list(req: HttpRequest, state: Data) -> HttpResponse {
 pub async fn users_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::users::create(s, &a, body::<UserInput>(&bytes)?).await
+        admin::users::create(&s.ctx(), &a, body::<UserInput>(&bytes)?).await
     })
     .await
 }
 
 pub async fn user_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::get(&state, user_id(&id)?).await
+        admin::users::get(&state.ctx(), user_id(&id)?).await
     })
     .await
 }
@@ -158,7 +161,7 @@ pub async fn user_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn user_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::update(s, &a, user_id(&id)?, body::<UserInput>(&bytes)?).await
+        admin::users::update(&s.ctx(), &a, user_id(&id)?, body::<UserInput>(&bytes)?).await
     })
     .await
 }
@@ -166,7 +169,7 @@ pub async fn user_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> 
 pub async fn user_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::users::delete(s, &a, user_id(&id)?).await
+        admin::users::delete(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
@@ -181,7 +184,7 @@ pub async fn user_password(req: HttpRequest, state: Data, id: Id, bytes: Bytes) 
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
         let b: PasswordBody = body(&bytes)?;
-        admin::users::set_password(s, &a, user_id(&id)?, &b.password).await
+        admin::users::set_password(&s.ctx(), &a, user_id(&id)?, &b.password).await
     })
     .await
 }
@@ -189,7 +192,7 @@ pub async fn user_password(req: HttpRequest, state: Data, id: Id, bytes: Bytes) 
 pub async fn user_disable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::set_disabled(s, &a, user_id(&id)?, true).await
+        admin::users::set_disabled(&s.ctx(), &a, user_id(&id)?, true).await
     })
     .await
 }
@@ -197,7 +200,7 @@ pub async fn user_disable(req: HttpRequest, state: Data, id: Id) -> HttpResponse
 pub async fn user_enable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::set_disabled(s, &a, user_id(&id)?, false).await
+        admin::users::set_disabled(&s.ctx(), &a, user_id(&id)?, false).await
     })
     .await
 }
@@ -205,7 +208,7 @@ pub async fn user_enable(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
 pub async fn user_unlock(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::unlock(s, &a, user_id(&id)?).await
+        admin::users::unlock(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
@@ -213,14 +216,14 @@ pub async fn user_unlock(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
 pub async fn user_mfa_reset(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::reset_mfa(s, &a, user_id(&id)?).await
+        admin::users::reset_mfa(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
 
 pub async fn user_sessions(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::sessions(&state, user_id(&id)?).await
+        admin::users::sessions(&state.ctx(), user_id(&id)?).await
     })
     .await
 }
@@ -228,7 +231,7 @@ pub async fn user_sessions(req: HttpRequest, state: Data, id: Id) -> HttpRespons
 pub async fn user_sessions_end(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let n = admin::users::end_sessions(s, &a, user_id(&id)?, None).await?;
+        let n = admin::users::end_sessions(&s.ctx(), &a, user_id(&id)?, None).await?;
         Ok(json!({"ended": n}))
     })
     .await
@@ -238,7 +241,7 @@ pub async fn user_session_end(req: HttpRequest, state: Data, path: web::Path<(St
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, sid) = path.into_inner();
-        let n = admin::users::end_sessions(s, &a, user_id(&id)?, Some(&sid)).await?;
+        let n = admin::users::end_sessions(&s.ctx(), &a, user_id(&id)?, Some(&sid)).await?;
         Ok(json!({"ended": n}))
     })
     .await
@@ -246,7 +249,7 @@ pub async fn user_session_end(req: HttpRequest, state: Data, path: web::Path<(St
 
 pub async fn clients_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::clients::list(&state, &list_query(&req)?).await
+        admin::clients::list(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
@@ -262,7 +265,7 @@ fn with_secret(client: &crate::db::clients::Client, secret: Option<&crate::crypt
 pub async fn clients_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        let (client, secret) = admin::clients::create(s, &a, &body::<ClientSpec>(&bytes)?).await?;
+        let (client, secret) = admin::clients::create(&s.ctx(), &a, &body::<ClientSpec>(&bytes)?).await?;
         Ok(with_secret(&client, secret.as_ref()))
     })
     .await
@@ -270,7 +273,7 @@ pub async fn clients_create(req: HttpRequest, state: Data, bytes: Bytes) -> Http
 
 pub async fn client_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        Ok(admin::clients::view(&admin::clients::get(&state, &id).await?))
+        Ok(admin::clients::view(&admin::clients::get(&state.ctx(), &id).await?))
     })
     .await
 }
@@ -279,7 +282,7 @@ pub async fn client_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let existing = admin::clients::get(s, &id).await?;
+        let existing = admin::clients::get(&s.ctx(), &id).await?;
         let patch: Value = body(&bytes)?;
         let Value::Object(patch) = patch else {
             return Err(admin::invalid("body", "a JSON object"));
@@ -291,7 +294,9 @@ pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
         }
         let spec: ClientSpec = serde_json::from_value(current)
             .map_err(|e| admin::invalid("body", format!("not valid for a client: {e}")))?;
-        Ok(admin::clients::view(&admin::clients::update(s, &a, &id, &spec).await?))
+        Ok(admin::clients::view(
+            &admin::clients::update(&s.ctx(), &s.clients, &a, &id, &spec).await?,
+        ))
     })
     .await
 }
@@ -299,7 +304,7 @@ pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
 pub async fn client_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::clients::delete(s, &a, &id).await
+        admin::clients::delete(&s.ctx(), &s.clients, &a, &id).await
     })
     .await
 }
@@ -307,7 +312,7 @@ pub async fn client_delete(req: HttpRequest, state: Data, id: Id) -> HttpRespons
 pub async fn client_secret(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let secret = admin::clients::rotate_secret(s, &a, &id).await?;
+        let secret = admin::clients::rotate_secret(&s.ctx(), &s.clients, &a, &id).await?;
         Ok(json!({"client_id": id.as_str(), "client_secret": secret.expose()}))
     })
     .await
@@ -320,20 +325,23 @@ struct NameBody {
 }
 
 pub async fn groups_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::groups::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::groups::list(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn groups_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::groups::create(s, &a, &body::<NameBody>(&bytes)?.name).await
+        admin::groups::create(&s.ctx(), &a, &body::<NameBody>(&bytes)?.name).await
     })
     .await
 }
 
 pub async fn group_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::groups::get(&state, group_id(&id)?).await
+        admin::groups::get(&state.ctx(), group_id(&id)?).await
     })
     .await
 }
@@ -341,7 +349,7 @@ pub async fn group_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn group_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::groups::rename(s, &a, group_id(&id)?, &body::<NameBody>(&bytes)?.name).await
+        admin::groups::rename(&s.ctx(), &a, group_id(&id)?, &body::<NameBody>(&bytes)?.name).await
     })
     .await
 }
@@ -349,7 +357,7 @@ pub async fn group_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) ->
 pub async fn group_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::groups::delete(s, &a, group_id(&id)?).await
+        admin::groups::delete(&s.ctx(), &a, group_id(&id)?).await
     })
     .await
 }
@@ -358,7 +366,7 @@ pub async fn group_member_put(req: HttpRequest, state: Data, path: web::Path<(St
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, username) = path.into_inner();
-        admin::groups::set_member(s, &a, group_id(&id)?, &username, true).await
+        admin::groups::set_member(&s.ctx(), &a, group_id(&id)?, &username, true).await
     })
     .await
 }
@@ -367,13 +375,16 @@ pub async fn group_member_delete(req: HttpRequest, state: Data, path: web::Path<
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, username) = path.into_inner();
-        admin::groups::set_member(s, &a, group_id(&id)?, &username, false).await
+        admin::groups::set_member(&s.ctx(), &a, group_id(&id)?, &username, false).await
     })
     .await
 }
 
 pub async fn keys_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::overview::keys(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::overview::keys(&state.ctx()).await
+    })
+    .await
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -390,33 +401,36 @@ pub async fn keys_rotate(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         } else {
             body(&bytes)?
         };
-        admin::overview::rotate_key(s, &a, b.alg.as_deref().unwrap_or("RS256")).await
+        admin::overview::rotate_key(&s.ctx(), &a, b.alg.as_deref().unwrap_or("RS256")).await
     })
     .await
 }
 
 pub async fn audit(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::overview::audit(&state, &list_query(&req)?).await
+        admin::overview::audit(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
 
 pub async fn mail_queue(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::mail::queue(&state, &list_query(&req)?).await
+        admin::mail::queue(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
 
 pub async fn invitations_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::invitations::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::invitations::list(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn invitations_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::invitations::create(s, &a, body(&bytes)?).await
+        admin::invitations::create(&s.ctx(), &a, body(&bytes)?).await
     })
     .await
 }
@@ -425,7 +439,7 @@ pub async fn invitation_delete(req: HttpRequest, state: Data, id: Id) -> HttpRes
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
         let id = id.parse().map_err(|_| AdminError::NotFound("invitation"))?;
-        admin::invitations::revoke(s, &a, id).await
+        admin::invitations::revoke(&s.ctx(), &a, id).await
     })
     .await
 }

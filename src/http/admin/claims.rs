@@ -36,7 +36,7 @@ struct Table {
 
 pub async fn api_list(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        Ok(admin::claims::listed(&admin::claims::list(&state, &id).await?))
+        Ok(admin::claims::listed(&admin::claims::list(&state.ctx(), &id).await?))
     })
     .await
 }
@@ -46,7 +46,7 @@ pub async fn api_replace(req: HttpRequest, state: Data, id: Id, bytes: Bytes) ->
     run(&req, s, StatusCode::OK, |a| async move {
         let table: Table = body(&bytes)?;
         Ok(admin::claims::listed(
-            &admin::claims::replace(s, &a, &id, &table.items).await?,
+            &admin::claims::replace(&s.ctx(), &s.clients, &a, &id, &table.items).await?,
         ))
     })
     .await
@@ -61,7 +61,9 @@ pub async fn api_put(req: HttpRequest, state: Data, path: IdClaim, bytes: Bytes)
             return Err(admin::invalid("claim", "the body names another claim than the path"));
         }
         spec.claim = claim;
-        Ok(admin::claims::listed(&admin::claims::put(s, &a, &id, &spec).await?))
+        Ok(admin::claims::listed(
+            &admin::claims::put(&s.ctx(), &s.clients, &a, &id, &spec).await?,
+        ))
     })
     .await
 }
@@ -70,7 +72,7 @@ pub async fn api_delete(req: HttpRequest, state: Data, path: IdClaim) -> HttpRes
     let s = state.get_ref();
     let (id, claim) = path.into_inner();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::claims::delete(s, &a, &id, &claim).await
+        admin::claims::delete(&s.ctx(), &s.clients, &a, &id, &claim).await
     })
     .await
 }
@@ -93,7 +95,7 @@ pub async fn api_preview(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
     let (user, scope) = preview_query(&req);
     run(&req, &state, StatusCode::OK, |_| async {
         let user = user.ok_or_else(|| admin::invalid("user", "the username to preview, as ?user=NAME"))?;
-        admin::claims::preview(&state, &id, &user, scope.as_deref()).await
+        admin::claims::preview(&state.ctx(), &id, &user, scope.as_deref()).await
     })
     .await
 }
@@ -132,7 +134,7 @@ pub async fn rule_add(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> Ht
         Err(resp) => return resp,
     };
     let result = match rule_from(&form) {
-        Ok(spec) => admin::claims::put(&state, &actor, &id, &spec).await,
+        Ok(spec) => admin::claims::put(&state.ctx(), &state.clients, &actor, &id, &spec).await,
         Err(e) => Err(e),
     };
     match result {
@@ -147,7 +149,7 @@ pub async fn rule_delete(req: HttpRequest, state: Data, path: IdClaim, bytes: By
         Err(resp) => return resp,
     };
     let (id, claim) = path.into_inner();
-    match admin::claims::delete(&state, &actor, &id, &claim).await {
+    match admin::claims::delete(&state.ctx(), &state.clients, &actor, &id, &claim).await {
         Ok(()) => done(&format!("/admin/clients/{id}"), "deleted"),
         Err(e) => error_page(&e),
     }
@@ -201,11 +203,11 @@ pub async fn preview_page(req: HttpRequest, state: Data, id: Id) -> HttpResponse
     }
     let (user, scope) = preview_query(&req);
     let preview = match &user {
-        Some(u) => match admin::claims::preview(&state, &id, u, scope.as_deref()).await {
+        Some(u) => match admin::claims::preview(&state.ctx(), &id, u, scope.as_deref()).await {
             Ok(p) => Some(p),
             Err(e) => return error_page(&e),
         },
-        None => match admin::clients::get(&state, &id).await {
+        None => match admin::clients::get(&state.ctx(), &id).await {
             Ok(_) => None,
             Err(e) => return error_page(&e),
         },
@@ -262,7 +264,7 @@ pub async fn test_sign_in(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match admin::claims::test_sign_in(&state, &actor, &id, &viewer.session).await {
+    match admin::claims::test_sign_in(&state.ctx(), &actor, &id, &viewer.session).await {
         Ok(run) => {
             // The test ran, whatever it found: the page says what passed and what not.
             let passed = run.all_passed();

@@ -64,7 +64,7 @@ pub async fn clients(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     };
     let text = q.q.clone().unwrap_or_default();
     let (limit, offset) = (q.limit, q.offset);
-    let (clients, total) = match admin::clients::page(&state, &q).await {
+    let (clients, total) = match admin::clients::page(&state.ctx(), &q).await {
         Ok(f) => f,
         Err(e) => return error_page(&e),
     };
@@ -127,12 +127,12 @@ struct ClientView<'a> {
 }
 
 async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: ClientView<'_>) -> HttpResponse {
-    let groups = match admin::groups::list(state).await {
+    let groups = match admin::groups::list(&state.ctx()).await {
         Ok(g) => g,
         Err(e) => return error_page(&e),
     };
     let claim_rules = if view.editing {
-        match admin::claims::list(state, &view.spec.client_id).await {
+        match admin::claims::list(&state.ctx(), &view.spec.client_id).await {
             Ok(rules) => rules.iter().map(admin::claims::RuleSpec::of).collect(),
             Err(e) => return error_page(&e),
         }
@@ -265,7 +265,7 @@ pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: B
     };
     let (spec, problems) = spec_from(&form, base);
     let result = if problems.is_empty() {
-        admin::clients::create(&state, &actor, &spec).await
+        admin::clients::create(&state.ctx(), &actor, &spec).await
     } else {
         Err(all_problems(&spec, problems))
     };
@@ -299,7 +299,7 @@ pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    match admin::clients::get(&state, &id).await {
+    match admin::clients::get(&state.ctx(), &id).await {
         Ok(c) => {
             let view = ClientView {
                 editing: true,
@@ -324,13 +324,13 @@ pub async fn client_update(
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    let existing = match admin::clients::get(&state, &id).await {
+    let existing = match admin::clients::get(&state.ctx(), &id).await {
         Ok(c) => c,
         Err(e) => return error_page(&e),
     };
     let (spec, problems) = spec_from(&form, admin::clients::spec_of(&existing));
     let result = if problems.is_empty() {
-        admin::clients::update(&state, &actor, &id, &spec).await
+        admin::clients::update(&state.ctx(), &state.clients, &actor, &id, &spec).await
     } else {
         Err(all_problems(&spec, problems))
     };
@@ -362,8 +362,8 @@ pub async fn client_action(
     };
     let (id, action) = path.into_inner();
     match action.as_str() {
-        "secret" => match admin::clients::rotate_secret(&state, &actor, &id).await {
-            Ok(secret) => match admin::clients::get(&state, &id).await {
+        "secret" => match admin::clients::rotate_secret(&state.ctx(), &state.clients, &actor, &id).await {
+            Ok(secret) => match admin::clients::get(&state.ctx(), &id).await {
                 Ok(c) => {
                     let view = ClientView {
                         editing: true,
@@ -379,7 +379,7 @@ pub async fn client_action(
             Err(e) => error_page(&e),
         },
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
-        "delete" => match admin::clients::delete(&state, &actor, &id).await {
+        "delete" => match admin::clients::delete(&state.ctx(), &state.clients, &actor, &id).await {
             Ok(()) => done("/admin/clients", "deleted"),
             Err(e) => error_page(&e),
         },

@@ -32,7 +32,7 @@ async fn groups_page(
     name: &str,
     problems: Problems,
 ) -> HttpResponse {
-    match admin::groups::list(state).await {
+    match admin::groups::list(&state.ctx()).await {
         Ok(groups) => pages::render(
             status,
             &GroupsPage {
@@ -60,7 +60,7 @@ pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, body: By
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match admin::groups::create(&state, &actor, form.get("name")).await {
+    match admin::groups::create(&state.ctx(), &actor, form.get("name")).await {
         Ok(g) => done(&format!("/admin/groups/{}", g.group.id), "created"),
         Err(AdminError::Invalid(p)) => {
             groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p).await
@@ -91,7 +91,7 @@ async fn group_page(
     status: StatusCode,
     problems: Problems,
 ) -> HttpResponse {
-    match admin::groups::get(state, id).await {
+    match admin::groups::get(&state.ctx(), id).await {
         Ok(group) => pages::render(
             status,
             &GroupPage {
@@ -132,18 +132,18 @@ pub async fn group_action(
     };
     let here = format!("/admin/groups/{id}");
     let result = match action.as_str() {
-        "rename" => admin::groups::rename(&state, &actor, id, form.get("name"))
+        "rename" => admin::groups::rename(&state.ctx(), &actor, id, form.get("name"))
             .await
             .map(|_| "saved"),
-        "add" => admin::groups::set_member(&state, &actor, id, form.get("username"), true)
+        "add" => admin::groups::set_member(&state.ctx(), &actor, id, form.get("username"), true)
             .await
             .map(|_| "saved"),
-        "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
+        "remove" => admin::groups::set_member(&state.ctx(), &actor, id, form.get("username"), false)
             .await
             .map(|_| "saved"),
         "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", t().adm_group_delete_unconfirmed)),
         "delete" => {
-            return match admin::groups::delete(&state, &actor, id).await {
+            return match admin::groups::delete(&state.ctx(), &actor, id).await {
                 Ok(()) => done("/admin/groups", "deleted"),
                 Err(e) => error_page(&e),
             }

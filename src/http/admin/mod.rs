@@ -158,7 +158,12 @@ pub async fn dashboard(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
     if let Err(resp) = portal::require_admin(&req, &state).await {
         return resp;
     }
-    match admin::overview::dashboard(&state).await {
+    match admin::overview::dashboard(
+        &state.ctx(),
+        state.replication.as_deref().map(|r| (r, state.clock.now_millis())),
+    )
+    .await
+    {
         Ok(d) => pages::render(
             StatusCode::OK,
             &Dashboard {
@@ -203,7 +208,7 @@ pub async fn keys(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    let keys = match admin::overview::keys(&state).await {
+    let keys = match admin::overview::keys(&state.ctx()).await {
         Ok(k) => k,
         Err(e) => return error_page(&e),
     };
@@ -242,7 +247,7 @@ pub async fn keys_rotate(req: HttpRequest, state: web::Data<AppState>, body: Byt
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match admin::overview::rotate_key(&state, &actor, form.get("alg")).await {
+    match admin::overview::rotate_key(&state.ctx(), &actor, form.get("alg")).await {
         Ok(_) => done("/admin/keys", "rotated"),
         Err(e) => error_page(&e),
     }
@@ -280,7 +285,7 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
         Ok(q)
     });
     let (listed, error) = match &q {
-        Ok(q) => match admin::overview::audit(&state, q).await {
+        Ok(q) => match admin::overview::audit(&state.ctx(), q).await {
             Ok(l) => (Some(l), None),
             Err(AdminError::Invalid(p)) => (None, p.values().next().cloned()),
             Err(e) => return error_page(&e),
@@ -361,7 +366,7 @@ pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Ok(q) => q,
         Err(e) => return error_page(&e),
     };
-    let view = match admin::mail::queue(&state, &q).await {
+    let view = match admin::mail::queue(&state.ctx(), &q).await {
         Ok(v) => v,
         Err(e) => return error_page(&e),
     };

@@ -104,7 +104,7 @@ pub async fn new_app_create(req: HttpRequest, state: Data, bytes: Bytes) -> Http
         Err(resp) => return resp,
     };
     let asked = request_from(&form);
-    match presets::register(&state, &actor, &asked, |_| {}).await {
+    match presets::register(&state.ctx(), &actor, &asked, |_| {}).await {
         // The secret exists only in this response (no-store, like every page).
         Ok(r) => page(&v, StatusCode::CREATED, asked, Problems::new(), Some(r.into())),
         Err(AdminError::Invalid(problems)) => page(&v, StatusCode::BAD_REQUEST, asked, problems, None),
@@ -126,7 +126,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
         let asked: PresetRequest = body(&bytes)?;
-        Ok(presets::register(s, &a, &asked, |_| {}).await?.view())
+        Ok(presets::register(&s.ctx(), &a, &asked, |_| {}).await?.view())
     })
     .await
 }

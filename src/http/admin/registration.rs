@@ -21,7 +21,10 @@ type Data = web::Data<AppState>;
 
 /// `GET /admin/api/registration-tokens`: the live tokens (never their values).
 pub async fn api_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::registration::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::registration::list(&state.ctx()).await
+    })
+    .await
 }
 
 /// `POST /admin/api/registration-tokens` with `{"ttl": "1h", "uses": 3}` (both
@@ -34,7 +37,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
         } else {
             body(&bytes)?
         };
-        admin::registration::create(s, &a, input).await
+        admin::registration::create(&s.ctx(), &a, input).await
     })
     .await
 }
@@ -43,7 +46,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
 pub async fn api_revoke(req: HttpRequest, state: Data, id: web::Path<String>) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::registration::revoke(s, &a, &id).await
+        admin::registration::revoke(&s.ctx(), &a, &id).await
     })
     .await
 }
@@ -90,7 +93,7 @@ async fn page(
     asked: (&str, &str),
     problems: Problems,
 ) -> HttpResponse {
-    let tokens = match admin::registration::list(state).await {
+    let tokens = match admin::registration::list(&state.ctx()).await {
         Ok(t) => t,
         Err(e) => return error_page(&e),
     };
@@ -151,7 +154,7 @@ pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         ttl: Some(if ttl.is_empty() { "1h".to_string() } else { ttl.clone() }),
         uses,
     };
-    match admin::registration::create(&state, &actor, input).await {
+    match admin::registration::create(&state.ctx(), &actor, input).await {
         // The token is shown on this answer only: only its digest is stored.
         Ok(c) => page(&req, &state, &v, StatusCode::OK, Some(c), ("1h", ""), Problems::new()).await,
         Err(AdminError::Invalid(p)) => {
@@ -167,7 +170,7 @@ pub async fn revoke_page(req: HttpRequest, state: Data, id: web::Path<String>, b
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match admin::registration::revoke(&state, &actor, &id).await {
+    match admin::registration::revoke(&state.ctx(), &actor, &id).await {
         Ok(()) => errors::redirect("/admin/registration-tokens?done=revoked"),
         Err(e) => error_page(&e),
     }

@@ -68,7 +68,7 @@ async fn users_page(
         Ok(q) => q,
         Err(e) => return error_page(&e),
     };
-    let listed = match admin::users::list(state, &q).await {
+    let listed = match admin::users::list(&state.ctx(), &q).await {
         Ok(l) => l,
         Err(e) => return error_page(&e),
     };
@@ -136,7 +136,7 @@ pub async fn user_create(req: HttpRequest, state: web::Data<AppState>, body: Byt
         is_admin: Some(form.checked("is_admin")),
         ..UserInput::default()
     };
-    match admin::users::create(&state, &actor, input).await {
+    match admin::users::create(&state.ctx(), &actor, input).await {
         Ok(u) => done(&format!("/admin/users/{}", u.id), "created"),
         Err(AdminError::Invalid(problems)) => {
             let again = NewUserForm {
@@ -178,10 +178,10 @@ async fn user_page(
     problems: Problems,
 ) -> HttpResponse {
     let loaded = async {
-        let user = admin::users::get(state, id).await?;
-        let sessions = admin::users::sessions(state, id).await?;
-        let groups = admin::groups::list(state).await?;
-        let links = admin::providers::links(state, id).await?;
+        let user = admin::users::get(&state.ctx(), id).await?;
+        let sessions = admin::users::sessions(&state.ctx(), id).await?;
+        let groups = admin::groups::list(&state.ctx()).await?;
+        let links = admin::providers::links(&state.ctx(), id).await?;
         Ok::<_, AdminError>((user, sessions, groups, links))
     };
     let (user, sessions, groups, links) = match loaded.await {
@@ -276,7 +276,7 @@ pub async fn user_update(
         claims,
         ..UserInput::default()
     };
-    let result = admin::users::update(&state, &actor, id, input).await;
+    let result = admin::users::update(&state.ctx(), &actor, id, input).await;
     outcome(
         &req,
         &state,
@@ -320,20 +320,20 @@ pub async fn user_action(
         Err(resp) => return resp,
     };
     let result = match action.as_str() {
-        "password" => admin::users::set_password(&state, &actor, id, form.get("password"))
+        "password" => admin::users::set_password(&state.ctx(), &actor, id, form.get("password"))
             .await
             .map(|_| "password"),
-        "disable" => admin::users::set_disabled(&state, &actor, id, true)
+        "disable" => admin::users::set_disabled(&state.ctx(), &actor, id, true)
             .await
             .map(|_| "disabled"),
-        "enable" => admin::users::set_disabled(&state, &actor, id, false)
+        "enable" => admin::users::set_disabled(&state.ctx(), &actor, id, false)
             .await
             .map(|_| "enabled"),
-        "unlock" => admin::users::unlock(&state, &actor, id).await.map(|_| "unlocked"),
-        "mfa-reset" => admin::users::reset_mfa(&state, &actor, id).await.map(|_| "mfa"),
+        "unlock" => admin::users::unlock(&state.ctx(), &actor, id).await.map(|_| "unlocked"),
+        "mfa-reset" => admin::users::reset_mfa(&state.ctx(), &actor, id).await.map(|_| "mfa"),
         "delete" if !form.checked("confirm") => Err(admin::invalid("action", t().adm_user_delete_unconfirmed)),
         "delete" => {
-            let deleted = admin::users::delete(&state, &actor, id).await;
+            let deleted = admin::users::delete(&state.ctx(), &actor, id).await;
             return outcome(
                 &req,
                 &state,
@@ -357,12 +357,12 @@ pub async fn user_action(
         "deletion-reject" => crate::lifecycle::deletion::reject(&state, &actor, id)
             .await
             .map(|()| "saved"),
-        "unlink" => admin::providers::unlink(&state, &actor, id, form.get("provider"))
+        "unlink" => admin::providers::unlink(&state.ctx(), &actor, id, form.get("provider"))
             .await
             .map(|()| "unlinked"),
         "sessions" => {
             let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
-            admin::users::end_sessions(&state, &actor, id, sid)
+            admin::users::end_sessions(&state.ctx(), &actor, id, sid)
                 .await
                 .map(|_| "sessions")
         }
