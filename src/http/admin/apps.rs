@@ -2,6 +2,8 @@
 //! form, details, delete) and the JSON API `/admin/api/apps` (docs/ADMIN_API.md), both
 //! through `admin::apps`, so validation and the audit log are the same either way.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -10,7 +12,7 @@ use askama::Template;
 use crate::admin::{self, apps::AppSpec, AdminError, ListQuery, Problems};
 use crate::db::apps::App;
 use crate::http::admin::api::run;
-use crate::http::admin::{done, error_page, flash, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -86,19 +88,16 @@ fn spec_from(form: &Form) -> AppSpec {
     }
 }
 
-pub async fn app_create(req: HttpRequest, state: Data, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn app_create(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let spec = spec_from(&form);
-    match admin::apps::create(&state.ctx(), &actor, &spec).await {
-        Ok(a) => done(&format!("/admin/apps/{}", a.id), "created"),
-        Err(AdminError::Invalid(problems)) => {
-            apps_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let result = admin::apps::create(&state.ctx(), &actor, &spec).await;
+    answer(
+        result,
+        |a| ready(done(&format!("/admin/apps/{}", a.id), "created")),
+        |problems| apps_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -131,11 +130,8 @@ pub async fn app(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     }
 }
 
-pub async fn app_action(req: HttpRequest, state: Data, path: web::Path<(String, String)>, body: Bytes) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn app_action(state: Data, path: web::Path<(String, String)>, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),

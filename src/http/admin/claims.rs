@@ -16,7 +16,7 @@ use crate::admin::{
     AdminError,
 };
 use crate::http::admin::api::{body, run};
-use crate::http::admin::{done, error_page, posted, Form};
+use crate::http::admin::{done, error_page, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal;
 use crate::i18n::t;
@@ -128,11 +128,8 @@ fn rule_from(form: &Form) -> Result<RuleSpec, AdminError> {
     })
 }
 
-pub async fn rule_add(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn rule_add(state: Data, id: Id, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let result = match rule_from(&form) {
         Ok(spec) => admin::claims::put(&state.ctx(), &state.clients, &actor, &id, &spec).await,
         Err(e) => Err(e),
@@ -143,11 +140,8 @@ pub async fn rule_add(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> Ht
     }
 }
 
-pub async fn rule_delete(req: HttpRequest, state: Data, path: IdClaim, bytes: Bytes) -> HttpResponse {
-    let (_, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn rule_delete(state: Data, path: IdClaim, post: Posted) -> HttpResponse {
+    let Posted { actor, .. } = post;
     let (id, claim) = path.into_inner();
     match admin::claims::delete(&state.ctx(), &state.clients, &actor, &id, &claim).await {
         Ok(()) => done(&format!("/admin/clients/{id}"), "deleted"),
@@ -259,11 +253,8 @@ struct TestPage<'a> {
 }
 
 /// "Test sign-in": a real authorization for the signed-in administrator.
-pub async fn test_sign_in(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
-    let (viewer, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn test_sign_in(state: Data, id: Id, post: Posted) -> HttpResponse {
+    let Posted { viewer, actor, .. } = post;
     match admin::claims::test_sign_in(&state.ctx(), &actor, &id, &viewer.session).await {
         Ok(run) => {
             // The test ran, whatever it found: the page says what passed and what not.

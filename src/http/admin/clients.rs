@@ -1,14 +1,16 @@
 //! `/admin/clients`: registering and editing relying parties (the secret shown once),
 //! and the route table of every admin page.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::{self, clients::ClientSpec, AdminError, ListQuery, Problems};
 use crate::db::{clients::Client, groups::Group};
-use crate::http::admin::{done, error_page, flash, pager, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, pager, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -124,6 +126,19 @@ struct ClientView<'a> {
     secret: Option<String>,
     problems: Problems,
     flash: Option<&'a str>,
+}
+
+impl ClientView<'_> {
+    /// The form once more with what `problems` says to correct.
+    fn again(editing: bool, spec: ClientSpec, problems: Problems) -> Self {
+        ClientView {
+            editing,
+            spec,
+            secret: None,
+            problems,
+            flash: None,
+        }
+    }
 }
 
 async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: ClientView<'_>) -> HttpResponse {
@@ -253,11 +268,8 @@ fn all_problems(spec: &ClientSpec, mut problems: Problems) -> AdminError {
     AdminError::Invalid(problems)
 }
 
-pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn client_create(state: web::Data<AppState>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let base = ClientSpec {
         client_id: form.get("client_id").trim().to_string(),
         public: form.get("kind") == "public",
@@ -269,29 +281,29 @@ pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: B
     } else {
         Err(all_problems(&spec, problems))
     };
-    let (client, secret) = match result {
-        Ok(r) => r,
-        Err(AdminError::Invalid(problems)) => {
+    answer(
+        result,
+        |(client, secret)| {
+            // The secret exists only in this response.
             let view = ClientView {
-                editing: false,
-                spec,
-                secret: None,
-                problems,
-                flash: None,
+                editing: true,
+                spec: admin::clients::spec_of(&client),
+                secret: secret.map(|s| s.expose().to_string()),
+                problems: Problems::new(),
+                flash: Some(t().apps_client_registered),
             };
-            return client_page(&state, &v, StatusCode::BAD_REQUEST, view).await;
-        }
-        Err(e) => return error_page(&e),
-    };
-    // The secret exists only in this response.
-    let view = ClientView {
-        editing: true,
-        spec: admin::clients::spec_of(&client),
-        secret: secret.map(|s| s.expose().to_string()),
-        problems: Problems::new(),
-        flash: Some(t().apps_client_registered),
-    };
-    client_page(&state, &v, StatusCode::CREATED, view).await
+            client_page(&state, &v, StatusCode::CREATED, view)
+        },
+        |problems| {
+            client_page(
+                &state,
+                &v,
+                StatusCode::BAD_REQUEST,
+                ClientView::again(false, spec, problems),
+            )
+        },
+    )
+    .await
 }
 
 pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
@@ -314,16 +326,8 @@ pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<
     }
 }
 
-pub async fn client_update(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    body: Bytes,
-) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn client_update(state: web::Data<AppState>, id: web::Path<String>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let existing = match admin::clients::get(&state.ctx(), &id).await {
         Ok(c) => c,
         Err(e) => return error_page(&e),
@@ -334,32 +338,27 @@ pub async fn client_update(
     } else {
         Err(all_problems(&spec, problems))
     };
-    match result {
-        Ok(_) => done(&format!("/admin/clients/{}", existing.client_id), "saved"),
-        Err(AdminError::Invalid(problems)) => {
-            let view = ClientView {
-                editing: true,
-                spec,
-                secret: None,
-                problems,
-                flash: None,
-            };
-            client_page(&state, &v, StatusCode::BAD_REQUEST, view).await
-        }
-        Err(e) => error_page(&e),
-    }
+    answer(
+        result,
+        |_| ready(done(&format!("/admin/clients/{}", existing.client_id), "saved")),
+        |problems| {
+            client_page(
+                &state,
+                &v,
+                StatusCode::BAD_REQUEST,
+                ClientView::again(true, spec, problems),
+            )
+        },
+    )
+    .await
 }
 
 pub async fn client_action(
-    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+    let Posted { viewer: v, form, actor } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
         "secret" => match admin::clients::rotate_secret(&state.ctx(), &state.clients, &actor, &id).await {

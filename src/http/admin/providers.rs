@@ -4,6 +4,8 @@
 //! providers in the API (`/admin/api/users/{id}/identities`). Pages and API go through
 //! `admin::providers`, so validation and the audit log are the same either way.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -12,7 +14,7 @@ use askama::Template;
 use crate::admin::{self, providers::ProviderSpec, AdminError, ListQuery, Problems};
 use crate::db::providers::Provider;
 use crate::http::admin::api::run;
-use crate::http::admin::{done, error_page, flash, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -119,19 +121,16 @@ fn spec_from(form: &Form) -> ProviderSpec {
     }
 }
 
-pub async fn provider_create(req: HttpRequest, state: Data, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn provider_create(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let spec = spec_from(&form);
-    match admin::providers::create(&state.ctx(), &state.upstreams, &actor, &spec).await {
-        Ok(p) => done(&format!("/admin/providers/{}", p.id), "created"),
-        Err(AdminError::Invalid(problems)) => {
-            providers_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let result = admin::providers::create(&state.ctx(), &state.upstreams, &actor, &spec).await;
+    answer(
+        result,
+        |p| ready(done(&format!("/admin/providers/{}", p.id), "created")),
+        |problems| providers_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -177,16 +176,8 @@ pub async fn provider(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     pages::render(StatusCode::OK, &page)
 }
 
-pub async fn provider_action(
-    req: HttpRequest,
-    state: Data,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn provider_action(state: Data, path: web::Path<(String, String)>, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),

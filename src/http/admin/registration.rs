@@ -7,11 +7,11 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::admin::{self, registration::Created, registration::TokenInput, AdminError};
+use crate::admin::{self, registration::Created, registration::TokenInput};
 use crate::config::Registration;
 use crate::domain::Problems;
 use crate::http::admin::api::{body, run};
-use crate::http::admin::{error_page, posted};
+use crate::http::admin::{answer, error_page, Posted};
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, pages};
 use crate::i18n::t;
@@ -134,11 +134,8 @@ pub async fn list_page(req: HttpRequest, state: Data) -> HttpResponse {
 }
 
 /// `POST /admin/registration-tokens`: makes a token and shows it once.
-pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn create_page(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let (ttl, uses_text) = (form.get("ttl").trim().to_string(), form.get("uses").trim().to_string());
     let uses = match uses_text.as_str() {
         "" => None,
@@ -154,22 +151,19 @@ pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         ttl: Some(if ttl.is_empty() { "1h".to_string() } else { ttl.clone() }),
         uses,
     };
-    match admin::registration::create(&state.ctx(), &actor, input).await {
+    let result = admin::registration::create(&state.ctx(), &actor, input).await;
+    answer(
+        result,
         // The token is shown on this answer only: only its digest is stored.
-        Ok(c) => page(&req, &state, &v, StatusCode::OK, Some(c), ("1h", ""), Problems::new()).await,
-        Err(AdminError::Invalid(p)) => {
-            page(&req, &state, &v, StatusCode::BAD_REQUEST, None, (&ttl, &uses_text), p).await
-        }
-        Err(e) => error_page(&e),
-    }
+        |c| page(&req, &state, &v, StatusCode::OK, Some(c), ("1h", ""), Problems::new()),
+        |p| page(&req, &state, &v, StatusCode::BAD_REQUEST, None, (&ttl, &uses_text), p),
+    )
+    .await
 }
 
 /// `POST /admin/registration-tokens/{id}/revoke`.
-pub async fn revoke_page(req: HttpRequest, state: Data, id: web::Path<String>, bytes: Bytes) -> HttpResponse {
-    let (_, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn revoke_page(state: Data, id: web::Path<String>, post: Posted) -> HttpResponse {
+    let Posted { actor, .. } = post;
     match admin::registration::revoke(&state.ctx(), &actor, &id).await {
         Ok(()) => errors::redirect("/admin/registration-tokens?done=revoked"),
         Err(e) => error_page(&e),
