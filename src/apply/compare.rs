@@ -8,27 +8,12 @@ use serde_json::{json, Map, Value};
 
 use super::file::{ClientDecl, Desired, ProviderDecl};
 use super::node::Problem;
-use super::plan::{changed, missing_group, Action, Current, Final, Step};
+use super::step::{changed, missing_group, Action, ClientStep, Current, Final, Step};
 use crate::admin::claims::RuleSpec;
-use crate::admin::clients::{spec_of, ClientSpec};
-use crate::admin::presets::PresetRequest;
+use crate::admin::clients::spec_of;
 use crate::context::Ctx;
-use crate::crypto::{sealed, Secret};
+use crate::crypto::sealed;
 use crate::db::{apps::App, clients::Client, providers::Provider};
-
-/// What to do to one client.
-pub struct ClientStep {
-    pub id: String,
-    pub new: bool,
-    /// The specification to register or to apply; `None`: unchanged.
-    pub spec: Option<ClientSpec>,
-    pub preset: Option<PresetRequest>,
-    /// The claim mapping to set; `None`: unchanged.
-    pub claims: Option<Vec<RuleSpec>>,
-    /// The secret to set exactly.
-    pub secret: Option<Secret>,
-    pub method: String,
-}
 
 pub struct Registrations {
     pub changes: Vec<Step>,

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::plan::Current;
+use super::step::Current;
 use crate::admin::claims::RuleSpec;
 use crate::admin::clients::spec_of;
 

@@ -15,6 +15,7 @@ mod node;
 mod plan;
 mod run;
 mod secret;
+mod step;
 
 use std::path::Path;
 
@@ -54,7 +55,7 @@ pub async fn apply_file(
     };
     let root = node::parse(&text).map_err(placed)?;
     let want = file::decode(&root).map_err(placed)?;
-    let now = plan::Current::read(cx)
+    let now = step::Current::read(cx)
         .await
         .map_err(|e| format!("{name}: {}", run::text(e)))?;
     let steps = plan::plan(cx, &now, &want, mode.prune).map_err(placed)?;

@@ -4,8 +4,7 @@
 
 use serde_json::json;
 
-use super::compare::ClientStep;
-use super::plan::{Action, Step};
+use super::step::{Action, ClientStep, Step};
 use crate::admin::{self, Actor, AdminError};
 use crate::crypto::Secret;
 use crate::db::{self, email_tokens};

@@ -2,7 +2,7 @@
 //! registering a commonly self-hosted application and printing the configuration to
 //! paste on its side (docs/APPS.md).
 
-use super::clients::{print_secret, spec, ClientAdd};
+use super::client_add::{print_secret, spec, ClientAdd};
 use super::{actor, admin_err, with_state};
 use crate::admin::{
     self,

@@ -511,18 +511,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/invitations", web::get().to(invitations_list))
             .route("/invitations", web::post().to(invitations_create))
             .route("/invitations/{id}", web::delete().to(invitation_delete))
-            .route(
-                "/registration-tokens",
-                web::get().to(crate::http::admin::registration::api_list),
-            )
-            .route(
-                "/registration-tokens",
-                web::post().to(crate::http::admin::registration::api_create),
-            )
-            .route(
-                "/registration-tokens/{id}",
-                web::delete().to(crate::http::admin::registration::api_revoke),
-            )
             .route("/users/{id}/deletion/approve", web::post().to(user_deletion_approve))
             .route("/users/{id}/deletion", web::delete().to(user_deletion_reject))
             .default_service(web::to(unknown)),

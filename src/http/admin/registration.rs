@@ -170,9 +170,12 @@ pub async fn revoke_page(state: Data, id: web::Path<String>, post: Posted) -> Ht
     }
 }
 
-/// The pages' routes (the API's are in `admin_api::routes`, inside its scope).
+/// The pages' routes and the API's, ahead of the admin API scope's catch-all.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/admin/registration-tokens", web::get().to(list_page))
+    cfg.route("/admin/api/registration-tokens", web::get().to(api_list))
+        .route("/admin/api/registration-tokens", web::post().to(api_create))
+        .route("/admin/api/registration-tokens/{id}", web::delete().to(api_revoke))
+        .route("/admin/registration-tokens", web::get().to(list_page))
         .route("/admin/registration-tokens", web::post().to(create_page))
         .route("/admin/registration-tokens/{id}/revoke", web::post().to(revoke_page));
 }
