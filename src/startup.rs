@@ -167,7 +167,7 @@ async fn signing_keys(settings: &Settings, db: &Db, clock: &Clock) -> Result<Key
 /// Applies `--apply` before the listener serves: the first request already sees the
 /// file's clients and groups. A bad file stops the start, as a bad setting does.
 async fn apply_at_start(state: &AppState, path: &std::path::Path) -> Result<(), StartupError> {
-    let report = crate::apply::apply_file(state, path, crate::apply::Mode::default())
+    let report = crate::apply::apply_file(&state.ctx(), &state.upstreams, path, crate::apply::Mode::default())
         .await
         .map_err(StartupError::Apply)?;
     // Standard output, like the setup link: a generated client secret or a

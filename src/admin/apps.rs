@@ -4,8 +4,8 @@
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, Problems};
+use crate::context::Ctx;
 use crate::db::{self, apps::App};
-use crate::state::AppState;
 
 /// What an administrator asks for; `build` checks it. The admin API's request body
 /// has these names.
@@ -122,25 +122,24 @@ pub fn view(app: &App) -> Value {
     })
 }
 
-pub async fn list(state: &AppState) -> Result<Vec<App>, AdminError> {
-    Ok(state.db.read(db::apps::list).await?)
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<App>, AdminError> {
+    Ok(cx.db.read(db::apps::list).await?)
 }
 
-pub async fn get(state: &AppState, id: &str) -> Result<App, AdminError> {
+pub async fn get(cx: &Ctx<'_>, id: &str) -> Result<App, AdminError> {
     let id = id.to_string();
-    state
-        .db
+    cx.db
         .read(move |c| db::apps::find(c, &id))
         .await?
         .ok_or(AdminError::NotFound("app"))
 }
 
-pub async fn create(state: &AppState, actor: &Actor, spec: &AppSpec) -> Result<App, AdminError> {
-    let app = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, spec: &AppSpec) -> Result<App, AdminError> {
+    let app = build(spec, cx.now).map_err(AdminError::Invalid)?;
     let hostname = app.host.rsplit_once(':').map_or(app.host.as_str(), |(h, _)| h);
     // A sign-in could never reach an app outside the cookie domain; and Tessera's own
     // host is not an app (its pages would become a forward-auth return address).
-    if let Some(domain) = &state.settings.forward_auth_cookie_domain {
+    if let Some(domain) = &cx.settings.forward_auth_cookie_domain {
         if hostname != domain && !hostname.ends_with(&format!(".{domain}")) {
             return Err(invalid(
                 "url",
@@ -148,15 +147,14 @@ pub async fn create(state: &AppState, actor: &Actor, spec: &AppSpec) -> Result<A
             ));
         }
     }
-    let own = url::Url::parse(&state.issuer)
+    let own = url::Url::parse(cx.issuer)
         .ok()
         .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
     if own.as_deref() == Some(hostname) {
         return Err(invalid("url", "this is Tessera's own host, not an app's"));
     }
-    let (now, actor, stored, after) = (state.clock.now(), actor.clone(), app.clone(), view(&app));
-    state
-        .db
+    let (now, actor, stored, after) = (cx.now, actor.clone(), app.clone(), view(&app));
+    cx.db
         .write(move |c| {
             for g in &stored.allowed_groups {
                 if db::groups::id_of(c, g)?.is_none() {
@@ -185,11 +183,10 @@ pub async fn create(state: &AppState, actor: &Actor, spec: &AppSpec) -> Result<A
     Ok(app)
 }
 
-pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
-    let existing = get(state, id).await?;
-    let (now, actor, before) = (state.clock.now(), actor.clone(), view(&existing));
-    state
-        .db
+pub async fn delete(cx: &Ctx<'_>, actor: &Actor, id: &str) -> Result<(), AdminError> {
+    let existing = get(cx, id).await?;
+    let (now, actor, before) = (cx.now, actor.clone(), view(&existing));
+    cx.db
         .write(move |c| {
             db::apps::delete(c, &existing.id)?;
             actor
@@ -203,10 +200,10 @@ pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), Adm
 }
 
 /// The list as the admin API pages it (search by id or host, sorted by id).
-pub async fn listed(state: &AppState, q: &super::ListQuery) -> Result<super::Listed<Value>, AdminError> {
+pub async fn listed(cx: &Ctx<'_>, q: &super::ListQuery) -> Result<super::Listed<Value>, AdminError> {
     q.sort_among(&["id"], "id")?;
     let needle = q.q.as_deref().map(str::to_lowercase);
-    let all: Vec<App> = list(state)
+    let all: Vec<App> = list(cx)
         .await?
         .into_iter()
         .filter(|a| needle.as_deref().is_none_or(|n| a.id.contains(n) || a.host.contains(n)))

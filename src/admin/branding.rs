@@ -5,9 +5,9 @@
 //! `branding::TTL`).
 
 use super::{invalid, Actor, AdminError, Problems};
-use crate::branding::{check_color, check_logo, check_stylesheet};
+use crate::branding::{check_color, check_logo, check_stylesheet, Cache};
+use crate::context::Ctx;
 use crate::db;
-use crate::state::AppState;
 
 /// A change from the admin page: each field `None` stays as it is, `Some("")` clears.
 #[derive(Debug, Default)]
@@ -21,7 +21,7 @@ pub struct Edit<'a> {
 }
 
 /// Checks `edit` and stores it; the new version.
-pub async fn update(state: &AppState, actor: &Actor, edit: &Edit<'_>) -> Result<i64, AdminError> {
+pub async fn update(cx: &Ctx<'_>, shown: &Cache, actor: &Actor, edit: &Edit<'_>) -> Result<i64, AdminError> {
     let mut problems = Problems::new();
     let org_name = edit.org_name.map(str::trim).map(|v| {
         if v.chars().count() > 100 || v.chars().any(char::is_control) {
@@ -59,8 +59,8 @@ pub async fn update(state: &AppState, actor: &Actor, edit: &Edit<'_>) -> Result<
     if !problems.is_empty() {
         return Err(AdminError::Invalid(problems));
     }
-    let (now, actor) = (state.clock.now(), actor.clone());
-    let version = state
+    let (now, actor) = (cx.now, actor.clone());
+    let version = cx
         .db
         .write(move |c| {
             let before = db::branding::get(c)?;
@@ -82,7 +82,7 @@ pub async fn update(state: &AppState, actor: &Actor, edit: &Edit<'_>) -> Result<
             Ok(version)
         })
         .await?;
-    state.branding.forget();
+    shown.forget();
     Ok(version)
 }
 
@@ -98,7 +98,8 @@ fn describe(b: &db::branding::Settings) -> serde_json::Value {
 
 /// Sets (`Some`) or removes (`None`) an application's logo.
 pub async fn set_client_logo(
-    state: &AppState,
+    cx: &Ctx<'_>,
+    shown: &Cache,
     actor: &Actor,
     client_id: &str,
     logo: Option<&[u8]>,
@@ -107,8 +108,8 @@ pub async fn set_client_logo(
         Some(bytes) => Some(check_logo(bytes).map_err(|e| invalid("logo", e))?),
         None => None,
     };
-    let (now, actor, id) = (state.clock.now(), actor.clone(), client_id.to_string());
-    let found = state
+    let (now, actor, id) = (cx.now, actor.clone(), client_id.to_string());
+    let found = cx
         .db
         .write(move |c| {
             let found = db::branding::set_client_logo(c, &id, logo.as_ref().map(|(b, k)| (b.as_slice(), *k)), now)?;
@@ -126,6 +127,6 @@ pub async fn set_client_logo(
     if !found {
         return Err(AdminError::NotFound("client"));
     }
-    state.branding.forget();
+    shown.forget();
     Ok(())
 }

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, Problems};
+use crate::context::Ctx;
 use crate::db::{self, claim_rules::ClaimRule, claim_rules::SOURCES};
 use crate::domain::Scope;
 use crate::oidc::claims::PROTECTED;
-use crate::state::AppState;
+use crate::oidc::client_cache::ClientCache;
 
 /// Rules a client may have, and values a `group_values` rule may list: a mapping is a
 /// small table an administrator reads, not a data store.
@@ -207,8 +208,8 @@ fn unknown_group(tx: &db::Tx<'_>, rules: &[ClaimRule]) -> Result<Option<String>,
 }
 
 /// The client's rules; `NotFound` when there is no such client.
-pub async fn list(state: &AppState, client_id: &str) -> Result<Vec<ClaimRule>, AdminError> {
-    Ok(super::clients::get(state, client_id).await?.claim_rules)
+pub async fn list(cx: &Ctx<'_>, client_id: &str) -> Result<Vec<ClaimRule>, AdminError> {
+    Ok(super::clients::get(cx, client_id).await?.claim_rules)
 }
 
 /// How a change turns the table before into the table after.
@@ -219,9 +220,15 @@ enum Change {
 }
 
 /// Applies a change in one transaction with its audit entry; the table after.
-async fn apply(state: &AppState, actor: &Actor, client_id: &str, change: Change) -> Result<Vec<ClaimRule>, AdminError> {
-    let (now, actor, cid) = (state.clock.now(), actor.clone(), client_id.to_string());
-    let after = state
+async fn apply(
+    cx: &Ctx<'_>,
+    clients: &ClientCache,
+    actor: &Actor,
+    client_id: &str,
+    change: Change,
+) -> Result<Vec<ClaimRule>, AdminError> {
+    let (now, actor, cid) = (cx.now, actor.clone(), client_id.to_string());
+    let after = cx
         .db
         .write(move |tx| {
             if db::clients::find(tx, &cid)?.is_none() {
@@ -260,36 +267,44 @@ async fn apply(state: &AppState, actor: &Actor, client_id: &str, change: Change)
             Ok(Ok(after))
         })
         .await??;
-    state.clients.forget(client_id);
+    clients.forget(client_id);
     Ok(after)
 }
 
 /// Adds a rule, or replaces the rule for the same claim in place.
 pub async fn put(
-    state: &AppState,
+    cx: &Ctx<'_>,
+    clients: &ClientCache,
     actor: &Actor,
     client_id: &str,
     spec: &RuleSpec,
 ) -> Result<Vec<ClaimRule>, AdminError> {
     let rule = build(spec).map_err(AdminError::Invalid)?;
-    apply(state, actor, client_id, Change::Put(rule)).await
+    apply(cx, clients, actor, client_id, Change::Put(rule)).await
 }
 
-pub async fn delete(state: &AppState, actor: &Actor, client_id: &str, claim: &str) -> Result<(), AdminError> {
-    apply(state, actor, client_id, Change::Delete(claim.to_string()))
+pub async fn delete(
+    cx: &Ctx<'_>,
+    clients: &ClientCache,
+    actor: &Actor,
+    client_id: &str,
+    claim: &str,
+) -> Result<(), AdminError> {
+    apply(cx, clients, actor, client_id, Change::Delete(claim.to_string()))
         .await
         .map(|_| ())
 }
 
 /// Makes the table exactly `specs`, in order.
 pub async fn replace(
-    state: &AppState,
+    cx: &Ctx<'_>,
+    clients: &ClientCache,
     actor: &Actor,
     client_id: &str,
     specs: &[RuleSpec],
 ) -> Result<Vec<ClaimRule>, AdminError> {
     let rules = build_all(specs).map_err(AdminError::Invalid)?;
-    apply(state, actor, client_id, Change::Replace(rules)).await
+    apply(cx, clients, actor, client_id, Change::Replace(rules)).await
 }
 
 /// The scope a preview shows when none is given: what nearly every relying party (and
@@ -300,16 +315,16 @@ pub const PREVIEW_SCOPE: &str = "openid profile email";
 /// The token preview of `client_id` for `username` (docs/ADMIN_API.md): nothing signed,
 /// nothing stored.
 pub async fn preview(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
     client_id: &str,
     username: &str,
     scope: Option<&str>,
 ) -> Result<Value, AdminError> {
-    let client = super::clients::get(state, client_id).await?;
+    let client = super::clients::get(cx, client_id).await?;
     let text = scope.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(PREVIEW_SCOPE);
     let asked = Scope::parse(text).map_err(|e| invalid("scope", e.0))?;
     let (name, cid) = (username.trim().to_string(), client.client_id.clone());
-    let found = state
+    let found = cx
         .db
         .read(move |tx| {
             let Some(mut user) = db::users::find_by_username(tx, &name)? else {
@@ -326,27 +341,21 @@ pub async fn preview(
         allowed,
         consent: consent.as_ref(),
     };
-    Ok(crate::oidc::preview::compute(
-        &state.ctx(),
-        &client,
-        &user,
-        &asked,
-        &standing,
-    ))
+    Ok(crate::oidc::preview::compute(cx, &client, &user, &asked, &standing))
 }
 
 /// "Test sign-in" for the administrator signed in with `session`
 /// (`oidc::self_test`), audited as `client.test_sign_in`.
 pub async fn test_sign_in(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
     actor: &Actor,
     client_id: &str,
     session: &db::sessions::Session,
 ) -> Result<crate::oidc::self_test::TestRun, AdminError> {
-    let client = super::clients::get(state, client_id).await?;
+    let client = super::clients::get(cx, client_id).await?;
     let ip = actor.ip.clone().unwrap_or_default();
     let event = actor.event("client.test_sign_in");
-    Ok(crate::oidc::self_test::run(&state.ctx(), &client, session, &ip, event).await?)
+    Ok(crate::oidc::self_test::run(cx, &client, session, &ip, event).await?)
 }
 
 /// The rules as the API answers them.

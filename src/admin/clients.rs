@@ -5,10 +5,11 @@
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed};
+use crate::context::Ctx;
 use crate::crypto::Secret;
 use crate::db::{self, clients::Client};
+use crate::oidc::client_cache::ClientCache;
 pub use crate::oidc::client_spec::{build, spec_of, view, ClientSpec, ALGS, AUTH_METHODS, GRANT_TYPES};
-use crate::state::AppState;
 
 fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>, db::DbError> {
     for g in groups {
@@ -20,23 +21,23 @@ fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>,
 }
 
 /// One page of registrations as stored (the admin pages show more than the view).
-pub async fn page(state: &AppState, q: &ListQuery) -> Result<(Vec<Client>, i64), AdminError> {
+pub async fn page(cx: &Ctx<'_>, q: &ListQuery) -> Result<(Vec<Client>, i64), AdminError> {
     let (search, limit, offset) = (q.q.clone(), q.limit, q.offset);
-    Ok(state
+    Ok(cx
         .db
         .read(move |c| db::clients::search(c, search.as_deref(), false, limit, offset))
         .await?)
 }
 
 /// Every registration, by id (the command line's list).
-pub async fn all(state: &AppState) -> Result<Vec<Client>, AdminError> {
-    Ok(state.db.read(db::clients::list).await?)
+pub async fn all(cx: &Ctx<'_>) -> Result<Vec<Client>, AdminError> {
+    Ok(cx.db.read(db::clients::list).await?)
 }
 
-pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
+pub async fn list(cx: &Ctx<'_>, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
     q.sort_among(&["client_id"], "client_id")?;
     let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);
-    let (clients, total) = state
+    let (clients, total) = cx
         .db
         .read(move |c| db::clients::search(c, search.as_deref(), desc, limit, offset))
         .await?;
@@ -48,10 +49,9 @@ pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, Admi
     })
 }
 
-pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
+pub async fn get(cx: &Ctx<'_>, id: &str) -> Result<Client, AdminError> {
     let id = id.to_string();
-    state
-        .db
+    cx.db
         .read(move |c| db::clients::find(c, &id))
         .await?
         .ok_or(AdminError::NotFound("client"))
@@ -59,28 +59,23 @@ pub async fn get(state: &AppState, id: &str) -> Result<Client, AdminError> {
 
 /// A client_secret_jwt secret as stored: the HMAC key must be read back, so it is
 /// sealed with the master key when one is set (like signing keys), never hashed.
-pub fn seal_hmac(state: &AppState, secret: &str) -> Result<String, AdminError> {
-    crate::crypto::sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(|e| {
+pub fn seal_hmac(cx: &Ctx<'_>, secret: &str) -> Result<String, AdminError> {
+    crate::crypto::sealed::seal_text(cx.settings.master_key.as_ref(), secret).map_err(|e| {
         tracing::error!(error = %e, "cannot seal a client secret");
         AdminError::Server(crate::error::Internal::Failed)
     })
 }
 
 /// Registers a client; the secret, if any, is returned once.
-pub async fn create(
-    state: &AppState,
-    actor: &Actor,
-    spec: &ClientSpec,
-) -> Result<(Client, Option<Secret>), AdminError> {
-    let (mut client, secret) = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, spec: &ClientSpec) -> Result<(Client, Option<Secret>), AdminError> {
+    let (mut client, secret) = build(spec, cx.now).map_err(AdminError::Invalid)?;
     client.secret_for_hmac = client
         .secret_for_hmac
         .as_deref()
-        .map(|s| seal_hmac(state, s))
+        .map(|s| seal_hmac(cx, s))
         .transpose()?;
-    let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
-    state
-        .db
+    let (now, actor, stored) = (cx.now, actor.clone(), client.clone());
+    cx.db
         .write(move |c| {
             if let Some(msg) = unknown_group(c, &stored.allowed_groups)? {
                 return Ok(Err(invalid("allowed_groups", msg)));
@@ -103,8 +98,14 @@ pub async fn create(
 
 /// Applies a specification to an existing client. The id, secret and creation time
 /// stay; a change of authentication family (secret ↔ keys ↔ public) is refused.
-pub async fn update(state: &AppState, actor: &Actor, id: &str, spec: &ClientSpec) -> Result<Client, AdminError> {
-    let existing = get(state, id).await?;
+pub async fn update(
+    cx: &Ctx<'_>,
+    clients: &ClientCache,
+    actor: &Actor,
+    id: &str,
+    spec: &ClientSpec,
+) -> Result<Client, AdminError> {
+    let existing = get(cx, id).await?;
     let mut spec = spec.clone();
     spec.client_id = existing.client_id.clone();
     let (mut client, _) = build(&spec, existing.created_at).map_err(AdminError::Invalid)?;
@@ -132,9 +133,8 @@ pub async fn update(state: &AppState, actor: &Actor, id: &str, spec: &ClientSpec
     }
     client.secret_hash = existing.secret_hash;
     client.secret_for_hmac = existing.secret_for_hmac.clone();
-    let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
-    state
-        .db
+    let (now, actor, stored) = (cx.now, actor.clone(), client.clone());
+    cx.db
         .write(move |c| {
             if let Some(msg) = unknown_group(c, &stored.allowed_groups)? {
                 return Ok(Err(invalid("allowed_groups", msg)));
@@ -152,13 +152,13 @@ pub async fn update(state: &AppState, actor: &Actor, id: &str, spec: &ClientSpec
             Ok(Ok(()))
         })
         .await??;
-    state.clients.forget(id);
+    clients.forget(id);
     Ok(client)
 }
 
 /// Replaces a confidential client's secret and returns the new one, once.
-pub async fn rotate_secret(state: &AppState, actor: &Actor, id: &str) -> Result<Secret, AdminError> {
-    let existing = get(state, id).await?;
+pub async fn rotate_secret(cx: &Ctx<'_>, clients: &ClientCache, actor: &Actor, id: &str) -> Result<Secret, AdminError> {
+    let existing = get(cx, id).await?;
     if existing.secret_hash.is_none() {
         return Err(AdminError::Conflict("this client has no secret to rotate".into()));
     }
@@ -168,15 +168,9 @@ pub async fn rotate_secret(state: &AppState, actor: &Actor, id: &str) -> Result<
     } else {
         Secret::generate()
     };
-    let hmac = jwt.then(|| seal_hmac(state, secret.expose())).transpose()?;
-    let (hash, now, actor, cid) = (
-        secret.hash(),
-        state.clock.now(),
-        actor.clone(),
-        existing.client_id.clone(),
-    );
-    state
-        .db
+    let hmac = jwt.then(|| seal_hmac(cx, secret.expose())).transpose()?;
+    let (hash, now, actor, cid) = (secret.hash(), cx.now, actor.clone(), existing.client_id.clone());
+    cx.db
         .write(move |c| {
             db::clients::set_secret(c, &cid, &hash, hmac.as_deref(), now)?;
             actor
@@ -185,15 +179,14 @@ pub async fn rotate_secret(state: &AppState, actor: &Actor, id: &str) -> Result<
                 .write(c, now)
         })
         .await?;
-    state.clients.forget(id);
+    clients.forget(id);
     Ok(secret)
 }
 
-pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
-    let existing = get(state, id).await?;
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+pub async fn delete(cx: &Ctx<'_>, clients: &ClientCache, actor: &Actor, id: &str) -> Result<(), AdminError> {
+    let existing = get(cx, id).await?;
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             db::clients::delete(c, &existing.client_id)?;
             actor
@@ -203,6 +196,6 @@ pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), Adm
                 .write(c, now)
         })
         .await?;
-    state.clients.forget(id);
+    clients.forget(id);
     Ok(())
 }

@@ -4,8 +4,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{invalid, Actor, AdminError};
+use crate::context::Ctx;
 use crate::db::{self, groups::Group, groups::Member};
-use crate::state::AppState;
 
 #[derive(Debug, Serialize)]
 pub struct GroupView {
@@ -32,13 +32,12 @@ pub fn check_name(name: &str) -> Result<String, AdminError> {
     }
 }
 
-pub async fn list(state: &AppState) -> Result<Vec<Group>, AdminError> {
-    Ok(state.db.read(db::groups::list).await?)
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<Group>, AdminError> {
+    Ok(cx.db.read(db::groups::list).await?)
 }
 
-pub async fn get(state: &AppState, id: i64) -> Result<GroupView, AdminError> {
-    state
-        .db
+pub async fn get(cx: &Ctx<'_>, id: i64) -> Result<GroupView, AdminError> {
+    cx.db
         .read(move |c| {
             let Some(group) = db::groups::find(c, id)? else {
                 return Ok(None);
@@ -52,10 +51,10 @@ pub async fn get(state: &AppState, id: i64) -> Result<GroupView, AdminError> {
         .ok_or(AdminError::NotFound("group"))
 }
 
-pub async fn create(state: &AppState, actor: &Actor, name: &str) -> Result<GroupView, AdminError> {
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, name: &str) -> Result<GroupView, AdminError> {
     let name = check_name(name)?;
-    let (now, actor) = (state.clock.now(), actor.clone());
-    let id = state
+    let (now, actor) = (cx.now, actor.clone());
+    let id = cx
         .db
         .write(move |c| match db::groups::create(c, &name) {
             Ok(id) => {
@@ -66,14 +65,13 @@ pub async fn create(state: &AppState, actor: &Actor, name: &str) -> Result<Group
             Err(e) => Err(e),
         })
         .await??;
-    get(state, id).await
+    get(cx, id).await
 }
 
-pub async fn rename(state: &AppState, actor: &Actor, id: i64, name: &str) -> Result<GroupView, AdminError> {
+pub async fn rename(cx: &Ctx<'_>, actor: &Actor, id: i64, name: &str) -> Result<GroupView, AdminError> {
     let name = check_name(name)?;
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             let Some(before) = db::groups::find(c, id)? else {
                 return Ok(Err(AdminError::NotFound("group")));
@@ -91,13 +89,12 @@ pub async fn rename(state: &AppState, actor: &Actor, id: i64, name: &str) -> Res
             Ok(Ok(()))
         })
         .await??;
-    get(state, id).await
+    get(cx, id).await
 }
 
-pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+pub async fn delete(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             let Some(before) = db::groups::find(c, id)? else {
                 return Ok(Err(AdminError::NotFound("group")));
@@ -132,15 +129,14 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
 
 /// Adds or removes a member named by username.
 pub async fn set_member(
-    state: &AppState,
+    cx: &Ctx<'_>,
     actor: &Actor,
     id: i64,
     username: &str,
     member: bool,
 ) -> Result<GroupView, AdminError> {
-    let (now, actor, username) = (state.clock.now(), actor.clone(), username.trim().to_string());
-    state
-        .db
+    let (now, actor, username) = (cx.now, actor.clone(), username.trim().to_string());
+    cx.db
         .write(move |c| {
             let Some(group) = db::groups::find(c, id)? else {
                 return Ok(Err(AdminError::NotFound("group")));
@@ -167,17 +163,17 @@ pub async fn set_member(
             Ok(Ok(()))
         })
         .await??;
-    get(state, id).await
+    get(cx, id).await
 }
 
 /// Makes sure groups with these names exist, creating (and auditing) the new ones;
 /// returns the names created.
-pub async fn ensure(state: &AppState, actor: &Actor, names: &[String]) -> Result<Vec<String>, AdminError> {
+pub async fn ensure(cx: &Ctx<'_>, actor: &Actor, names: &[String]) -> Result<Vec<String>, AdminError> {
     let mut created = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         let n = name.to_string();
-        if state.db.read(move |c| db::groups::id_of(c, &n)).await?.is_none() {
-            create(state, actor, name).await?;
+        if cx.db.read(move |c| db::groups::id_of(c, &n)).await?.is_none() {
+            create(cx, actor, name).await?;
             created.push(name.to_string());
         }
     }

@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{invalid, Actor, AdminError, Problems};
+use crate::context::Ctx;
 use crate::db;
 use crate::domain::Email;
-use crate::lifecycle::{self, invite};
-use crate::state::AppState;
+use crate::lifecycle::invite;
 
 pub use crate::lifecycle::invite::{Created, Pending};
 
@@ -26,8 +26,8 @@ pub struct InvitationInput {
 
 /// Invites the address: the link is returned (and mailed when mail is on), the
 /// address's earlier invitation voided, the change audited, in one transaction.
-pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> Result<Created, AdminError> {
-    if !invite::enabled(&state.settings) {
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, input: InvitationInput) -> Result<Created, AdminError> {
+    if !invite::enabled(cx.settings) {
         return Err(AdminError::Conflict(invite::OFF.into()));
     }
     let email = Email::parse(&input.email).map_err(|e| invalid("email", e.0))?;
@@ -43,14 +43,9 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
         groups,
         admin: input.admin,
     };
-    let (now, actor, settings, issuer) = (
-        state.clock.now(),
-        actor.clone(),
-        state.settings.clone(),
-        state.issuer.clone(),
-    );
-    let mail = crate::mail::outbox::Mail::new(&state.settings);
-    let created = state
+    let (now, actor, settings, issuer) = (cx.now, actor.clone(), cx.settings.clone(), cx.issuer.to_string());
+    let mail = crate::mail::outbox::Mail::new(cx.settings);
+    let created = cx
         .db
         .write(move |c| {
             let mut problems = Problems::new();
@@ -77,7 +72,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: InvitationInput) -> 
         })
         .await??;
     if created.mailed {
-        lifecycle::wake(&state.ctx());
+        cx.mail_wakeup.notify_one();
     }
     Ok(created)
 }
@@ -92,16 +87,15 @@ fn first_unknown(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>,
 }
 
 /// The live invitations, newest first.
-pub async fn list(state: &AppState) -> Result<Vec<Pending>, AdminError> {
-    let now = state.clock.now();
-    Ok(state.db.read(move |c| invite::pending(c, now)).await?)
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<Pending>, AdminError> {
+    let now = cx.now;
+    Ok(cx.db.read(move |c| invite::pending(c, now)).await?)
 }
 
 /// Revokes a live invitation: its link stops working at once.
-pub async fn revoke(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+pub async fn revoke(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<(), AdminError> {
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             let Some(found) = invite::pending(c, now)?.into_iter().find(|p| p.id == id) else {
                 return Ok(Err(AdminError::NotFound("invitation")));

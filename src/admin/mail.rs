@@ -2,15 +2,15 @@
 //! server's last answer (never the bodies, which may hold live links).
 
 use super::{invalid, AdminError, ListQuery};
-use crate::lifecycle::{self, QueueView};
-use crate::state::AppState;
+use crate::context::Ctx;
+use crate::lifecycle::QueueView;
 
-pub async fn queue(state: &AppState, q: &ListQuery) -> Result<QueueView, AdminError> {
+pub async fn queue(cx: &Ctx<'_>, q: &ListQuery) -> Result<QueueView, AdminError> {
     let status = q.filters.get("status").cloned();
     if let Some(s) = status.as_deref() {
         if !matches!(s, "pending" | "sent" | "failed") {
             return Err(invalid("status", "one of pending, sent, failed"));
         }
     }
-    Ok(lifecycle::queue_view(&state.ctx(), status, q.limit).await?)
+    Ok(crate::lifecycle::queue_view(cx, status, q.limit).await?)
 }

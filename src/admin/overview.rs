@@ -5,9 +5,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed};
+use crate::context::Ctx;
 use crate::crypto::keys::Alg;
 use crate::db::{self, audit::Entry};
-use crate::state::AppState;
+use crate::replica::shipper::Shipper;
 
 #[derive(Debug, Serialize)]
 pub struct Stats {
@@ -19,9 +20,9 @@ pub struct Stats {
     pub locked_accounts: i64,
 }
 
-pub async fn stats(state: &AppState) -> Result<Stats, AdminError> {
-    let now = state.clock.now();
-    Ok(state.db.read(move |c| stats_in(c, now)).await?)
+pub async fn stats(cx: &Ctx<'_>) -> Result<Stats, AdminError> {
+    let now = cx.now;
+    Ok(cx.db.read(move |c| stats_in(c, now)).await?)
 }
 
 fn stats_in(c: &db::Tx<'_>, now: i64) -> Result<Stats, db::DbError> {
@@ -73,11 +74,13 @@ pub struct MailQueue {
     pub failed: i64,
 }
 
-pub async fn dashboard(state: &AppState) -> Result<Dashboard, AdminError> {
-    let now = state.clock.now();
+/// `replication` is this node's replication thread, if any, with the time in
+/// milliseconds its lag is measured at.
+pub async fn dashboard(cx: &Ctx<'_>, replication: Option<(&Shipper, i64)>) -> Result<Dashboard, AdminError> {
+    let now = cx.now;
     let from = (now / 3600 - (HOURS - 1)) * 3600;
-    let mail_on = state.settings.smtp.is_some();
-    let (stats, hours, grants, mail, security) = state
+    let mail_on = cx.settings.smtp.is_some();
+    let (stats, hours, grants, mail, security) = cx
         .db
         .read(move |c| {
             let mut grants = Vec::new();
@@ -117,10 +120,7 @@ pub async fn dashboard(state: &AppState) -> Result<Dashboard, AdminError> {
         let rest: i64 = grants.drain(TOP_CLIENTS..).map(|g| g.1).sum();
         grants.push(("other".into(), rest));
     }
-    let replication_lag = state
-        .replication
-        .as_ref()
-        .map(|r| r.stats.lag_seconds(state.clock.now_millis()));
+    let replication_lag = replication.map(|(shipper, now_ms)| shipper.stats.lag_seconds(now_ms));
     Ok(Dashboard {
         stats,
         from,
@@ -137,9 +137,9 @@ pub async fn dashboard(state: &AppState) -> Result<Dashboard, AdminError> {
 /// Signing keys, oldest first, each with its `status`: `signing`, `published` (a
 /// rotation's successor, signing from `signs_from`), `retiring` (signs until its
 /// `retired_at`) or `retired` (verifies the tokens it signed until they expire).
-pub async fn keys(state: &AppState) -> Result<Vec<Value>, AdminError> {
-    let now = state.clock.now();
-    let keys = state.db.read(db::keys::list).await?;
+pub async fn keys(cx: &Ctx<'_>) -> Result<Vec<Value>, AdminError> {
+    let now = cx.now;
+    let keys = cx.db.read(db::keys::list).await?;
     Ok(keys
         .iter()
         .map(|k| {
@@ -169,14 +169,13 @@ pub async fn keys(state: &AppState) -> Result<Vec<Value>, AdminError> {
 /// Adds a new signing key for `alg`, published at once and signing after every node
 /// has had time to publish it (`signs_from`); the old one signs until then and keeps
 /// verifying until its tokens expire.
-pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Value, AdminError> {
-    let cx = state.ctx();
+pub async fn rotate_key(cx: &crate::oidc::Ctx<'_>, actor: &Actor, alg: &str) -> Result<Value, AdminError> {
     let alg = Alg::parse(alg)
         .filter(|a| ["RS256", "ES256", "EdDSA"].contains(&a.as_str()))
         .ok_or_else(|| invalid("alg", "one of RS256, ES256, EdDSA"))?;
-    let (now, master, actor) = (cx.now, state.settings.master_key.clone(), actor.clone());
-    let delay = state.settings.key_publish_delay();
-    let kid = state
+    let (now, master, actor) = (cx.now, cx.settings.master_key.clone(), actor.clone());
+    let delay = cx.settings.key_publish_delay();
+    let kid = cx
         .db
         .write(move |c| {
             // Everything but a storage failure is found before anything changes; a
@@ -202,7 +201,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
                 AdminError::Server(crate::error::Internal::Failed)
             }
         })?;
-    if let Err(e) = crate::oidc::keys::reload(&cx).await {
+    if let Err(e) = crate::oidc::keys::reload(cx).await {
         tracing::error!(error = %e, "reloading keys after rotation failed; the reloader will retry");
     }
     Ok(json!({"kid": kid, "alg": alg.as_str(), "signs_from": now + delay}))
@@ -210,7 +209,7 @@ pub async fn rotate_key(state: &AppState, actor: &Actor, alg: &str) -> Result<Va
 
 /// Audit entries, newest first: filters `event` (a name, or a prefix ending in `.`),
 /// `who` (actor or target), `since` and `until` (Unix seconds).
-pub async fn audit(state: &AppState, q: &ListQuery) -> Result<Listed<Entry>, AdminError> {
+pub async fn audit(cx: &Ctx<'_>, q: &ListQuery) -> Result<Listed<Entry>, AdminError> {
     q.sort_among(&["at"], "at")?;
     let time = |k: &str| -> Result<Option<i64>, AdminError> {
         q.filters
@@ -225,10 +224,7 @@ pub async fn audit(state: &AppState, q: &ListQuery) -> Result<Listed<Entry>, Adm
         until: time("until")?,
     };
     let (limit, offset) = (q.limit, q.offset);
-    let (items, total) = state
-        .db
-        .read(move |c| db::audit::list(c, &filter, limit, offset))
-        .await?;
+    let (items, total) = cx.db.read(move |c| db::audit::list(c, &filter, limit, offset)).await?;
     Ok(Listed {
         items,
         total,

@@ -13,7 +13,6 @@ use super::clients::{build, seal_hmac, view as client_view, ClientSpec};
 use super::{invalid, Actor, AdminError, Problems};
 use crate::crypto::Secret;
 use crate::db::{self, claim_rules::ClaimRule, clients::Client};
-use crate::state::AppState;
 
 pub use catalog::PRESETS;
 
@@ -274,18 +273,18 @@ pub fn plan(req: &PresetRequest) -> Result<(&'static Preset, ClientSpec, String,
 /// The snippet for a registration, with the endpoints of this provider's discovery
 /// document (the same one relying parties fetch).
 pub fn render(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
     preset: &Preset,
     client: &Client,
     secret: Option<&str>,
     app_url: &str,
     key: &str,
 ) -> String {
-    let doc = crate::oidc::discovery::document(&state.ctx());
+    let doc = crate::oidc::discovery::document(cx);
     let endpoint = |name: &str| doc[name].as_str().unwrap_or_default().to_string();
     let input = SnippetInput {
-        issuer: &state.issuer,
-        discovery_url: format!("{}/.well-known/openid-configuration", state.issuer),
+        issuer: cx.issuer,
+        discovery_url: format!("{}/.well-known/openid-configuration", cx.issuer),
         authorization_endpoint: endpoint("authorization_endpoint"),
         token_endpoint: endpoint("token_endpoint"),
         userinfo_endpoint: endpoint("userinfo_endpoint"),
@@ -305,23 +304,23 @@ pub fn render(
 /// to (created when missing, named in the answer) and its claim rules, in one
 /// transaction. `adjust` lets the command line add its other options to the client.
 pub async fn register(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
     actor: &Actor,
     req: &PresetRequest,
     adjust: impl FnOnce(&mut ClientSpec),
 ) -> Result<Registered, AdminError> {
     let (preset, mut spec, app_url, key) = plan(req).map_err(AdminError::Invalid)?;
     adjust(&mut spec);
-    let (mut client, secret) = build(&spec, state.clock.now()).map_err(AdminError::Invalid)?;
+    let (mut client, secret) = build(&spec, cx.now).map_err(AdminError::Invalid)?;
     client.secret_for_hmac = client
         .secret_for_hmac
         .as_deref()
-        .map(|s| seal_hmac(state, s))
+        .map(|s| seal_hmac(cx, s))
         .transpose()?;
     client.claim_rules = (preset.claim_rules)();
     let groups: Vec<String> = preset.groups.iter().map(|g| g.to_string()).collect();
-    let (now, actor, stored) = (state.clock.now(), actor.clone(), client.clone());
-    let created = state
+    let (now, actor, stored) = (cx.now, actor.clone(), client.clone());
+    let created = cx
         .db
         .write(move |c| {
             let mut created = Vec::new();
@@ -348,14 +347,7 @@ pub async fn register(
             Ok(Ok(created))
         })
         .await??;
-    let snippet = render(
-        state,
-        preset,
-        &client,
-        secret.as_ref().map(Secret::expose),
-        &app_url,
-        &key,
-    );
+    let snippet = render(cx, preset, &client, secret.as_ref().map(Secret::expose), &app_url, &key);
     Ok(Registered {
         preset,
         claim_rules: client.claim_rules.clone(),

@@ -5,10 +5,11 @@
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed, Problems};
+use crate::context::Ctx;
 use crate::crypto::sealed;
 use crate::db::{self, providers::Provider};
 use crate::federation::Kind;
-use crate::state::AppState;
+use crate::federation::Upstreams;
 
 /// What an administrator asks for; `build` checks it. The admin API's request body
 /// has these names.
@@ -188,7 +189,7 @@ pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
 
 /// The JSON form (API, `provider list --json`, audit), without the secret; with the
 /// redirect URI to register at the upstream.
-pub fn view(state: &AppState, p: &Provider) -> Value {
+pub fn view(cx: &Ctx<'_>, p: &Provider) -> Value {
     json!({
         "id": p.id,
         "kind": p.kind,
@@ -201,47 +202,45 @@ pub fn view(state: &AppState, p: &Provider) -> Value {
         "require_local_mfa": p.require_local_mfa,
         "group_claim": p.group_claim,
         "map_group": p.group_map.iter().map(|(u, l)| format!("{u}={l}")).collect::<Vec<_>>(),
-        "redirect_uri": crate::federation::callback_url(&state.ctx(), &p.id),
-        "backchannel_logout_uri": crate::federation::backchannel_url(&state.ctx(), &p.id),
+        "redirect_uri": crate::federation::callback_url(cx, &p.id),
+        "backchannel_logout_uri": crate::federation::backchannel_url(cx, &p.id),
         "created_at": p.created_at,
     })
 }
 
-pub async fn list(state: &AppState) -> Result<Vec<Provider>, AdminError> {
-    Ok(state.db.read(db::providers::list).await?)
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<Provider>, AdminError> {
+    Ok(cx.db.read(db::providers::list).await?)
 }
 
-pub async fn get(state: &AppState, id: &str) -> Result<Provider, AdminError> {
+pub async fn get(cx: &Ctx<'_>, id: &str) -> Result<Provider, AdminError> {
     let id = id.to_string();
-    state
-        .db
+    cx.db
         .read(move |c| db::providers::find(c, &id))
         .await?
         .ok_or(AdminError::NotFound("provider"))
 }
 
 /// How many accounts are linked to the provider.
-pub async fn linked_accounts(state: &AppState, id: &str) -> Result<i64, AdminError> {
+pub async fn linked_accounts(cx: &Ctx<'_>, id: &str) -> Result<i64, AdminError> {
     let id = id.to_string();
-    Ok(state.db.read(move |c| db::identities::count_for(c, &id)).await?)
+    Ok(cx.db.read(move |c| db::identities::count_for(c, &id)).await?)
 }
 
 /// Registers a provider. Each mapped local group must exist.
-pub async fn create(state: &AppState, actor: &Actor, spec: &ProviderSpec) -> Result<Provider, AdminError> {
-    let mut provider = build(spec, state.clock.now()).map_err(AdminError::Invalid)?;
+pub async fn create(
+    cx: &Ctx<'_>,
+    upstreams: &Upstreams,
+    actor: &Actor,
+    spec: &ProviderSpec,
+) -> Result<Provider, AdminError> {
+    let mut provider = build(spec, cx.now).map_err(AdminError::Invalid)?;
     provider.client_secret =
-        sealed::seal_text(state.settings.master_key.as_ref(), &provider.client_secret).map_err(|e| {
+        sealed::seal_text(cx.settings.master_key.as_ref(), &provider.client_secret).map_err(|e| {
             tracing::error!(error = %e, "cannot seal a provider secret");
             AdminError::Server(crate::error::Internal::Failed)
         })?;
-    let (now, actor, stored, after) = (
-        state.clock.now(),
-        actor.clone(),
-        provider.clone(),
-        view(state, &provider),
-    );
-    state
-        .db
+    let (now, actor, stored, after) = (cx.now, actor.clone(), provider.clone(), view(cx, &provider));
+    cx.db
         .write(move |c| {
             for (_, local) in &stored.group_map {
                 if db::groups::id_of(c, local)?.is_none() {
@@ -261,25 +260,24 @@ pub async fn create(state: &AppState, actor: &Actor, spec: &ProviderSpec) -> Res
             Ok(Ok(()))
         })
         .await??;
-    state.upstreams.forget();
+    upstreams.forget();
     Ok(provider)
 }
 
 /// Replaces a provider's client secret (upstream secrets expire: Entra ID's within two
 /// years), keeping its links; sealed like the first.
-pub async fn replace_secret(state: &AppState, actor: &Actor, id: &str, secret: &str) -> Result<(), AdminError> {
-    let existing = get(state, id).await?;
+pub async fn replace_secret(cx: &Ctx<'_>, actor: &Actor, id: &str, secret: &str) -> Result<(), AdminError> {
+    let existing = get(cx, id).await?;
     let secret = secret.trim();
     if secret.is_empty() || secret.len() > 4096 {
         return Err(invalid("client_secret", "the client secret the upstream issued"));
     }
-    let stored = sealed::seal_text(state.settings.master_key.as_ref(), secret).map_err(|e| {
+    let stored = sealed::seal_text(cx.settings.master_key.as_ref(), secret).map_err(|e| {
         tracing::error!(error = %e, "cannot seal a provider secret");
         AdminError::Server(crate::error::Internal::Failed)
     })?;
-    let (now, actor) = (state.clock.now(), actor.clone());
-    state
-        .db
+    let (now, actor) = (cx.now, actor.clone());
+    cx.db
         .write(move |c| {
             db::providers::replace_secret(c, &existing.id, &stored)?;
             actor
@@ -292,11 +290,10 @@ pub async fn replace_secret(state: &AppState, actor: &Actor, id: &str, secret: &
 }
 
 /// Removes a provider and the links of accounts to it (the accounts stay).
-pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
-    let existing = get(state, id).await?;
-    let (now, actor, before) = (state.clock.now(), actor.clone(), view(state, &existing));
-    state
-        .db
+pub async fn delete(cx: &Ctx<'_>, upstreams: &Upstreams, actor: &Actor, id: &str) -> Result<(), AdminError> {
+    let existing = get(cx, id).await?;
+    let (now, actor, before) = (cx.now, actor.clone(), view(cx, &existing));
+    cx.db
         .write(move |c| {
             db::providers::delete(c, &existing.id)?;
             actor
@@ -306,21 +303,21 @@ pub async fn delete(state: &AppState, actor: &Actor, id: &str) -> Result<(), Adm
                 .write(c, now)
         })
         .await?;
-    state.upstreams.forget();
+    upstreams.forget();
     Ok(())
 }
 
 /// `view` with the number of accounts linked to the provider: the API's and the
 /// command line's answer for one provider.
-pub async fn detail(state: &AppState, p: &Provider) -> Result<Value, AdminError> {
-    let mut v = view(state, p);
-    v["linked_accounts"] = json!(linked_accounts(state, &p.id).await?);
+pub async fn detail(cx: &Ctx<'_>, p: &Provider) -> Result<Value, AdminError> {
+    let mut v = view(cx, p);
+    v["linked_accounts"] = json!(linked_accounts(cx, &p.id).await?);
     Ok(v)
 }
 
 /// Every provider with its linked-account count, read in one transaction, by id.
-pub async fn list_linked(state: &AppState) -> Result<Vec<(Provider, i64)>, AdminError> {
-    Ok(state
+pub async fn list_linked(cx: &Ctx<'_>) -> Result<Vec<(Provider, i64)>, AdminError> {
+    Ok(cx
         .db
         .read(|c| {
             db::providers::list(c)?
@@ -336,10 +333,10 @@ pub async fn list_linked(state: &AppState) -> Result<Vec<(Provider, i64)>, Admin
 
 /// The API's list: `detail` objects, searched (`q` in id or name), sorted by id and
 /// paged as the other lists are. Providers are few, so this pages in memory.
-pub async fn listed(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
+pub async fn listed(cx: &Ctx<'_>, q: &ListQuery) -> Result<Listed<Value>, AdminError> {
     q.sort_among(&["id"], "id")?;
     let needle = q.q.as_deref().map(str::to_lowercase);
-    let all: Vec<(Provider, i64)> = list_linked(state)
+    let all: Vec<(Provider, i64)> = list_linked(cx)
         .await?
         .into_iter()
         .filter(|(p, _)| {
@@ -349,7 +346,7 @@ pub async fn listed(state: &AppState, q: &ListQuery) -> Result<Listed<Value>, Ad
         })
         .collect();
     Ok(Listed::page(all, q, |(p, n)| {
-        let mut v = view(state, p);
+        let mut v = view(cx, p);
         v["linked_accounts"] = json!(n);
         v
     }))
@@ -369,9 +366,8 @@ pub struct Link {
 }
 
 /// A user's links, by provider id. `NotFound("user")` when there is no such user.
-pub async fn links(state: &AppState, user_id: i64) -> Result<Vec<Link>, AdminError> {
-    state
-        .db
+pub async fn links(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<Link>, AdminError> {
+    cx.db
         .read(move |c| {
             if db::users::find_by_id(c, user_id)?.is_none() {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -399,8 +395,8 @@ pub async fn links(state: &AppState, user_id: i64) -> Result<Vec<Link>, AdminErr
 
 /// `links` as the API answers them: `{"provider", "provider_name", "subject", "email",
 /// "created_at", "last_used_at"}` each.
-pub async fn links_of(state: &AppState, user_id: i64) -> Result<Vec<Value>, AdminError> {
-    Ok(links(state, user_id).await?.iter().map(|l| json!(l)).collect())
+pub async fn links_of(cx: &Ctx<'_>, user_id: i64) -> Result<Vec<Value>, AdminError> {
+    Ok(links(cx, user_id).await?.iter().map(|l| json!(l)).collect())
 }
 
 /// Removes a user's link to a provider, as an administrator does it (a rogue or stale
@@ -410,10 +406,9 @@ pub async fn links_of(state: &AppState, user_id: i64) -> Result<Vec<Value>, Admi
 /// `NotFound("user")` when there is no such user, `NotFound("link")` when the user has
 /// no link to this provider. Audited as `admin.identity_unlinked` (target `user:ID`,
 /// detail `{provider, subject}`) in the same transaction.
-pub async fn unlink(state: &AppState, actor: &Actor, user_id: i64, provider_id: &str) -> Result<(), AdminError> {
-    let (now, actor, pid) = (state.clock.now(), actor.clone(), provider_id.to_string());
-    state
-        .db
+pub async fn unlink(cx: &Ctx<'_>, actor: &Actor, user_id: i64, provider_id: &str) -> Result<(), AdminError> {
+    let (now, actor, pid) = (cx.now, actor.clone(), provider_id.to_string());
+    cx.db
         .write(move |c| {
             if db::users::find_by_id(c, user_id)?.is_none() {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -443,6 +438,6 @@ pub async fn unlink(state: &AppState, actor: &Actor, user_id: i64, provider_id: 
             Ok(Ok(()))
         })
         .await??;
-    state.logout_wakeup.notify_one();
+    cx.logout_wakeup.notify_one();
     Ok(())
 }

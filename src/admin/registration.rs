@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{invalid, Actor, AdminError};
+use crate::context::Ctx;
 use crate::crypto::Secret;
 use crate::db::{self, registration::InitialToken};
-use crate::state::AppState;
 
 /// Shortest and longest lifetime of an initial access token: a minute is enough to
 /// paste it, and a month-old bearer credential should not still open the door.
@@ -82,13 +82,13 @@ pub fn parse_ttl(text: &str) -> Result<i64, AdminError> {
 }
 
 /// Makes a token and records who made it, in one transaction.
-pub async fn create(state: &AppState, actor: &Actor, input: TokenInput) -> Result<Created, AdminError> {
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, input: TokenInput) -> Result<Created, AdminError> {
     let ttl = parse_ttl(input.ttl.as_deref().unwrap_or(DEFAULT_TTL))?;
     if let Some(n) = input.uses.filter(|n| !(1..=MAX_USES).contains(n)) {
         return Err(invalid("uses", format!("{n}: between 1 and {MAX_USES}")));
     }
     let token = Secret::generate();
-    let now = state.clock.now();
+    let now = cx.now;
     let row = InitialToken {
         token_hash: token.hash(),
         created_at: now,
@@ -103,8 +103,7 @@ pub async fn create(state: &AppState, actor: &Actor, input: TokenInput) -> Resul
         uses: input.uses,
     };
     let (actor, id) = (actor.clone(), created.id.clone());
-    state
-        .db
+    cx.db
         .write(move |c| {
             db::registration::insert_token(c, &row)?;
             actor
@@ -118,18 +117,17 @@ pub async fn create(state: &AppState, actor: &Actor, input: TokenInput) -> Resul
 }
 
 /// The tokens that still allow a registration, newest first.
-pub async fn list(state: &AppState) -> Result<Vec<Listed>, AdminError> {
-    let now = state.clock.now();
-    let tokens = state.db.read(move |c| db::registration::live_tokens(c, now)).await?;
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<Listed>, AdminError> {
+    let now = cx.now;
+    let tokens = cx.db.read(move |c| db::registration::live_tokens(c, now)).await?;
     Ok(tokens.iter().map(listed).collect())
 }
 
 /// Revokes a live token by its id: it allows no registration from now on. Clients
 /// already registered with it stay.
-pub async fn revoke(state: &AppState, actor: &Actor, id: &str) -> Result<(), AdminError> {
-    let (now, actor, id) = (state.clock.now(), actor.clone(), id.to_string());
-    state
-        .db
+pub async fn revoke(cx: &Ctx<'_>, actor: &Actor, id: &str) -> Result<(), AdminError> {
+    let (now, actor, id) = (cx.now, actor.clone(), id.to_string());
+    cx.db
         .write(move |c| {
             let found = db::registration::live_tokens(c, now)?
                 .into_iter()

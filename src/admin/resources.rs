@@ -3,9 +3,9 @@
 use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError};
+use crate::context::Ctx;
 use crate::db::{self, resources::Resource};
 use crate::domain::Scope;
-use crate::state::AppState;
 
 /// What a resource looks like in the API, the CLI's `--json` and the audit log.
 pub fn view(r: &Resource) -> Value {
@@ -19,21 +19,20 @@ pub fn parse_scopes(given: &[String]) -> Result<Vec<String>, AdminError> {
     Ok(scope.iter().map(str::to_string).collect())
 }
 
-pub async fn list(state: &AppState) -> Result<Vec<Resource>, AdminError> {
-    Ok(state.db.read(db::resources::list).await?)
+pub async fn list(cx: &Ctx<'_>) -> Result<Vec<Resource>, AdminError> {
+    Ok(cx.db.read(db::resources::list).await?)
 }
 
 /// Registers a resource (RFC 8707 §2: an absolute URI without a fragment).
-pub async fn create(state: &AppState, actor: &Actor, uri: &str, scopes: &[String]) -> Result<Resource, AdminError> {
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, uri: &str, scopes: &[String]) -> Result<Resource, AdminError> {
     let uri = crate::oidc::resource::parse_uri(uri).map_err(|e| invalid("uri", e))?;
     let resource = Resource {
         uri,
         scopes: parse_scopes(scopes)?,
-        created_at: state.clock.now(),
+        created_at: cx.now,
     };
-    let (now, actor, stored, after) = (state.clock.now(), actor.clone(), resource.clone(), view(&resource));
-    state
-        .db
+    let (now, actor, stored, after) = (cx.now, actor.clone(), resource.clone(), view(&resource));
+    cx.db
         .write(move |c| {
             let taken = || {
                 Ok(Err(AdminError::Conflict(format!(
@@ -62,10 +61,9 @@ pub async fn create(state: &AppState, actor: &Actor, uri: &str, scopes: &[String
 
 /// Removes a resource. Tokens already issued for it keep their audience until they
 /// expire; new requests naming it get `invalid_target`.
-pub async fn delete(state: &AppState, actor: &Actor, uri: &str) -> Result<(), AdminError> {
-    let (now, actor, uri) = (state.clock.now(), actor.clone(), uri.to_string());
-    state
-        .db
+pub async fn delete(cx: &Ctx<'_>, actor: &Actor, uri: &str) -> Result<(), AdminError> {
+    let (now, actor, uri) = (cx.now, actor.clone(), uri.to_string());
+    cx.db
         .write(move |c| {
             let Some(existing) = db::resources::find(c, &uri)? else {
                 return Ok(Err(AdminError::NotFound("resource")));

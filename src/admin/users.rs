@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed, Problems};
+use crate::context::Ctx;
 use crate::crypto::random::random_id;
 use crate::db::{self, sessions::SessionInfo, users::User};
 use crate::domain::{Email, NewPassword, Username};
-use crate::state::AppState;
 
 /// A user as the admin pages and API show it: never the password hash.
 #[derive(Debug, Clone, Serialize)]
@@ -174,10 +174,10 @@ fn finish_edit(
     load(c, id)?.ok_or_else(|| db::DbError::Corrupt("user vanished".into()))
 }
 
-pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<UserView>, AdminError> {
+pub async fn list(cx: &Ctx<'_>, q: &ListQuery) -> Result<Listed<UserView>, AdminError> {
     let sort = q.sort_among(db::users::SORTS, "username")?;
     let (search, desc, limit, offset) = (q.q.clone(), q.descending, q.limit, q.offset);
-    let (items, total) = state
+    let (items, total) = cx
         .db
         .read(move |c| {
             let (users, total) = db::users::search(c, search.as_deref(), &sort, desc, limit, offset)?;
@@ -193,15 +193,14 @@ pub async fn list(state: &AppState, q: &ListQuery) -> Result<Listed<UserView>, A
     })
 }
 
-pub async fn get(state: &AppState, id: i64) -> Result<UserView, AdminError> {
-    state
-        .db
+pub async fn get(cx: &Ctx<'_>, id: i64) -> Result<UserView, AdminError> {
+    cx.db
         .read(move |c| load(c, id))
         .await?
         .ok_or(AdminError::NotFound("user"))
 }
 
-pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result<UserView, AdminError> {
+pub async fn create(cx: &Ctx<'_>, actor: &Actor, input: UserInput) -> Result<UserView, AdminError> {
     let mut problems = Problems::new();
     // A username with an `@` must be the new account's own address, marked verified.
     let verified = input.email.as_deref().filter(|_| input.email_verified == Some(true));
@@ -219,10 +218,10 @@ pub async fn create(state: &AppState, actor: &Actor, input: UserInput) -> Result
     let (Some(username), Some(password), true) = (username, input.password.clone(), problems.is_empty()) else {
         return Err(AdminError::Invalid(problems));
     };
-    let hash = state.hasher.hash(&password).await?;
-    let now = state.clock.now();
+    let hash = cx.hasher.hash(&password).await?;
+    let now = cx.now;
     let actor = actor.clone();
-    let result = state
+    let result = cx
         .db
         .write(move |c| {
             let groups = match group_ids(c, input.groups.as_deref().unwrap_or_default())? {
@@ -284,7 +283,7 @@ pub fn leaves_an_admin(conn: &db::Tx<'_>, id: i64) -> Result<bool, db::DbError> 
     }
 }
 
-pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) -> Result<UserView, AdminError> {
+pub async fn update(cx: &Ctx<'_>, actor: &Actor, id: i64, input: UserInput) -> Result<UserView, AdminError> {
     let mut problems = Problems::new();
     if input.username.is_some() {
         problems.insert("username".into(), "a username cannot be changed".into());
@@ -296,10 +295,9 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
     if !problems.is_empty() {
         return Err(AdminError::Invalid(problems));
     }
-    let now = state.clock.now();
+    let now = cx.now;
     let actor = actor.clone();
-    state
-        .db
+    cx.db
         .write(move |c| {
             let Some(before) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -334,14 +332,13 @@ pub async fn update(state: &AppState, actor: &Actor, id: i64, input: UserInput) 
 
 /// Sets a new password. Whoever knew the old one is out: every session of the user
 /// ends (back-channel logout sent) and every grant is revoked, offline ones included.
-pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &str) -> Result<(), AdminError> {
-    let cx = state.ctx();
+pub async fn set_password(cx: &crate::oidc::Ctx<'_>, actor: &Actor, id: i64, password: &str) -> Result<(), AdminError> {
     let new = NewPassword::parse(password).map_err(|e| invalid("password", e.0))?;
-    let hash = state.hasher.hash(new.expose()).await?;
-    let live = sessions(state, id).await?;
+    let hash = cx.hasher.hash(new.expose()).await?;
+    let live = sessions(cx, id).await?;
     let now = cx.now;
-    let mail = crate::mail::outbox::Mail::new(&state.settings);
-    act_on(state, actor, id, "admin.password_set", move |c, id| {
+    let mail = crate::mail::outbox::Mail::new(cx.settings);
+    act_on(cx, actor, id, "admin.password_set", move |c, id| {
         db::users::set_password_by_id(c, id, &hash, now)?;
         db::users::clear_failures(c, id)?;
         // As after a reset by mail: earlier links and codes die, trusted browsers must
@@ -368,26 +365,25 @@ pub async fn set_password(state: &AppState, actor: &Actor, id: i64, password: &s
         Ok(())
     })
     .await?;
-    crate::lifecycle::wake(&state.ctx());
-    crate::oidc::logout::end_listed(&cx, &live).await?;
-    state
-        .db
+    cx.mail_wakeup.notify_one();
+    crate::oidc::logout::end_listed(cx, &live).await?;
+    cx.db
         .write(move |c| db::grants::revoke_user_grants(c, id, None, now))
         .await?;
     Ok(())
 }
 
 /// Disables (ending sessions and revoking grants) or enables an account.
-pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bool) -> Result<UserView, AdminError> {
-    let cx = state.ctx();
-    let live = if disabled {
-        sessions(state, id).await?
-    } else {
-        Vec::new()
-    };
+pub async fn set_disabled(
+    cx: &crate::oidc::Ctx<'_>,
+    actor: &Actor,
+    id: i64,
+    disabled: bool,
+) -> Result<UserView, AdminError> {
+    let live = if disabled { sessions(cx, id).await? } else { Vec::new() };
     let now = cx.now;
     let actor = actor.clone();
-    let after = state
+    let after = cx
         .db
         .write(move |c| {
             let Some(before) = load(c, id)? else {
@@ -407,23 +403,22 @@ pub async fn set_disabled(state: &AppState, actor: &Actor, id: i64, disabled: bo
         })
         .await??;
     // The sessions ended with the account; their clients hear of it (back-channel).
-    crate::oidc::logout::end_listed(&cx, &live).await?;
+    crate::oidc::logout::end_listed(cx, &live).await?;
     Ok(after)
 }
 
 /// An action on one user that needs no input: applied, audited, and the user read
 /// back, in one transaction.
 async fn act_on(
-    state: &AppState,
+    cx: &Ctx<'_>,
     actor: &Actor,
     id: i64,
     event: &'static str,
     act: impl FnOnce(&db::Tx<'_>, i64) -> Result<(), db::DbError> + Send + 'static,
 ) -> Result<UserView, AdminError> {
-    let now = state.clock.now();
+    let now = cx.now;
     let actor = actor.clone();
-    state
-        .db
+    cx.db
         .write(move |c| {
             let Some(user) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -435,26 +430,24 @@ async fn act_on(
         .await?
 }
 
-pub async fn unlock(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
-    act_on(state, actor, id, "admin.user_unlocked", db::users::clear_failures).await
+pub async fn unlock(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+    act_on(cx, actor, id, "admin.user_unlocked", db::users::clear_failures).await
 }
 
-pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AdminError> {
-    let cx = state.ctx();
+pub async fn delete(cx: &crate::oidc::Ctx<'_>, actor: &Actor, id: i64) -> Result<(), AdminError> {
     if actor.user_id == Some(id) {
         return Err(AdminError::Conflict("you cannot delete your own account".into()));
     }
-    let target = get(state, id).await?;
-    if !state.db.read(move |c| keeps_an_admin(c, &target)).await? {
+    let target = get(cx, id).await?;
+    if !cx.db.read(move |c| keeps_an_admin(c, &target)).await? {
         return Err(AdminError::Conflict(LAST_ADMIN.into()));
     }
     // Logged out (back-channel) while the grants that name the clients still exist.
-    let live = sessions(state, id).await?;
-    crate::oidc::logout::end_listed(&cx, &live).await?;
+    let live = sessions(cx, id).await?;
+    crate::oidc::logout::end_listed(cx, &live).await?;
     let now = cx.now;
     let actor = actor.clone();
-    state
-        .db
+    cx.db
         .write(move |c| {
             let Some(before) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -473,17 +466,21 @@ pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), Admi
         .await?
 }
 
-pub async fn sessions(state: &AppState, id: i64) -> Result<Vec<SessionInfo>, AdminError> {
-    get(state, id).await?;
-    let now = state.clock.now();
-    Ok(state.db.read(move |c| db::sessions::list_for_user(c, id, now)).await?)
+pub async fn sessions(cx: &Ctx<'_>, id: i64) -> Result<Vec<SessionInfo>, AdminError> {
+    get(cx, id).await?;
+    let now = cx.now;
+    Ok(cx.db.read(move |c| db::sessions::list_for_user(c, id, now)).await?)
 }
 
 /// Ends one session of the user (`sid`) or all of them, with back-channel logout.
-pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<&str>) -> Result<usize, AdminError> {
-    let cx = state.ctx();
-    let user = get(state, id).await?;
-    let live = sessions(state, id).await?;
+pub async fn end_sessions(
+    cx: &crate::oidc::Ctx<'_>,
+    actor: &Actor,
+    id: i64,
+    sid: Option<&str>,
+) -> Result<usize, AdminError> {
+    let user = get(cx, id).await?;
+    let live = sessions(cx, id).await?;
     let chosen: Vec<_> = live
         .into_iter()
         .filter(|s| sid.is_none_or(|want| s.sid == want))
@@ -491,7 +488,7 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
     if sid.is_some() && chosen.is_empty() {
         return Err(AdminError::NotFound("session"));
     }
-    crate::oidc::logout::end_listed(&cx, &chosen).await?;
+    crate::oidc::logout::end_listed(cx, &chosen).await?;
     let mut count = chosen.len();
     // The list stops at a page of sessions: ending all goes on until none is left
     // (bounded, should sessions keep being opened meanwhile).
@@ -499,25 +496,28 @@ pub async fn end_sessions(state: &AppState, actor: &Actor, id: i64, sid: Option<
         if sid.is_some() {
             break;
         }
-        let more = sessions(state, id).await?;
+        let more = sessions(cx, id).await?;
         if more.is_empty() {
             break;
         }
-        crate::oidc::logout::end_listed(&cx, &more).await?;
+        crate::oidc::logout::end_listed(cx, &more).await?;
         count += more.len();
     }
-    actor
+    let event = actor
         .event("admin.sessions_ended")
         .target(&user.username)
-        .detail(json!({"count": count, "sid": sid}))
-        .log(&state.db, state.clock.now())
-        .await;
+        .detail(json!({"count": count, "sid": sid}));
+    let now = cx.now;
+    // A failure is logged, not returned: the sessions have already ended.
+    if let Err(e) = cx.db.write(move |c| event.write(c, now)).await {
+        tracing::error!(event = "admin.sessions_ended", error = %e, "could not write an audit entry");
+    }
     Ok(count)
 }
 
 /// Removes the user's authenticator app, recovery codes and passkeys (a lost phone).
-pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
-    act_on(state, actor, id, "admin.mfa_reset", |c, id| {
+pub async fn reset_mfa(cx: &Ctx<'_>, actor: &Actor, id: i64) -> Result<UserView, AdminError> {
+    act_on(cx, actor, id, "admin.mfa_reset", |c, id| {
         db::mfa::disable(c, id)?;
         db::passkeys::delete_all(c, id)?;
         Ok(())
@@ -527,10 +527,9 @@ pub async fn reset_mfa(state: &AppState, actor: &Actor, id: i64) -> Result<UserV
 
 /// Withdraws the user's consent for a client and revokes the client's grants for them;
 /// `false` when there was no consent to withdraw (the grants are revoked all the same).
-pub async fn revoke_consent(state: &AppState, actor: &Actor, id: i64, client_id: &str) -> Result<bool, AdminError> {
-    let (now, actor, client_id) = (state.clock.now(), actor.clone(), client_id.to_string());
-    state
-        .db
+pub async fn revoke_consent(cx: &Ctx<'_>, actor: &Actor, id: i64, client_id: &str) -> Result<bool, AdminError> {
+    let (now, actor, client_id) = (cx.now, actor.clone(), client_id.to_string());
+    cx.db
         .write(move |c| {
             let Some(user) = load(c, id)? else {
                 return Ok(Err(AdminError::NotFound("user")));
@@ -547,14 +546,14 @@ pub async fn revoke_consent(state: &AppState, actor: &Actor, id: i64, client_id:
 }
 
 /// Every account as stored (the command line's list).
-pub async fn all(state: &AppState) -> Result<Vec<User>, AdminError> {
-    Ok(state.db.read(db::users::list).await?)
+pub async fn all(cx: &Ctx<'_>) -> Result<Vec<User>, AdminError> {
+    Ok(cx.db.read(db::users::list).await?)
 }
 
 /// The id of the account with this name (matched without regard to case).
-pub async fn id_by_username(state: &AppState, username: &str) -> Result<Option<i64>, AdminError> {
+pub async fn id_by_username(cx: &Ctx<'_>, username: &str) -> Result<Option<i64>, AdminError> {
     let name = username.to_string();
-    Ok(state
+    Ok(cx
         .db
         .read(move |c| db::users::find_by_username(c, &name))
         .await?
@@ -564,15 +563,15 @@ pub async fn id_by_username(state: &AppState, username: &str) -> Result<Option<i
 /// Load-test accounts `NAME@domain` sharing one password hash, in one transaction
 /// with one audit entry; names that exist are skipped. Returns how many were made.
 pub async fn seed(
-    state: &AppState,
+    cx: &Ctx<'_>,
     actor: &Actor,
     prefix: &str,
     names: Vec<String>,
     domain: &str,
     password_hash: String,
 ) -> Result<usize, AdminError> {
-    let (now, actor, domain, prefix) = (state.clock.now(), actor.clone(), domain.to_string(), prefix.to_string());
-    Ok(state
+    let (now, actor, domain, prefix) = (cx.now, actor.clone(), domain.to_string(), prefix.to_string());
+    Ok(cx
         .db
         .write(move |c| {
             let created = db::users::insert_many(c, &names, &domain, &password_hash, now)?;

@@ -8,27 +8,12 @@ use serde_json::{json, Map, Value};
 
 use super::file::{ClientDecl, Desired, ProviderDecl};
 use super::node::Problem;
-use super::plan::{changed, missing_group, Action, Current, Final, Step};
+use super::step::{changed, missing_group, Action, ClientStep, Current, Final, Step};
 use crate::admin::claims::RuleSpec;
-use crate::admin::clients::{spec_of, ClientSpec};
-use crate::admin::presets::PresetRequest;
-use crate::crypto::{sealed, Secret};
+use crate::admin::clients::spec_of;
+use crate::context::Ctx;
+use crate::crypto::sealed;
 use crate::db::{apps::App, clients::Client, providers::Provider};
-use crate::state::AppState;
-
-/// What to do to one client.
-pub struct ClientStep {
-    pub id: String,
-    pub new: bool,
-    /// The specification to register or to apply; `None`: unchanged.
-    pub spec: Option<ClientSpec>,
-    pub preset: Option<PresetRequest>,
-    /// The claim mapping to set; `None`: unchanged.
-    pub claims: Option<Vec<RuleSpec>>,
-    /// The secret to set exactly.
-    pub secret: Option<Secret>,
-    pub method: String,
-}
 
 pub struct Registrations {
     pub changes: Vec<Step>,
@@ -38,7 +23,7 @@ pub struct Registrations {
 }
 
 pub fn registrations(
-    state: &AppState,
+    cx: &Ctx<'_>,
     now: &Current,
     want: &Desired,
     fin: &Final,
@@ -50,8 +35,8 @@ pub fn registrations(
         group_users: HashMap::new(),
     };
     clients(now, want, fin, prune, &mut out)?;
-    apps(state, now, want, fin, prune, &mut out)?;
-    providers(state, now, want, fin, prune, &mut out)?;
+    apps(cx, now, want, fin, prune, &mut out)?;
+    providers(cx, now, want, fin, prune, &mut out)?;
     Ok(out)
 }
 
@@ -211,16 +196,16 @@ fn app_view(a: &App) -> Value {
 
 /// The checks `admin::apps::create` makes beyond `build`: inside the forward-auth
 /// cookie domain, and not Tessera's own host.
-fn app_host_allowed(state: &AppState, host: &str) -> Result<(), String> {
+fn app_host_allowed(cx: &Ctx<'_>, host: &str) -> Result<(), String> {
     let hostname = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    if let Some(domain) = &state.settings.forward_auth_cookie_domain {
+    if let Some(domain) = &cx.settings.forward_auth_cookie_domain {
         if hostname != domain && !hostname.ends_with(&format!(".{domain}")) {
             return Err(format!(
                 "the app's host is outside the forward-auth cookie domain `{domain}`"
             ));
         }
     }
-    let own = url::Url::parse(&state.issuer)
+    let own = url::Url::parse(cx.issuer)
         .ok()
         .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
     if own.as_deref() == Some(hostname) {
@@ -230,7 +215,7 @@ fn app_host_allowed(state: &AppState, host: &str) -> Result<(), String> {
 }
 
 fn apps(
-    state: &AppState,
+    cx: &Ctx<'_>,
     now: &Current,
     want: &Desired,
     fin: &Final,
@@ -253,7 +238,7 @@ fn apps(
                 return Err(missing_group(&d.place, "allowed_groups", i, g));
             }
         }
-        app_host_allowed(state, &app.host).map_err(|m| d.place.problem("url", m))?;
+        app_host_allowed(cx, &app.host).map_err(|m| d.place.problem("url", m))?;
         if let Some(other) = hosts.insert(app.host.clone(), app.id.clone()) {
             return Err(d.place.problem("url", format!("the app `{other}` has this host")));
         }
@@ -315,7 +300,7 @@ const PROVIDER_FIELDS: &[&str] = &[
 ];
 
 fn providers(
-    state: &AppState,
+    cx: &Ctx<'_>,
     now: &Current,
     want: &Desired,
     fin: &Final,
@@ -334,7 +319,7 @@ fn providers(
         }
     }
     for d in declared {
-        provider(state, now, d, fin, out)?;
+        provider(cx, now, d, fin, out)?;
     }
     if pruning {
         for (p, _) in now
@@ -352,7 +337,7 @@ fn providers(
 }
 
 fn provider(
-    state: &AppState,
+    cx: &Ctx<'_>,
     now: &Current,
     d: &ProviderDecl,
     fin: &Final,
@@ -386,7 +371,7 @@ fn provider(
         .copied()
         .filter(|f| before[*f] != after[*f])
         .collect();
-    let stored = sealed::open_text(state.settings.master_key.as_ref(), &existing.client_secret).ok();
+    let stored = sealed::open_text(cx.settings.master_key.as_ref(), &existing.client_secret).ok();
     let secret_changed = given.as_ref().is_some_and(|g| stored.as_deref() != Some(g.expose()));
     if let Some(first) = fields.first() {
         if *linked > 0 {

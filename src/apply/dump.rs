@@ -8,12 +8,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::plan::Current;
+use super::step::Current;
 use crate::admin::claims::RuleSpec;
 use crate::admin::clients::spec_of;
 
-pub async fn dump(state: &crate::state::AppState) -> Result<String, String> {
-    let now = Current::read(state).await.map_err(super::run::text)?;
+pub async fn dump(cx: &crate::context::Ctx<'_>) -> Result<String, String> {
+    let now = Current::read(cx).await.map_err(super::run::text)?;
     let mut out = String::from(
         "# Tessera's clients, groups, apps and providers, as `tessera dump-config` wrote\n\
          # them; `tessera apply FILE` makes a database match (docs/APPLY.md).\n",

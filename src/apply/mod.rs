@@ -15,10 +15,11 @@ mod node;
 mod plan;
 mod run;
 mod secret;
+mod step;
 
 use std::path::Path;
 
-use crate::state::AppState;
+use crate::context::Ctx;
 
 pub use run::actor;
 
@@ -34,11 +35,16 @@ pub struct Mode {
 /// What an apply with nothing to do prints, alone.
 pub const NO_CHANGES: &str = "no changes";
 
-/// Applies `path` to the database behind `state`; the text is what the command prints
+/// Applies `path` to the database behind `cx`; the text is what the command prints
 /// (one line per change, the notes of a change indented under it), the error the one
 /// line that says why nothing (or, for a failure while writing, nothing more) was
 /// applied.
-pub async fn apply_file(state: &AppState, path: &Path, mode: Mode) -> Result<String, String> {
+pub async fn apply_file(
+    cx: &crate::oidc::Ctx<'_>,
+    upstreams: &crate::federation::Upstreams,
+    path: &Path,
+    mode: Mode,
+) -> Result<String, String> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
     let placed = |p: node::Problem| match (p.line, p.path.is_empty()) {
@@ -49,10 +55,10 @@ pub async fn apply_file(state: &AppState, path: &Path, mode: Mode) -> Result<Str
     };
     let root = node::parse(&text).map_err(placed)?;
     let want = file::decode(&root).map_err(placed)?;
-    let now = plan::Current::read(state)
+    let now = step::Current::read(cx)
         .await
         .map_err(|e| format!("{name}: {}", run::text(e)))?;
-    let steps = plan::plan(state, &now, &want, mode.prune).map_err(placed)?;
+    let steps = plan::plan(cx, &now, &want, mode.prune).map_err(placed)?;
     if steps.is_empty() {
         return Ok(format!("{NO_CHANGES}\n"));
     }
@@ -61,12 +67,14 @@ pub async fn apply_file(state: &AppState, path: &Path, mode: Mode) -> Result<Str
         lines.push("dry run: nothing applied".into());
         lines
     } else {
-        run::run(state, steps).await.map_err(|e| format!("{name}: {e}"))?
+        run::run(cx, upstreams, steps)
+            .await
+            .map_err(|e| format!("{name}: {e}"))?
     };
     Ok(lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// The current configuration as an apply file.
-pub async fn dump(state: &AppState) -> Result<String, String> {
-    dump::dump(state).await
+pub async fn dump(cx: &Ctx<'_>) -> Result<String, String> {
+    dump::dump(cx).await
 }

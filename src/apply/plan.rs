@@ -8,97 +8,13 @@ use serde_json::{json, Value};
 
 use super::compare;
 use super::file::{Desired, UserDecl};
-use super::node::{Place, Problem};
-use crate::admin::{self, AdminError};
-use crate::db::{apps::App, clients::Client, providers::Provider, users::User};
-use crate::state::AppState;
+use super::node::Problem;
+use super::step::{changed, missing_group, Action, Current, Final, Step};
+use crate::admin;
+use crate::context::Ctx;
+use crate::db::users::User;
 
-/// The database's side.
-pub struct Current {
-    pub users: Vec<User>,
-    /// Each group's name and its members' usernames.
-    pub groups: Vec<(String, Vec<String>)>,
-    pub clients: Vec<Client>,
-    pub apps: Vec<App>,
-    /// With the number of accounts linked to each.
-    pub providers: Vec<(Provider, i64)>,
-}
-
-impl Current {
-    /// Read through the admin use cases' own lists.
-    pub async fn read(state: &AppState) -> Result<Self, AdminError> {
-        let mut groups = Vec::new();
-        for g in admin::groups::list(state).await? {
-            let view = admin::groups::get(state, g.id).await?;
-            groups.push((g.name, view.member_list.into_iter().map(|m| m.username).collect()));
-        }
-        Ok(Current {
-            users: admin::users::all(state).await?,
-            groups,
-            clients: admin::clients::all(state).await?,
-            apps: admin::apps::list(state).await?,
-            providers: admin::providers::list_linked(state).await?,
-        })
-    }
-}
-
-/// One change, in the order it is made.
-pub enum Action {
-    CreateGroup(String),
-    CreateUser {
-        input: admin::users::UserInput,
-        disabled: bool,
-    },
-    UpdateUser {
-        username: String,
-        input: admin::users::UserInput,
-        disabled: Option<bool>,
-    },
-    Members {
-        group: String,
-        add: Vec<String>,
-        remove: Vec<String>,
-    },
-    Client(Box<compare::ClientStep>),
-    CreateApp(admin::apps::AppSpec),
-    UpdateApp(App),
-    CreateProvider(Box<admin::providers::ProviderSpec>),
-    /// Removed and registered again (a provider without linked accounts).
-    ReplaceProvider(Box<admin::providers::ProviderSpec>),
-    ProviderSecret {
-        id: String,
-        secret: crate::crypto::Secret,
-    },
-    DeleteClient(String),
-    DeleteApp(String),
-    DeleteProvider(String),
-    DeleteUser(String),
-    DeleteGroup(String),
-}
-
-pub struct Step {
-    pub lines: Vec<String>,
-    pub action: Action,
-}
-
-/// A value as the diff prints it: compact JSON (strings quoted, `null` for none).
-pub fn shown(v: &Value) -> String {
-    v.to_string()
-}
-
-pub fn changed(kind: &str, id: &str, field: &str, before: &Value, after: &Value) -> String {
-    format!("~ {kind} {id}: {field} {} -> {}", shown(before), shown(after))
-}
-
-/// What the database will hold of each kind once the plan is made, for the checks
-/// that cross kinds (a group named by a client, a member that is a user).
-pub struct Final {
-    pub groups: BTreeSet<String>,
-    /// Lower-cased username → username.
-    pub users: HashMap<String, String>,
-}
-
-pub fn plan(state: &AppState, now: &Current, want: &Desired, prune: bool) -> Result<Vec<Step>, Problem> {
+pub fn plan(cx: &Ctx<'_>, now: &Current, want: &Desired, prune: bool) -> Result<Vec<Step>, Problem> {
     let declared_groups: BTreeSet<String> = want
         .groups
         .iter()
@@ -148,7 +64,7 @@ pub fn plan(state: &AppState, now: &Current, want: &Desired, prune: bool) -> Res
     }
     users(now, want, &mut steps);
     members(now, want, &fin, &kept_user, &mut steps)?;
-    let registrations = compare::registrations(state, now, want, &fin, prune)?;
+    let registrations = compare::registrations(cx, now, want, &fin, prune)?;
     steps.extend(registrations.changes);
     last_admin(now, want, &declared_users, prune_users)?;
     steps.extend(registrations.deletions);
@@ -336,10 +252,6 @@ fn members(
         }
     }
     Ok(())
-}
-
-pub fn missing_group(place: &Place, field: &str, i: usize, g: &str) -> Problem {
-    place.element(field, i, format!("there is no group `{g}` (declare it in [[groups]])"))
 }
 
 /// Refuses a plan that leaves no active administrator where there is one now.

@@ -4,14 +4,14 @@
 
 use serde_json::json;
 
-use super::compare::ClientStep;
-use super::plan::{Action, Step};
+use super::step::{Action, ClientStep, Step};
 use crate::admin::{self, Actor, AdminError};
 use crate::crypto::Secret;
 use crate::db::{self, email_tokens};
+use crate::federation::Upstreams;
 use crate::lifecycle::{self, Queued};
 use crate::mail::message::Message;
-use crate::state::AppState;
+use crate::oidc::Ctx;
 
 /// The audit log's name for changes made by `tessera apply` and `serve --apply`.
 pub fn actor() -> Actor {
@@ -29,13 +29,13 @@ pub fn text(e: AdminError) -> String {
 
 /// Runs the steps in order; the printed lines, or the step that failed and why (the
 /// steps before it stay applied, and a second apply finishes the rest).
-pub async fn run(state: &AppState, steps: Vec<Step>) -> Result<Vec<String>, String> {
+pub async fn run(cx: &Ctx<'_>, upstreams: &Upstreams, steps: Vec<Step>) -> Result<Vec<String>, String> {
     let actor = actor();
     let mut out = Vec::new();
     for step in steps {
         let first = step.lines.first().cloned().unwrap_or_default();
         out.extend(step.lines);
-        let notes = act(state, &actor, step.action)
+        let notes = act(cx, upstreams, &actor, step.action)
             .await
             .map_err(|e| format!("applying `{first}`: {}", text(e)))?;
         out.extend(notes.into_iter().map(|n| format!("  {n}")));
@@ -43,8 +43,8 @@ pub async fn run(state: &AppState, steps: Vec<Step>) -> Result<Vec<String>, Stri
     Ok(out)
 }
 
-async fn group_id(state: &AppState, name: &str) -> Result<i64, AdminError> {
-    admin::groups::list(state)
+async fn group_id(cx: &Ctx<'_>, name: &str) -> Result<i64, AdminError> {
+    admin::groups::list(cx)
         .await?
         .into_iter()
         .find(|g| g.name == name)
@@ -52,131 +52,125 @@ async fn group_id(state: &AppState, name: &str) -> Result<i64, AdminError> {
         .ok_or(AdminError::NotFound("group"))
 }
 
-async fn user_id(state: &AppState, name: &str) -> Result<i64, AdminError> {
-    admin::users::id_by_username(state, name)
+async fn user_id(cx: &Ctx<'_>, name: &str) -> Result<i64, AdminError> {
+    admin::users::id_by_username(cx, name)
         .await?
         .ok_or(AdminError::NotFound("user"))
 }
 
-async fn act(state: &AppState, actor: &Actor, action: Action) -> Result<Vec<String>, AdminError> {
+async fn act(cx: &Ctx<'_>, upstreams: &Upstreams, actor: &Actor, action: Action) -> Result<Vec<String>, AdminError> {
     match action {
         Action::CreateGroup(name) => {
-            admin::groups::create(state, actor, &name).await?;
+            admin::groups::create(cx, actor, &name).await?;
         }
         Action::CreateUser { mut input, disabled } => {
             // Nobody knows this password: the person chooses theirs through the link.
             input.password = Some(Secret::generate().expose().to_string());
-            let user = admin::users::create(state, actor, input).await?;
+            let user = admin::users::create(cx, actor, input).await?;
             if disabled {
-                admin::users::set_disabled(state, actor, user.id, true).await?;
+                admin::users::set_disabled(cx, actor, user.id, true).await?;
                 return Ok(Vec::new());
             }
-            return password_link(state, actor, &user).await.map(|n| vec![n]);
+            return password_link(cx, actor, &user).await.map(|n| vec![n]);
         }
         Action::UpdateUser {
             username,
             input,
             disabled,
         } => {
-            let id = user_id(state, &username).await?;
+            let id = user_id(cx, &username).await?;
             let edits = input.email.is_some()
                 || input.name.is_some()
                 || input.is_admin.is_some()
                 || input.email_verified.is_some()
                 || input.claims.is_some();
             if edits {
-                admin::users::update(state, actor, id, input).await?;
+                admin::users::update(cx, actor, id, input).await?;
             }
             if let Some(d) = disabled {
-                admin::users::set_disabled(state, actor, id, d).await?;
+                admin::users::set_disabled(cx, actor, id, d).await?;
             }
         }
         Action::Members { group, add, remove } => {
-            let id = group_id(state, &group).await?;
+            let id = group_id(cx, &group).await?;
             for u in &add {
-                admin::groups::set_member(state, actor, id, u, true).await?;
+                admin::groups::set_member(cx, actor, id, u, true).await?;
             }
             for u in &remove {
-                admin::groups::set_member(state, actor, id, u, false).await?;
+                admin::groups::set_member(cx, actor, id, u, false).await?;
             }
         }
-        Action::Client(step) => return client(state, actor, *step).await,
+        Action::Client(step) => return client(cx, actor, *step).await,
         Action::CreateApp(spec) => {
-            admin::apps::create(state, actor, &spec).await?;
+            admin::apps::create(cx, actor, &spec).await?;
         }
-        Action::UpdateApp(app) => update_app(state, actor, app).await?,
+        Action::UpdateApp(app) => update_app(cx, actor, app).await?,
         Action::CreateProvider(spec) => {
-            let p = admin::providers::create(state, actor, &spec).await?;
-            let redirect = crate::federation::callback_url(&state.ctx(), &p.id);
+            let p = admin::providers::create(cx, upstreams, actor, &spec).await?;
+            let redirect = crate::federation::callback_url(cx, &p.id);
             return Ok(vec![format!("provider {}: register {redirect} at the upstream", p.id)]);
         }
         Action::ReplaceProvider(spec) => {
-            admin::providers::delete(state, actor, &spec.id).await?;
-            admin::providers::create(state, actor, &spec).await?;
+            admin::providers::delete(cx, upstreams, actor, &spec.id).await?;
+            admin::providers::create(cx, upstreams, actor, &spec).await?;
         }
         Action::ProviderSecret { id, secret } => {
-            admin::providers::replace_secret(state, actor, &id, secret.expose()).await?;
+            admin::providers::replace_secret(cx, actor, &id, secret.expose()).await?;
         }
-        Action::DeleteClient(id) => admin::clients::delete(state, actor, &id).await?,
-        Action::DeleteApp(id) => admin::apps::delete(state, actor, &id).await?,
-        Action::DeleteProvider(id) => admin::providers::delete(state, actor, &id).await?,
+        Action::DeleteClient(id) => admin::clients::delete(cx, cx.clients, actor, &id).await?,
+        Action::DeleteApp(id) => admin::apps::delete(cx, actor, &id).await?,
+        Action::DeleteProvider(id) => admin::providers::delete(cx, upstreams, actor, &id).await?,
         Action::DeleteUser(name) => {
-            let id = user_id(state, &name).await?;
-            admin::users::delete(state, actor, id).await?;
+            let id = user_id(cx, &name).await?;
+            admin::users::delete(cx, actor, id).await?;
         }
         Action::DeleteGroup(name) => {
-            let id = group_id(state, &name).await?;
-            admin::groups::delete(state, actor, id).await?;
+            let id = group_id(cx, &name).await?;
+            admin::groups::delete(cx, actor, id).await?;
         }
     }
     Ok(Vec::new())
 }
 
-async fn client(state: &AppState, actor: &Actor, step: ClientStep) -> Result<Vec<String>, AdminError> {
+async fn client(cx: &Ctx<'_>, actor: &Actor, step: ClientStep) -> Result<Vec<String>, AdminError> {
     let mut notes = Vec::new();
     let mut stored_claims = Vec::new();
     if step.new {
         let spec = step.spec.clone().unwrap_or_default();
         let generated = match &step.preset {
             Some(req) => {
-                let r = admin::presets::register(state, actor, req, |s| *s = spec).await?;
+                let r = admin::presets::register(cx, actor, req, |s| *s = spec).await?;
                 stored_claims = r.claim_rules.iter().map(admin::claims::RuleSpec::of).collect();
                 r.secret
             }
-            None => admin::clients::create(state, actor, &spec).await?.1,
+            None => admin::clients::create(cx, actor, &spec).await?.1,
         };
         if let (Some(s), None) = (generated, &step.secret) {
             notes.push(format!("client {} secret: {} (shown once)", step.id, s.expose()));
         }
     } else if let Some(spec) = &step.spec {
-        admin::clients::update(state, actor, &step.id, spec).await?;
+        admin::clients::update(cx, cx.clients, actor, &step.id, spec).await?;
     }
     if let Some(claims) = &step.claims {
         // A new client holds what its preset stored (or nothing) already.
         if !(step.new && *claims == stored_claims) {
-            admin::claims::replace(state, actor, &step.id, claims).await?;
+            admin::claims::replace(cx, cx.clients, actor, &step.id, claims).await?;
         }
     }
     if let Some(secret) = &step.secret {
-        set_secret(state, actor, &step.id, &step.method, secret).await?;
+        set_secret(cx, actor, &step.id, &step.method, secret).await?;
     }
     Ok(notes)
 }
 
 /// Gives a client exactly the secret the file references (stored as its digest, and
 /// for client_secret_jwt sealed, as a rotation stores it).
-async fn set_secret(
-    state: &AppState,
-    actor: &Actor,
-    id: &str,
-    method: &str,
-    secret: &Secret,
-) -> Result<(), AdminError> {
+async fn set_secret(cx: &Ctx<'_>, actor: &Actor, id: &str, method: &str, secret: &Secret) -> Result<(), AdminError> {
     let hmac = (method == "client_secret_jwt")
-        .then(|| admin::clients::seal_hmac(state, secret.expose()))
+        .then(|| admin::clients::seal_hmac(cx, secret.expose()))
         .transpose()?;
-    let (hash, now, actor, cid) = (secret.hash(), state.clock.now(), actor.clone(), id.to_string());
-    let set = state
+    let (hash, now, actor, cid) = (secret.hash(), cx.now, actor.clone(), id.to_string());
+    let set = cx
         .db
         .write(move |c| {
             if !db::clients::set_secret(c, &cid, &hash, hmac.as_deref(), now)? {
@@ -189,7 +183,7 @@ async fn set_secret(
             Ok(true)
         })
         .await?;
-    state.clients.forget(id);
+    cx.clients.forget(id);
     if set {
         Ok(())
     } else {
@@ -199,12 +193,11 @@ async fn set_secret(
 
 /// An app changed in one transaction, checked as `admin::apps::create` checks a new
 /// one (the plan did: groups, host, cookie domain), so the proxy never finds it gone.
-async fn update_app(state: &AppState, actor: &Actor, mut app: db::apps::App) -> Result<(), AdminError> {
-    let before = admin::apps::get(state, &app.id).await?;
-    let (now, actor) = (state.clock.now(), actor.clone());
+async fn update_app(cx: &Ctx<'_>, actor: &Actor, mut app: db::apps::App) -> Result<(), AdminError> {
+    let before = admin::apps::get(cx, &app.id).await?;
+    let (now, actor) = (cx.now, actor.clone());
     app.updated_at = now;
-    state
-        .db
+    cx.db
         .write(move |c| {
             db::apps::delete(c, &app.id)?;
             db::apps::insert(c, &app)?;
@@ -220,7 +213,7 @@ async fn update_app(state: &AppState, actor: &Actor, mut app: db::apps::App) -> 
 
 /// A new account's way in: a single-use link to choose a password (the reset page's,
 /// valid as long as an invitation), mailed when mail is on, else printed.
-async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::UserView) -> Result<String, AdminError> {
+async fn password_link(cx: &Ctx<'_>, actor: &Actor, user: &admin::users::UserView) -> Result<String, AdminError> {
     let Some(email) = user.email.clone() else {
         return Ok(format!(
             "user {0}: no email address for a link; set a password with `tessera user set-password {0}`",
@@ -228,8 +221,8 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         ));
     };
     let (secret, digest) = lifecycle::link_token();
-    let link = state.url(&format!("/password/reset?token={}", secret.expose()));
-    let (now, actor, settings) = (state.clock.now(), actor.clone(), state.settings.clone());
+    let link = cx.url(&format!("/password/reset?token={}", secret.expose()));
+    let (now, actor, settings) = (cx.now, actor.clone(), cx.settings.clone());
     let (id, username, to) = (user.id, user.username.clone(), email.clone());
     let t = crate::i18n::t();
     let greeting = t.fill(t.mail_greeting, "name", user.name.as_deref().unwrap_or(&user.username));
@@ -239,7 +232,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         .action(t.mail_account_made_action, &link)
         .after(t.mail_account_made_after);
     let mail = crate::mail::outbox::Mail::new(&settings);
-    let queued = state
+    let queued = cx
         .db
         .write(move |c| {
             let expires_at = now + lifecycle::invite::LIFETIME;
@@ -267,7 +260,7 @@ async fn password_link(state: &AppState, actor: &Actor, user: &admin::users::Use
         })
         .await?;
     Ok(if queued == Queued::Yes {
-        lifecycle::wake(&state.ctx());
+        cx.mail_wakeup.notify_one();
         format!(
             "user {}: a link to choose a password was mailed to {email}",
             user.username

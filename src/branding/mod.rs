@@ -143,11 +143,10 @@ impl Cache {
 }
 
 /// The stored logo, else the flags': its bytes and media type.
-pub async fn logo(state: &crate::state::AppState) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
-    Ok(match state.db.read(db::branding::logo).await? {
+pub async fn logo(db: &Db, shown: &Cache) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
+    Ok(match db.read(db::branding::logo).await? {
         Some(found) => Some(found),
-        None => state
-            .branding
+        None => shown
             .defaults()
             .logo
             .as_ref()
@@ -156,27 +155,24 @@ pub async fn logo(state: &crate::state::AppState) -> Result<Option<(Vec<u8>, Str
 }
 
 /// An application's own logo.
-pub async fn client_logo(
-    state: &crate::state::AppState,
-    client_id: &str,
-) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
+pub async fn client_logo(db: &Db, client_id: &str) -> Result<Option<(Vec<u8>, String)>, db::DbError> {
     let id = client_id.to_string();
-    state.db.read(move |c| db::branding::client_logo(c, &id)).await
+    db.read(move |c| db::branding::client_logo(c, &id)).await
 }
 
 /// What the admin page stored (without the logo's bytes).
-pub async fn stored(state: &crate::state::AppState) -> Result<db::branding::Settings, db::DbError> {
-    state.db.read(db::branding::get).await
+pub async fn stored(db: &Db) -> Result<db::branding::Settings, db::DbError> {
+    db.read(db::branding::get).await
 }
 
 /// The theme stylesheet's text (`Branding::theme_css`); empty when there is nothing to
 /// theme.
-pub async fn theme(state: &crate::state::AppState) -> Result<String, db::DbError> {
-    let brand = state.branding.get(&state.db, state.clock.now()).await;
-    let sheet = stored(state)
+pub async fn theme(db: &Db, shown: &Cache, now: i64) -> Result<String, db::DbError> {
+    let brand = shown.get(db, now).await;
+    let sheet = stored(db)
         .await?
         .stylesheet
-        .or_else(|| state.branding.defaults().stylesheet.as_deref().map(str::to_string));
+        .or_else(|| shown.defaults().stylesheet.as_deref().map(str::to_string));
     Ok(brand.theme_css(sheet.as_deref()))
 }
 

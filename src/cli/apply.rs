@@ -8,7 +8,13 @@ use crate::config::Settings;
 pub fn apply(settings: &Settings, file: &Path, dry_run: bool, prune: bool) -> Result<(), String> {
     let file = file.to_path_buf();
     with_state(settings, async |state| {
-        let out = crate::apply::apply_file(state, &file, crate::apply::Mode { dry_run, prune }).await?;
+        let out = crate::apply::apply_file(
+            &state.ctx(),
+            &state.upstreams,
+            &file,
+            crate::apply::Mode { dry_run, prune },
+        )
+        .await?;
         print!("{out}");
         Ok(())
     })
@@ -16,7 +22,7 @@ pub fn apply(settings: &Settings, file: &Path, dry_run: bool, prune: bool) -> Re
 
 pub fn dump_config(settings: &Settings) -> Result<(), String> {
     with_state(settings, async |state| {
-        print!("{}", crate::apply::dump(state).await?);
+        print!("{}", crate::apply::dump(&state.ctx()).await?);
         Ok(())
     })
 }

@@ -76,7 +76,7 @@ pub fn app(settings: &Settings, cmd: AppCommand) -> Result<(), String> {
                 require_mfa: a.require_mfa,
                 header_prefix: Some(a.header_prefix.clone()),
             };
-            let app = admin::apps::create(state, &actor(), &spec)
+            let app = admin::apps::create(&state.ctx(), &actor(), &spec)
                 .await
                 .map_err(|e| admin_err(e, "app"))?;
             println!("app {} protected: {}", app.id, app.url);
@@ -84,7 +84,7 @@ pub fn app(settings: &Settings, cmd: AppCommand) -> Result<(), String> {
             Ok(())
         }),
         AppCommand::List { json } => with_state(settings, async |state| {
-            let all = admin::apps::list(state).await.map_err(|e| admin_err(e, "app"))?;
+            let all = admin::apps::list(&state.ctx()).await.map_err(|e| admin_err(e, "app"))?;
             if json {
                 println!("{}", Value::from(all.iter().map(admin::apps::view).collect::<Vec<_>>()));
                 return Ok(());
@@ -102,7 +102,7 @@ pub fn app(settings: &Settings, cmd: AppCommand) -> Result<(), String> {
             Ok(())
         }),
         AppCommand::Show { id, json } => with_state(settings, async |state| {
-            let app = admin::apps::get(state, &id).await.map_err(not_found(&id))?;
+            let app = admin::apps::get(&state.ctx(), &id).await.map_err(not_found(&id))?;
             let v = admin::apps::view(&app);
             if json {
                 println!("{v}");
@@ -112,7 +112,7 @@ pub fn app(settings: &Settings, cmd: AppCommand) -> Result<(), String> {
             Ok(())
         }),
         AppCommand::Delete { id } => with_state(settings, async |state| {
-            admin::apps::delete(state, &actor(), &id)
+            admin::apps::delete(&state.ctx(), &actor(), &id)
                 .await
                 .map_err(not_found(&id))?;
             println!("app {id} deleted; its proxy now refuses every request");

@@ -84,7 +84,7 @@ fn print_table(rules: &[crate::db::claim_rules::ClaimRule]) {
 pub fn claim(settings: &Settings, cmd: ClaimCommand) -> Result<(), String> {
     match cmd {
         ClaimCommand::List { client_id, json } => with_state(settings, async |state| {
-            let rules = admin::claims::list(state, &client_id)
+            let rules = admin::claims::list(&state.ctx(), &client_id)
                 .await
                 .map_err(|e| refused(e, &client_id))?;
             if json {
@@ -112,7 +112,7 @@ pub fn claim(settings: &Settings, cmd: ClaimCommand) -> Result<(), String> {
                 default,
             };
             with_state(settings, async |state| {
-                admin::claims::put(state, &actor(), &client_id, &spec)
+                admin::claims::put(&state.ctx(), &state.clients, &actor(), &client_id, &spec)
                     .await
                     .map_err(|e| refused(e, &client_id))?;
                 println!("claim {} of client {client_id} set", spec.claim.trim());
@@ -120,7 +120,7 @@ pub fn claim(settings: &Settings, cmd: ClaimCommand) -> Result<(), String> {
             })
         }
         ClaimCommand::Delete { client_id, claim } => with_state(settings, async |state| {
-            admin::claims::delete(state, &actor(), &client_id, &claim)
+            admin::claims::delete(&state.ctx(), &state.clients, &actor(), &client_id, &claim)
                 .await
                 .map_err(|e| match e {
                     AdminError::NotFound("claim rule") => format!("client {client_id} maps no claim {claim}"),

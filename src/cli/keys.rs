@@ -26,7 +26,9 @@ pub enum KeysCommand {
 pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
     with_state(settings, async |state| match cmd {
         KeysCommand::List { json } => {
-            let keys = admin::overview::keys(state).await.map_err(|e| admin_err(e, "key"))?;
+            let keys = admin::overview::keys(&state.ctx())
+                .await
+                .map_err(|e| admin_err(e, "key"))?;
             if json {
                 println!("{}", serde_json::Value::from(keys));
             } else {
@@ -50,7 +52,7 @@ pub fn keys(settings: &Settings, cmd: KeysCommand) -> Result<(), String> {
             Ok(())
         }
         KeysCommand::Rotate { alg } => {
-            let key = admin::overview::rotate_key(state, &actor(), &alg)
+            let key = admin::overview::rotate_key(&state.ctx(), &actor(), &alg)
                 .await
                 .map_err(|e| admin_err(e, "key"))?;
             let signs_from = key["signs_from"].as_i64().unwrap_or_default();

@@ -4,6 +4,7 @@
 mod apply;
 mod apps;
 mod claims;
+mod client_add;
 mod clients;
 mod completions;
 mod keys;

@@ -2,7 +2,7 @@
 //! registering a commonly self-hosted application and printing the configuration to
 //! paste on its side (docs/APPS.md).
 
-use super::clients::{print_secret, spec, ClientAdd};
+use super::client_add::{print_secret, spec, ClientAdd};
 use super::{actor, admin_err, with_state};
 use crate::admin::{
     self,
@@ -105,7 +105,7 @@ pub fn add(settings: &Settings, add: &ClientAdd) -> Result<(), String> {
     admin::presets::plan(&req).map_err(|p| admin_err(AdminError::Invalid(p), "preset"))?;
     with_state(&settings, async |state| {
         super::users::ensure_groups(state, &extra.allowed_groups).await?;
-        let registered = admin::presets::register(state, &actor(), &req, |s| {
+        let registered = admin::presets::register(&state.ctx(), &actor(), &req, |s| {
             s.redirect_uris.extend(extra.redirect_uris.iter().cloned());
             s.post_logout_redirect_uris
                 .extend(extra.post_logout_redirect_uris.iter().cloned());

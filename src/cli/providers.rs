@@ -149,10 +149,10 @@ fn add(settings: &Settings, add: &ProviderAdd) -> Result<(), String> {
         require_local_mfa: add.require_local_mfa,
     };
     with_state(&settings, async |state| {
-        let p = admin::providers::create(state, &actor(), &spec)
+        let p = admin::providers::create(&state.ctx(), &state.upstreams, &actor(), &spec)
             .await
             .map_err(|e| admin_err(e, "provider"))?;
-        let v = admin::providers::view(state, &p);
+        let v = admin::providers::view(&state.ctx(), &p);
         println!("provider {} registered ({}, \"{}\")", p.id, p.kind, p.name);
         println!("  issuer:        {}", p.issuer.as_deref().unwrap_or("github.com"));
         println!("  client id:     {}", p.client_id);
@@ -179,14 +179,14 @@ pub fn provider(settings: &Settings, cmd: ProviderCommand) -> Result<(), String>
     match cmd {
         ProviderCommand::Add(a) => add(settings, &a),
         ProviderCommand::List { json, tessera } => with_state(&with_issuer(settings, &tessera)?, async |state| {
-            let all = admin::providers::list_linked(state)
+            let all = admin::providers::list_linked(&state.ctx())
                 .await
                 .map_err(|e| admin_err(e, "provider"))?;
             if json {
                 let items: Vec<Value> = all
                     .iter()
                     .map(|(p, n)| {
-                        let mut v = admin::providers::view(state, p);
+                        let mut v = admin::providers::view(&state.ctx(), p);
                         v["linked_accounts"] = Value::from(*n);
                         v
                     })
@@ -202,8 +202,10 @@ pub fn provider(settings: &Settings, cmd: ProviderCommand) -> Result<(), String>
             Ok(())
         }),
         ProviderCommand::Show { id, tessera } => with_state(&with_issuer(settings, &tessera)?, async |state| {
-            let p = admin::providers::get(state, &id).await.map_err(not_found(&id))?;
-            let detail = admin::providers::detail(state, &p).await.map_err(not_found(&id))?;
+            let p = admin::providers::get(&state.ctx(), &id).await.map_err(not_found(&id))?;
+            let detail = admin::providers::detail(&state.ctx(), &p)
+                .await
+                .map_err(not_found(&id))?;
             if let Value::Object(fields) = detail {
                 for (k, v) in fields {
                     println!("{k:<24} {}", plain(&v));
@@ -214,7 +216,7 @@ pub fn provider(settings: &Settings, cmd: ProviderCommand) -> Result<(), String>
         ProviderCommand::SetSecret { id, .. } => {
             let secret = read_secret()?;
             with_state(settings, async |state| {
-                admin::providers::replace_secret(state, &actor(), &id, &secret)
+                admin::providers::replace_secret(&state.ctx(), &actor(), &id, &secret)
                     .await
                     .map_err(not_found(&id))?;
                 println!("provider {id}: client secret replaced");
@@ -222,7 +224,7 @@ pub fn provider(settings: &Settings, cmd: ProviderCommand) -> Result<(), String>
             })
         }
         ProviderCommand::Delete { id } => with_state(settings, async |state| {
-            admin::providers::delete(state, &actor(), &id)
+            admin::providers::delete(&state.ctx(), &state.upstreams, &actor(), &id)
                 .await
                 .map_err(not_found(&id))?;
             println!("provider {id} deleted; the accounts linked to it stay, unlinked");

@@ -16,7 +16,7 @@ pub fn registration_token(settings: &Settings, ttl: &str, uses: Option<i64>, jso
         uses,
     };
     with_state(settings, async |state| {
-        let created = admin::registration::create(state, &actor(), input)
+        let created = admin::registration::create(&state.ctx(), &actor(), input)
             .await
             .map_err(|e| admin_err(e, "registration token"))?;
         if json {

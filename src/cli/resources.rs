@@ -36,14 +36,14 @@ fn scopes_text(scopes: &[String]) -> String {
 pub fn resource(settings: &Settings, cmd: ResourceCommand) -> Result<(), String> {
     match cmd {
         ResourceCommand::Add { uri, scope } => with_state(settings, async |state| {
-            let r = admin::resources::create(state, &actor(), &uri, &scope)
+            let r = admin::resources::create(&state.ctx(), &actor(), &uri, &scope)
                 .await
                 .map_err(|e| admin_err(e, "resource"))?;
             println!("resource {} added; scopes: {}", r.uri, scopes_text(&r.scopes));
             Ok(())
         }),
         ResourceCommand::List { json } => with_state(settings, async |state| {
-            let all = admin::resources::list(state)
+            let all = admin::resources::list(&state.ctx())
                 .await
                 .map_err(|e| admin_err(e, "resource"))?;
             if json {
@@ -60,7 +60,7 @@ pub fn resource(settings: &Settings, cmd: ResourceCommand) -> Result<(), String>
             Ok(())
         }),
         ResourceCommand::Delete { uri } => with_state(settings, async |state| {
-            admin::resources::delete(state, &actor(), &uri)
+            admin::resources::delete(&state.ctx(), &actor(), &uri)
                 .await
                 .map_err(|e| admin_err(e, &format!("resource {uri}")))?;
             println!("resource {uri} deleted");

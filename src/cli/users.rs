@@ -105,7 +105,7 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             };
             with_state(settings, async |state| {
                 ensure_groups(state, &groups).await?;
-                let created = admin::users::create(state, &actor(), input)
+                let created = admin::users::create(&state.ctx(), &actor(), input)
                     .await
                     .map_err(|e| match e {
                         admin::AdminError::Invalid(p) if p.get("username").is_some_and(|m| m.contains("taken")) => {
@@ -126,7 +126,7 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             let password = read_password()?;
             with_state(settings, async |state| {
                 let id = user_id(state, &username).await?;
-                admin::users::set_password(state, &actor(), id, password.expose())
+                admin::users::set_password(&state.ctx(), &actor(), id, password.expose())
                     .await
                     .map_err(|e| admin_err(e, "such user"))?;
                 println!("password of {username} changed; its sessions and tokens are ended");
@@ -138,7 +138,7 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         UserCommand::Seed { prefix, count, .. } => seed(settings, &prefix, count),
         UserCommand::Unlock { username } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
-            admin::users::unlock(state, &actor(), id)
+            admin::users::unlock(&state.ctx(), &actor(), id)
                 .await
                 .map_err(|e| admin_err(e, "such user"))?;
             println!("user {username} unlocked");
@@ -146,10 +146,10 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         }),
         UserCommand::ResetMfa { username } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
-            let before = admin::users::get(state, id)
+            let before = admin::users::get(&state.ctx(), id)
                 .await
                 .map_err(|e| admin_err(e, "such user"))?;
-            admin::users::reset_mfa(state, &actor(), id)
+            admin::users::reset_mfa(&state.ctx(), &actor(), id)
                 .await
                 .map_err(|e| admin_err(e, "such user"))?;
             if before.totp || before.passkeys > 0 {
@@ -169,7 +169,7 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         } => invite(settings, email, groups, admin, issuer),
         UserCommand::Unlink { username, provider } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
-            admin::providers::unlink(state, &actor(), id, &provider)
+            admin::providers::unlink(&state.ctx(), &actor(), id, &provider)
                 .await
                 .map_err(|e| match e {
                     admin::AdminError::NotFound("link") => format!("{username} has no link to {provider}"),
@@ -180,7 +180,7 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
         }),
         UserCommand::RevokeConsent { username, client_id } => with_state(settings, async |state| {
             let id = user_id(state, &username).await?;
-            let had = admin::users::revoke_consent(state, &actor(), id, &client_id)
+            let had = admin::users::revoke_consent(&state.ctx(), &actor(), id, &client_id)
                 .await
                 .map_err(|e| admin_err(e, "such user"))?;
             if had {
@@ -209,7 +209,7 @@ fn invite(
     }
     with_state(&settings, async |state| {
         let input = admin::invitations::InvitationInput { email, groups, admin };
-        let created = admin::invitations::create(state, &actor(), input)
+        let created = admin::invitations::create(&state.ctx(), &actor(), input)
             .await
             .map_err(|e| admin_err(e, "invitation"))?;
         println!("invitation for {}: {}", created.email, created.link);
@@ -229,7 +229,7 @@ fn invite(
 
 /// The id of the user with this name, or the one-line error naming it.
 async fn user_id(state: &AppState, username: &str) -> Result<i64, String> {
-    admin::users::id_by_username(state, username)
+    admin::users::id_by_username(&state.ctx(), username)
         .await
         .map_err(|e| admin_err(e, "user"))?
         .ok_or_else(|| format!("no user named {username}"))
@@ -238,7 +238,7 @@ async fn user_id(state: &AppState, username: &str) -> Result<i64, String> {
 /// Groups named on the command line are created when new (audited like any other).
 pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<(), String> {
     for name in names {
-        let created = admin::groups::ensure(state, &actor(), std::slice::from_ref(name))
+        let created = admin::groups::ensure(&state.ctx(), &actor(), std::slice::from_ref(name))
             .await
             .map_err(|e| admin_err(e, "group"))?;
         for g in created {
@@ -250,7 +250,9 @@ pub(super) async fn ensure_groups(state: &AppState, names: &[String]) -> Result<
 
 fn list(settings: &Settings, json: bool) -> Result<(), String> {
     with_state(settings, async |state| {
-        let users = admin::users::all(state).await.map_err(|e| admin_err(e, "user"))?;
+        let users = admin::users::all(&state.ctx())
+            .await
+            .map_err(|e| admin_err(e, "user"))?;
         print_users(&users, json);
         Ok(())
     })
@@ -292,7 +294,7 @@ fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     with_state(settings, async |state| {
-        let created = admin::users::seed(state, &actor(), prefix, names, "stress.invalid", password_hash)
+        let created = admin::users::seed(&state.ctx(), &actor(), prefix, names, "stress.invalid", password_hash)
             .await
             .map_err(|e| admin_err(e, "user"))?;
         println!("{created} users created ({prefix}1 … {prefix}{count})");
@@ -303,7 +305,7 @@ fn seed(settings: &Settings, prefix: &str, count: usize) -> Result<(), String> {
 fn set_disabled(settings: &Settings, username: &str, disabled: bool) -> Result<(), String> {
     with_state(settings, async |state| {
         let id = user_id(state, username).await?;
-        admin::users::set_disabled(state, &actor(), id, disabled)
+        admin::users::set_disabled(&state.ctx(), &actor(), id, disabled)
             .await
             .map_err(|e| admin_err(e, "such user"))?;
         println!("user {username} {}", if disabled { "disabled" } else { "enabled" });

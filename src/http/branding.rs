@@ -120,7 +120,7 @@ fn not_found() -> HttpResponse {
 
 /// `GET /branding/logo`: the stored logo, else `--logo`'s.
 pub async fn logo(state: web::Data<AppState>) -> HttpResponse {
-    match crate::branding::logo(&state).await {
+    match crate::branding::logo(&state.db, &state.branding).await {
         Ok(Some((bytes, kind))) => image(bytes, &kind),
         Ok(None) => not_found(),
         Err(e) => errors::server_page(e),
@@ -135,7 +135,7 @@ pub async fn client_logo(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
     else {
         return not_found();
     };
-    match crate::branding::client_logo(&state, &id).await {
+    match crate::branding::client_logo(&state.db, &id).await {
         Ok(Some((bytes, kind))) => image(bytes, &kind),
         Ok(None) => not_found(),
         Err(e) => errors::server_page(e),
@@ -144,7 +144,7 @@ pub async fn client_logo(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
 
 /// `GET /branding/theme.css`: the accent colour, then the extra stylesheet.
 pub async fn theme(state: web::Data<AppState>) -> HttpResponse {
-    let css = match crate::branding::theme(&state).await {
+    let css = match crate::branding::theme(&state.db, &state.branding, state.clock.now()).await {
         Ok(css) => css,
         Err(e) => return errors::server_page(e),
     };
@@ -185,11 +185,11 @@ struct ClientRow {
 async fn page(state: &AppState, req: &HttpRequest, v: &Viewer, status: StatusCode, problems: Problems) -> HttpResponse {
     state.branding.forget();
     let brand = state.branding.get(&state.db, state.clock.now()).await;
-    let stored = match crate::branding::stored(state).await {
+    let stored = match crate::branding::stored(&state.db).await {
         Ok(s) => s,
         Err(e) => return errors::server_page(e),
     };
-    let clients = match admin::clients::all(state).await {
+    let clients = match admin::clients::all(&state.ctx()).await {
         Ok(c) => c,
         Err(e) => return errors::admin_page(&e),
     };
@@ -271,7 +271,7 @@ pub async fn admin_save(req: HttpRequest, state: web::Data<AppState>, body: Byte
         logo: multipart::file(&parts, "logo"),
         remove_logo: multipart::text(&parts, "remove_logo") == "on",
     };
-    match admin::branding::update(&state, &actor, &edit).await {
+    match admin::branding::update(&state.ctx(), &state.branding, &actor, &edit).await {
         Ok(_) => errors::redirect("/admin/branding?done=saved"),
         Err(AdminError::Invalid(p)) => page(&state, &req, &v, StatusCode::BAD_REQUEST, p).await,
         Err(e) => errors::admin_page(&e),
@@ -293,7 +293,7 @@ pub async fn admin_client_logo(req: HttpRequest, state: web::Data<AppState>, bod
         )]);
         return page(&state, &req, &v, StatusCode::BAD_REQUEST, p).await;
     }
-    match admin::branding::set_client_logo(&state, &actor, client_id, logo).await {
+    match admin::branding::set_client_logo(&state.ctx(), &state.branding, &actor, client_id, logo).await {
         Ok(()) => errors::redirect("/admin/branding?done=saved"),
         Err(AdminError::Invalid(p)) => {
             let p = p

@@ -551,7 +551,7 @@ async fn users_sort_by_creation_time_as_numbers() {
             .unwrap();
     }
     let q = tessera::admin::ListQuery::parse("sort=created_at").unwrap();
-    let listed = tessera::admin::users::list(&app.state, &q).await.unwrap();
+    let listed = tessera::admin::users::list(&app.state.ctx(), &q).await.unwrap();
     let names: Vec<&str> = listed.items.iter().map(|u| u.username.as_str()).collect();
     assert_eq!(names, ["early", "late"], "9 digits before 10, not as text");
 }

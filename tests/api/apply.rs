@@ -44,7 +44,7 @@ fn apply_ok(app: &TestApp, file: &Path, flags: &[&str], env: &[(&str, &str)]) ->
 }
 
 async fn apply(app: &TestApp, file: &Path) -> Result<String, String> {
-    apply_file(&app.state, file, Mode::default()).await
+    apply_file(&app.state.ctx(), &app.state.upstreams, file, Mode::default()).await
 }
 
 async fn client(app: &TestApp, id: &str) -> Option<db::clients::Client> {
@@ -157,7 +157,7 @@ async fn an_edit_is_one_line_per_field_and_is_applied() {
     assert_eq!(wiki.redirect_uris, ["https://wiki.example.org/oauth"]);
     assert!(wiki.consent_required);
     assert_eq!(members(&app, "staff").await, ["bob"]);
-    let files = tessera::admin::apps::get(&app.state, "files").await.unwrap();
+    let files = tessera::admin::apps::get(&app.state.ctx(), "files").await.unwrap();
     assert!(files.require_mfa);
     let audit = app.audit().await;
     for event in [
@@ -241,7 +241,7 @@ async fn prune_removes_what_the_file_leaves_out_of_its_tables_only() {
     assert!(client(&app, "old").await.is_none());
     assert_eq!(group_names(&app).await, ["staff"]);
     assert!(
-        tessera::admin::users::id_by_username(&app.state, "root")
+        tessera::admin::users::id_by_username(&app.state.ctx(), "root")
             .await
             .unwrap()
             .is_some(),
@@ -264,7 +264,7 @@ async fn prune_never_removes_the_last_administrator() {
     assert!(!ok && out.is_empty(), "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("last active administrator `root`"), "{err}");
-    assert!(tessera::admin::users::id_by_username(&app.state, "ada")
+    assert!(tessera::admin::users::id_by_username(&app.state.ctx(), "ada")
         .await
         .unwrap()
         .is_none());

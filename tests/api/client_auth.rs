@@ -157,7 +157,7 @@ async fn client_secret_jwt_keys_are_sealed_and_long_enough_for_hs512() {
         grant_types: vec!["client_credentials".into()],
         ..Default::default()
     };
-    let (_, secret) = tessera::admin::clients::create(&app.state, &actor, &spec)
+    let (_, secret) = tessera::admin::clients::create(&app.state.ctx(), &actor, &spec)
         .await
         .unwrap();
     let raw = secret.unwrap().expose().to_string();

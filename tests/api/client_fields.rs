@@ -147,7 +147,7 @@ async fn apply_declares_both_fields_and_the_dump_round_trips_them() {
     let apply = |path: std::path::PathBuf| {
         let state = app.state.clone();
         async move {
-            tessera::apply::apply_file(&state, &path, Default::default())
+            tessera::apply::apply_file(&state.ctx(), &state.upstreams, &path, Default::default())
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
         }
@@ -158,7 +158,7 @@ async fn apply_declares_both_fields_and_the_dump_round_trips_them() {
     assert!(c.introspect_any);
     assert_eq!(c.initiate_login_uri.as_deref(), Some(LOGIN));
 
-    let dumped = tessera::apply::dump(&app.state).await.unwrap();
+    let dumped = tessera::apply::dump(&app.state.ctx()).await.unwrap();
     assert!(dumped.contains("introspect_any = true"), "{dumped}");
     assert!(
         dumped.contains(&format!("initiate_login_uri = \"{LOGIN}\"")),
@@ -237,7 +237,7 @@ async fn initial_token(app: &TestApp) -> String {
         ttl: Some("1h".into()),
         uses: None,
     };
-    tessera::admin::registration::create(&app.state, &actor, input)
+    tessera::admin::registration::create(&app.state.ctx(), &actor, input)
         .await
         .unwrap()
         .token

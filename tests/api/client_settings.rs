@@ -175,7 +175,7 @@ grant_types = ["authorization_code", "password"]
 "#,
     )
     .unwrap();
-    let out = tessera::apply::apply_file(&app.state, &file, Default::default())
+    let out = tessera::apply::apply_file(&app.state.ctx(), &app.state.upstreams, &file, Default::default())
         .await
         .unwrap();
     assert!(out.contains("+ client declared"), "{out}");
@@ -191,7 +191,7 @@ grant_types = ["authorization_code", "password"]
     assert!(c.frontchannel_logout_session_required);
     assert!(c.allows_grant("password"));
 
-    let dumped = tessera::apply::dump(&app.state).await.unwrap();
+    let dumped = tessera::apply::dump(&app.state.ctx()).await.unwrap();
     for line in [
         "require_pushed_authorization_requests = true",
         "dpop_bound_access_tokens = true",
@@ -201,7 +201,7 @@ grant_types = ["authorization_code", "password"]
     }
     let again = dir.path().join("dumped.toml");
     std::fs::write(&again, &dumped).unwrap();
-    let out = tessera::apply::apply_file(&app.state, &again, Default::default())
+    let out = tessera::apply::apply_file(&app.state.ctx(), &app.state.upstreams, &again, Default::default())
         .await
         .unwrap();
     assert_eq!(out, "no changes\n", "{dumped}");
@@ -211,7 +211,7 @@ grant_types = ["authorization_code", "password"]
         .unwrap()
         .replace("dpop_bound_access_tokens = true", "");
     std::fs::write(&file, edited).unwrap();
-    let out = tessera::apply::apply_file(&app.state, &file, Default::default())
+    let out = tessera::apply::apply_file(&app.state.ctx(), &app.state.upstreams, &file, Default::default())
         .await
         .unwrap();
     assert!(out.contains("dpop_bound_access_tokens"), "{out}");

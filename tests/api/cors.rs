@@ -146,13 +146,14 @@ async fn web_origins_are_checked_when_a_client_is_registered() {
         web_origins: vec!["https://app.example.org/path".into()],
         ..Default::default()
     };
-    let Err(tessera::admin::AdminError::Invalid(p)) = tessera::admin::clients::create(&app.state, &actor, &spec).await
+    let Err(tessera::admin::AdminError::Invalid(p)) =
+        tessera::admin::clients::create(&app.state.ctx(), &actor, &spec).await
     else {
         panic!("an origin with a path was accepted");
     };
     assert!(p.contains_key("web_origins"));
     spec.web_origins = vec!["https://app.example.org".into()];
-    tessera::admin::clients::create(&app.state, &actor, &spec)
+    tessera::admin::clients::create(&app.state.ctx(), &actor, &spec)
         .await
         .unwrap();
 }

@@ -64,7 +64,7 @@ async fn an_administrator_password_reset_ends_every_session_and_grant() {
     let b = browser();
     let online = sign_in(&app, &b, "app", &secret, &[]).await;
     let offline = sign_in(&app, &browser(), "app", &secret, &[("scope", "openid offline_access")]).await;
-    tessera::admin::users::set_password(&app.state, &admin(), alice.id, "a brand new password")
+    tessera::admin::users::set_password(&app.state.ctx(), &admin(), alice.id, "a brand new password")
         .await
         .unwrap();
     for tokens in [&online, &offline] {
@@ -226,7 +226,7 @@ async fn leaving_an_allowed_group_revokes_the_clients_grants() {
         .await
         .unwrap()
         .unwrap();
-    tessera::admin::groups::set_member(&app.state, &admin(), gid, "alice", false)
+    tessera::admin::groups::set_member(&app.state.ctx(), &admin(), gid, "alice", false)
         .await
         .unwrap();
     let (status, _) = refresh(&app, "wiki", Some(&secret), text(&tokens, "refresh_token")).await;
@@ -251,10 +251,10 @@ async fn a_refresh_checks_the_allowed_groups_and_a_client_change_revokes() {
         .write(|c| db::groups::create(c, "finance").map(|_| ()))
         .await
         .unwrap();
-    let client = tessera::admin::clients::get(&app.state, "wiki").await.unwrap();
+    let client = tessera::admin::clients::get(&app.state.ctx(), "wiki").await.unwrap();
     let mut spec = tessera::admin::clients::spec_of(&client);
     spec.allowed_groups = vec!["finance".into()];
-    tessera::admin::clients::update(&app.state, &admin(), "wiki", &spec)
+    tessera::admin::clients::update(&app.state.ctx(), &app.state.clients, &admin(), "wiki", &spec)
         .await
         .unwrap();
     let (status, _) = refresh(&app, "wiki", Some(&secret), text(&tokens, "refresh_token")).await;

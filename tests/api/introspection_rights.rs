@@ -75,7 +75,7 @@ async fn a_client_named_in_aud_sees_the_token() {
         ip: None,
         user_id: None,
     };
-    tessera::admin::resources::create(&app.state, &actor, API, &[])
+    tessera::admin::resources::create(&app.state.ctx(), &actor, API, &[])
         .await
         .unwrap();
     let secret = app.add_client("web", false).await.unwrap();

@@ -151,7 +151,7 @@ async fn a_token_signed_with_a_key_rotated_on_another_node_verifies_at_once() {
         ip: None,
         user_id: None,
     };
-    let rotated = tessera::admin::overview::rotate_key(&a.state, &actor, "RS256")
+    let rotated = tessera::admin::overview::rotate_key(&a.state.ctx(), &actor, "RS256")
         .await
         .unwrap();
     let kid = rotated["kid"].as_str().unwrap().to_string();
@@ -189,7 +189,7 @@ async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
         ip: None,
         user_id: None,
     };
-    let rotated = tessera::admin::overview::rotate_key(&nodes[1].state, &actor, "RS256")
+    let rotated = tessera::admin::overview::rotate_key(&nodes[1].state.ctx(), &actor, "RS256")
         .await
         .unwrap();
     let kid = serde_json::Value::from(rotated["kid"].as_str().unwrap());

@@ -64,7 +64,9 @@ async fn add_group(app: &TestApp, name: &str) {
         ip: None,
         user_id: None,
     };
-    tessera::admin::groups::create(&app.state, &actor, name).await.unwrap();
+    tessera::admin::groups::create(&app.state.ctx(), &actor, name)
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -619,7 +621,7 @@ async fn linked(app: &TestApp, user_id: i64, subject: &'static str) {
         ..Default::default()
     };
     if stored(app, "acme").await.is_none() {
-        tessera::admin::providers::create(&app.state, &actor, &spec)
+        tessera::admin::providers::create(&app.state.ctx(), &app.state.upstreams, &actor, &spec)
             .await
             .unwrap();
     }

@@ -20,7 +20,7 @@ pub(crate) async fn initial_token(app: &TestApp, ttl: &str, uses: Option<i64>) -
         ttl: Some(ttl.into()),
         uses,
     };
-    tessera::admin::registration::create(&app.state, &actor, input)
+    tessera::admin::registration::create(&app.state.ctx(), &actor, input)
         .await
         .unwrap()
         .token
@@ -559,7 +559,7 @@ async fn the_admin_page_shows_a_new_token_once_and_revokes_it() {
         .unwrap();
     assert!(!html.contains(&token), "shown once");
     assert!(html.contains("registration-tokens"));
-    let tokens = tessera::admin::registration::list(&app.state).await.unwrap();
+    let tokens = tessera::admin::registration::list(&app.state.ctx()).await.unwrap();
     let id = &tokens[0].id;
     assert_eq!(tokens[0].uses_left, Some(1));
     let resp = b

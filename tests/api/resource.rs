@@ -30,7 +30,7 @@ async fn register(app: &TestApp, uri: &str, scopes: &[&str]) {
         user_id: None,
     };
     let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
-    tessera::admin::resources::create(&app.state, &actor, uri, &scopes)
+    tessera::admin::resources::create(&app.state.ctx(), &actor, uri, &scopes)
         .await
         .unwrap();
 }

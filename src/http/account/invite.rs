@@ -253,8 +253,8 @@ async fn admin_page(
 ) -> HttpResponse {
     let loaded = async {
         Ok::<_, AdminError>((
-            admin::invitations::list(state).await?,
-            admin::groups::list(state).await?,
+            admin::invitations::list(&state.ctx()).await?,
+            admin::groups::list(&state.ctx()).await?,
         ))
     };
     let (pending, groups) = match loaded.await {
@@ -332,7 +332,7 @@ pub async fn admin_create(req: HttpRequest, state: web::Data<AppState>, body: By
         groups: input.groups.clone(),
         admin: input.admin,
     };
-    match admin::invitations::create(&state, &actor, input).await {
+    match admin::invitations::create(&state.ctx(), &actor, input).await {
         // The link is shown on this answer only: it is not stored.
         Ok(c) => {
             admin_page(
@@ -365,7 +365,7 @@ pub async fn admin_revoke(
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    match admin::invitations::revoke(&state, &actor, id).await {
+    match admin::invitations::revoke(&state.ctx(), &actor, id).await {
         Ok(()) => errors::redirect("/admin/invitations?done=revoked"),
         Err(e) => error_page(&e),
     }

@@ -3,116 +3,15 @@
 //! administrator's browser session with the session's CSRF token in `X-CSRF-Token`
 //! on every change.
 
-use std::future::Future;
-
-use actix_web::http::{Method, StatusCode};
+use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::admin::{self, clients::ClientSpec, users::UserInput, Actor, AdminError, ListQuery};
-use crate::http::{errors, guard::ip_text, protocol::userinfo::header_token, signin::portal};
-use crate::oidc::token::ADMIN_SCOPE;
-use crate::oidc::{introspect, ErrorCode, OAuthError};
+use crate::admin::{self, clients::ClientSpec, users::UserInput, AdminError, ListQuery};
 use crate::state::AppState;
 
-use crate::http::errors::{admin_json as admin_error, json_error};
-
-fn forbidden(description: &str) -> HttpResponse {
-    json_error(StatusCode::FORBIDDEN, "forbidden", description, None)
-}
-
-/// Who is calling, or the 401/403 that refuses them.
-async fn caller(req: &HttpRequest, state: &AppState) -> Result<Actor, HttpResponse> {
-    let cx = state.ctx();
-    let ip = Some(ip_text(req, state));
-    match header_token(req) {
-        Err(e) => return Err(errors::bearer(Some(&e))),
-        Ok(Some(token)) => {
-            let invalid = || {
-                errors::bearer(Some(&OAuthError::new(
-                    ErrorCode::InvalidToken,
-                    "the token is not valid",
-                )))
-            };
-            let Some(at) = introspect::check_access_token(&cx, &token)
-                .await
-                .map_err(|e| errors::oauth_json(&e))?
-            else {
-                return Err(invalid());
-            };
-            // RFC 9449 §7.2: a DPoP-bound token is no bearer token, and this API
-            // takes bearer tokens only.
-            if crate::oidc::dpop::bound_key(&at.claims).is_some() {
-                return Err(invalid());
-            }
-            let client_id = at.str_claim("client_id").to_string();
-            let scoped = at.str_claim("scope").split(' ').any(|s| s == ADMIN_SCOPE);
-            // Only a client's own token (client credentials) acts as an admin client.
-            let own = at.str_claim("sub") == client_id;
-            let admin_client = match state.clients.get(&state.db, &client_id, cx.now).await {
-                Ok(c) => c.is_some_and(|c| c.admin),
-                Err(e) => return Err(errors::oauth_json(&e.into())),
-            };
-            if !(scoped && own && admin_client) {
-                return Err(forbidden(
-                    "the token does not carry the tessera:admin scope of an admin client",
-                ));
-            }
-            return Ok(Actor {
-                name: format!("client:{client_id}"),
-                ip,
-                user_id: None,
-            });
-        }
-        Ok(None) => {}
-    }
-    let Some(viewer) = portal::viewer(req, state).await? else {
-        return Err(errors::bearer(None));
-    };
-    if !viewer.user.is_admin {
-        return Err(forbidden("administrators only"));
-    }
-    if req.method() != Method::GET && !portal::csrf_header_ok(req, &viewer) {
-        return Err(forbidden("a session needs its CSRF token in X-CSRF-Token for changes"));
-    }
-    Ok(Actor {
-        name: viewer.user.username.clone(),
-        ip,
-        user_id: Some(viewer.user.id),
-    })
-}
-
-/// Runs an operation for an authorised caller and answers with its JSON (also the
-/// provider routes of `admin_providers`).
-pub(crate) async fn run<T, F, Fut>(req: &HttpRequest, state: &AppState, status: StatusCode, op: F) -> HttpResponse
-where
-    T: Serialize,
-    F: FnOnce(Actor) -> Fut,
-    Fut: Future<Output = Result<T, AdminError>>,
-{
-    let actor = match caller(req, state).await {
-        Ok(a) => a,
-        Err(resp) => return resp,
-    };
-    match op(actor).await {
-        Ok(v) => {
-            let mut b = HttpResponse::build(status);
-            errors::no_store(&mut b);
-            if status == StatusCode::NO_CONTENT {
-                b.finish()
-            } else {
-                b.json(v)
-            }
-        }
-        Err(e) => admin_error(&e),
-    }
-}
-
-pub(crate) fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, AdminError> {
-    serde_json::from_slice(bytes).map_err(|e| admin::invalid("body", format!("not valid JSON for this call: {e}")))
-}
+pub(crate) use super::caller::{body, run};
 
 fn user_id(raw: &str) -> Result<i64, AdminError> {
     raw.parse().map_err(|_| AdminError::NotFound("user"))
@@ -130,12 +29,15 @@ type Data = web::Data<AppState>;
 type Id = web::Path<String>;
 
 pub async fn stats(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::overview::stats(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::overview::stats(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn users_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::list(&state, &list_query(&req)?).await
+        admin::users::list(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
@@ -143,14 +45,14 @@ pub async fn users_list(req: HttpRequest, state: Data) -> HttpResponse {
 pub async fn users_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::users::create(s, &a, body::<UserInput>(&bytes)?).await
+        admin::users::create(&s.ctx(), &a, body::<UserInput>(&bytes)?).await
     })
     .await
 }
 
 pub async fn user_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::get(&state, user_id(&id)?).await
+        admin::users::get(&state.ctx(), user_id(&id)?).await
     })
     .await
 }
@@ -158,7 +60,7 @@ pub async fn user_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn user_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::update(s, &a, user_id(&id)?, body::<UserInput>(&bytes)?).await
+        admin::users::update(&s.ctx(), &a, user_id(&id)?, body::<UserInput>(&bytes)?).await
     })
     .await
 }
@@ -166,7 +68,7 @@ pub async fn user_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> 
 pub async fn user_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::users::delete(s, &a, user_id(&id)?).await
+        admin::users::delete(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
@@ -181,7 +83,7 @@ pub async fn user_password(req: HttpRequest, state: Data, id: Id, bytes: Bytes) 
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
         let b: PasswordBody = body(&bytes)?;
-        admin::users::set_password(s, &a, user_id(&id)?, &b.password).await
+        admin::users::set_password(&s.ctx(), &a, user_id(&id)?, &b.password).await
     })
     .await
 }
@@ -189,7 +91,7 @@ pub async fn user_password(req: HttpRequest, state: Data, id: Id, bytes: Bytes) 
 pub async fn user_disable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::set_disabled(s, &a, user_id(&id)?, true).await
+        admin::users::set_disabled(&s.ctx(), &a, user_id(&id)?, true).await
     })
     .await
 }
@@ -197,7 +99,7 @@ pub async fn user_disable(req: HttpRequest, state: Data, id: Id) -> HttpResponse
 pub async fn user_enable(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::set_disabled(s, &a, user_id(&id)?, false).await
+        admin::users::set_disabled(&s.ctx(), &a, user_id(&id)?, false).await
     })
     .await
 }
@@ -205,7 +107,7 @@ pub async fn user_enable(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
 pub async fn user_unlock(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::unlock(s, &a, user_id(&id)?).await
+        admin::users::unlock(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
@@ -213,14 +115,14 @@ pub async fn user_unlock(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
 pub async fn user_mfa_reset(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::users::reset_mfa(s, &a, user_id(&id)?).await
+        admin::users::reset_mfa(&s.ctx(), &a, user_id(&id)?).await
     })
     .await
 }
 
 pub async fn user_sessions(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::users::sessions(&state, user_id(&id)?).await
+        admin::users::sessions(&state.ctx(), user_id(&id)?).await
     })
     .await
 }
@@ -228,7 +130,7 @@ pub async fn user_sessions(req: HttpRequest, state: Data, id: Id) -> HttpRespons
 pub async fn user_sessions_end(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let n = admin::users::end_sessions(s, &a, user_id(&id)?, None).await?;
+        let n = admin::users::end_sessions(&s.ctx(), &a, user_id(&id)?, None).await?;
         Ok(json!({"ended": n}))
     })
     .await
@@ -238,7 +140,7 @@ pub async fn user_session_end(req: HttpRequest, state: Data, path: web::Path<(St
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, sid) = path.into_inner();
-        let n = admin::users::end_sessions(s, &a, user_id(&id)?, Some(&sid)).await?;
+        let n = admin::users::end_sessions(&s.ctx(), &a, user_id(&id)?, Some(&sid)).await?;
         Ok(json!({"ended": n}))
     })
     .await
@@ -246,7 +148,7 @@ pub async fn user_session_end(req: HttpRequest, state: Data, path: web::Path<(St
 
 pub async fn clients_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::clients::list(&state, &list_query(&req)?).await
+        admin::clients::list(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
@@ -262,7 +164,7 @@ fn with_secret(client: &crate::db::clients::Client, secret: Option<&crate::crypt
 pub async fn clients_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        let (client, secret) = admin::clients::create(s, &a, &body::<ClientSpec>(&bytes)?).await?;
+        let (client, secret) = admin::clients::create(&s.ctx(), &a, &body::<ClientSpec>(&bytes)?).await?;
         Ok(with_secret(&client, secret.as_ref()))
     })
     .await
@@ -270,7 +172,7 @@ pub async fn clients_create(req: HttpRequest, state: Data, bytes: Bytes) -> Http
 
 pub async fn client_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        Ok(admin::clients::view(&admin::clients::get(&state, &id).await?))
+        Ok(admin::clients::view(&admin::clients::get(&state.ctx(), &id).await?))
     })
     .await
 }
@@ -279,7 +181,7 @@ pub async fn client_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let existing = admin::clients::get(s, &id).await?;
+        let existing = admin::clients::get(&s.ctx(), &id).await?;
         let patch: Value = body(&bytes)?;
         let Value::Object(patch) = patch else {
             return Err(admin::invalid("body", "a JSON object"));
@@ -291,7 +193,9 @@ pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
         }
         let spec: ClientSpec = serde_json::from_value(current)
             .map_err(|e| admin::invalid("body", format!("not valid for a client: {e}")))?;
-        Ok(admin::clients::view(&admin::clients::update(s, &a, &id, &spec).await?))
+        Ok(admin::clients::view(
+            &admin::clients::update(&s.ctx(), &s.clients, &a, &id, &spec).await?,
+        ))
     })
     .await
 }
@@ -299,7 +203,7 @@ pub async fn client_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -
 pub async fn client_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::clients::delete(s, &a, &id).await
+        admin::clients::delete(&s.ctx(), &s.clients, &a, &id).await
     })
     .await
 }
@@ -307,7 +211,7 @@ pub async fn client_delete(req: HttpRequest, state: Data, id: Id) -> HttpRespons
 pub async fn client_secret(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        let secret = admin::clients::rotate_secret(s, &a, &id).await?;
+        let secret = admin::clients::rotate_secret(&s.ctx(), &s.clients, &a, &id).await?;
         Ok(json!({"client_id": id.as_str(), "client_secret": secret.expose()}))
     })
     .await
@@ -320,20 +224,23 @@ struct NameBody {
 }
 
 pub async fn groups_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::groups::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::groups::list(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn groups_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::groups::create(s, &a, &body::<NameBody>(&bytes)?.name).await
+        admin::groups::create(&s.ctx(), &a, &body::<NameBody>(&bytes)?.name).await
     })
     .await
 }
 
 pub async fn group_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::groups::get(&state, group_id(&id)?).await
+        admin::groups::get(&state.ctx(), group_id(&id)?).await
     })
     .await
 }
@@ -341,7 +248,7 @@ pub async fn group_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn group_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
-        admin::groups::rename(s, &a, group_id(&id)?, &body::<NameBody>(&bytes)?.name).await
+        admin::groups::rename(&s.ctx(), &a, group_id(&id)?, &body::<NameBody>(&bytes)?.name).await
     })
     .await
 }
@@ -349,7 +256,7 @@ pub async fn group_patch(req: HttpRequest, state: Data, id: Id, bytes: Bytes) ->
 pub async fn group_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::groups::delete(s, &a, group_id(&id)?).await
+        admin::groups::delete(&s.ctx(), &a, group_id(&id)?).await
     })
     .await
 }
@@ -358,7 +265,7 @@ pub async fn group_member_put(req: HttpRequest, state: Data, path: web::Path<(St
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, username) = path.into_inner();
-        admin::groups::set_member(s, &a, group_id(&id)?, &username, true).await
+        admin::groups::set_member(&s.ctx(), &a, group_id(&id)?, &username, true).await
     })
     .await
 }
@@ -367,13 +274,16 @@ pub async fn group_member_delete(req: HttpRequest, state: Data, path: web::Path<
     let s = state.get_ref();
     run(&req, s, StatusCode::OK, |a| async move {
         let (id, username) = path.into_inner();
-        admin::groups::set_member(s, &a, group_id(&id)?, &username, false).await
+        admin::groups::set_member(&s.ctx(), &a, group_id(&id)?, &username, false).await
     })
     .await
 }
 
 pub async fn keys_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::overview::keys(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::overview::keys(&state.ctx()).await
+    })
+    .await
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -390,33 +300,36 @@ pub async fn keys_rotate(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         } else {
             body(&bytes)?
         };
-        admin::overview::rotate_key(s, &a, b.alg.as_deref().unwrap_or("RS256")).await
+        admin::overview::rotate_key(&s.ctx(), &a, b.alg.as_deref().unwrap_or("RS256")).await
     })
     .await
 }
 
 pub async fn audit(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::overview::audit(&state, &list_query(&req)?).await
+        admin::overview::audit(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
 
 pub async fn mail_queue(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::mail::queue(&state, &list_query(&req)?).await
+        admin::mail::queue(&state.ctx(), &list_query(&req)?).await
     })
     .await
 }
 
 pub async fn invitations_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::invitations::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::invitations::list(&state.ctx()).await
+    })
+    .await
 }
 
 pub async fn invitations_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
-        admin::invitations::create(s, &a, body(&bytes)?).await
+        admin::invitations::create(&s.ctx(), &a, body(&bytes)?).await
     })
     .await
 }
@@ -425,7 +338,7 @@ pub async fn invitation_delete(req: HttpRequest, state: Data, id: Id) -> HttpRes
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
         let id = id.parse().map_err(|_| AdminError::NotFound("invitation"))?;
-        admin::invitations::revoke(s, &a, id).await
+        admin::invitations::revoke(&s.ctx(), &a, id).await
     })
     .await
 }
@@ -497,18 +410,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route("/invitations", web::get().to(invitations_list))
             .route("/invitations", web::post().to(invitations_create))
             .route("/invitations/{id}", web::delete().to(invitation_delete))
-            .route(
-                "/registration-tokens",
-                web::get().to(crate::http::admin::registration::api_list),
-            )
-            .route(
-                "/registration-tokens",
-                web::post().to(crate::http::admin::registration::api_create),
-            )
-            .route(
-                "/registration-tokens/{id}",
-                web::delete().to(crate::http::admin::registration::api_revoke),
-            )
             .route("/users/{id}/deletion/approve", web::post().to(user_deletion_approve))
             .route("/users/{id}/deletion", web::delete().to(user_deletion_reject))
             .default_service(web::to(unknown)),

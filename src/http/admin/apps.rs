@@ -2,6 +2,8 @@
 //! form, details, delete) and the JSON API `/admin/api/apps` (docs/ADMIN_API.md), both
 //! through `admin::apps`, so validation and the audit log are the same either way.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -10,7 +12,7 @@ use askama::Template;
 use crate::admin::{self, apps::AppSpec, AdminError, ListQuery, Problems};
 use crate::db::apps::App;
 use crate::http::admin::api::run;
-use crate::http::admin::{done, error_page, flash, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -43,7 +45,7 @@ async fn apps_page(
     spec: AppSpec,
     problems: Problems,
 ) -> HttpResponse {
-    let apps = match admin::apps::list(state).await {
+    let apps = match admin::apps::list(&state.ctx()).await {
         Ok(all) => all,
         Err(e) => return error_page(&e),
     };
@@ -86,19 +88,16 @@ fn spec_from(form: &Form) -> AppSpec {
     }
 }
 
-pub async fn app_create(req: HttpRequest, state: Data, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn app_create(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let spec = spec_from(&form);
-    match admin::apps::create(&state, &actor, &spec).await {
-        Ok(a) => done(&format!("/admin/apps/{}", a.id), "created"),
-        Err(AdminError::Invalid(problems)) => {
-            apps_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let result = admin::apps::create(&state.ctx(), &actor, &spec).await;
+    answer(
+        result,
+        |a| ready(done(&format!("/admin/apps/{}", a.id), "created")),
+        |problems| apps_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -116,7 +115,7 @@ pub async fn app(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    match admin::apps::get(&state, &id).await {
+    match admin::apps::get(&state.ctx(), &id).await {
         Ok(app) => {
             let page = AppPage {
                 is_admin: true,
@@ -131,15 +130,12 @@ pub async fn app(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     }
 }
 
-pub async fn app_action(req: HttpRequest, state: Data, path: web::Path<(String, String)>, body: Bytes) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn app_action(state: Data, path: web::Path<(String, String)>, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
-        "delete" => match admin::apps::delete(&state, &actor, &id).await {
+        "delete" => match admin::apps::delete(&state.ctx(), &actor, &id).await {
             Ok(()) => done("/admin/apps", "deleted"),
             Err(e) => error_page(&e),
         },
@@ -149,7 +145,7 @@ pub async fn app_action(req: HttpRequest, state: Data, path: web::Path<(String, 
 
 pub async fn api_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::apps::listed(&state, &ListQuery::parse(req.query_string())?).await
+        admin::apps::listed(&state.ctx(), &ListQuery::parse(req.query_string())?).await
     })
     .await
 }
@@ -158,14 +154,14 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
         let spec: AppSpec = crate::http::admin::api::body(&bytes)?;
-        Ok(admin::apps::view(&admin::apps::create(s, &a, &spec).await?))
+        Ok(admin::apps::view(&admin::apps::create(&s.ctx(), &a, &spec).await?))
     })
     .await
 }
 
 pub async fn api_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        Ok(admin::apps::view(&admin::apps::get(&state, &id).await?))
+        Ok(admin::apps::view(&admin::apps::get(&state.ctx(), &id).await?))
     })
     .await
 }
@@ -173,7 +169,7 @@ pub async fn api_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn api_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::apps::delete(s, &a, &id).await
+        admin::apps::delete(&s.ctx(), &a, &id).await
     })
     .await
 }

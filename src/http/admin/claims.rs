@@ -16,7 +16,7 @@ use crate::admin::{
     AdminError,
 };
 use crate::http::admin::api::{body, run};
-use crate::http::admin::{done, error_page, posted, Form};
+use crate::http::admin::{done, error_page, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal;
 use crate::i18n::t;
@@ -36,7 +36,7 @@ struct Table {
 
 pub async fn api_list(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        Ok(admin::claims::listed(&admin::claims::list(&state, &id).await?))
+        Ok(admin::claims::listed(&admin::claims::list(&state.ctx(), &id).await?))
     })
     .await
 }
@@ -46,7 +46,7 @@ pub async fn api_replace(req: HttpRequest, state: Data, id: Id, bytes: Bytes) ->
     run(&req, s, StatusCode::OK, |a| async move {
         let table: Table = body(&bytes)?;
         Ok(admin::claims::listed(
-            &admin::claims::replace(s, &a, &id, &table.items).await?,
+            &admin::claims::replace(&s.ctx(), &s.clients, &a, &id, &table.items).await?,
         ))
     })
     .await
@@ -61,7 +61,9 @@ pub async fn api_put(req: HttpRequest, state: Data, path: IdClaim, bytes: Bytes)
             return Err(admin::invalid("claim", "the body names another claim than the path"));
         }
         spec.claim = claim;
-        Ok(admin::claims::listed(&admin::claims::put(s, &a, &id, &spec).await?))
+        Ok(admin::claims::listed(
+            &admin::claims::put(&s.ctx(), &s.clients, &a, &id, &spec).await?,
+        ))
     })
     .await
 }
@@ -70,7 +72,7 @@ pub async fn api_delete(req: HttpRequest, state: Data, path: IdClaim) -> HttpRes
     let s = state.get_ref();
     let (id, claim) = path.into_inner();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::claims::delete(s, &a, &id, &claim).await
+        admin::claims::delete(&s.ctx(), &s.clients, &a, &id, &claim).await
     })
     .await
 }
@@ -93,7 +95,7 @@ pub async fn api_preview(req: HttpRequest, state: Data, id: Id) -> HttpResponse 
     let (user, scope) = preview_query(&req);
     run(&req, &state, StatusCode::OK, |_| async {
         let user = user.ok_or_else(|| admin::invalid("user", "the username to preview, as ?user=NAME"))?;
-        admin::claims::preview(&state, &id, &user, scope.as_deref()).await
+        admin::claims::preview(&state.ctx(), &id, &user, scope.as_deref()).await
     })
     .await
 }
@@ -126,13 +128,10 @@ fn rule_from(form: &Form) -> Result<RuleSpec, AdminError> {
     })
 }
 
-pub async fn rule_add(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn rule_add(state: Data, id: Id, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let result = match rule_from(&form) {
-        Ok(spec) => admin::claims::put(&state, &actor, &id, &spec).await,
+        Ok(spec) => admin::claims::put(&state.ctx(), &state.clients, &actor, &id, &spec).await,
         Err(e) => Err(e),
     };
     match result {
@@ -141,13 +140,10 @@ pub async fn rule_add(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> Ht
     }
 }
 
-pub async fn rule_delete(req: HttpRequest, state: Data, path: IdClaim, bytes: Bytes) -> HttpResponse {
-    let (_, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn rule_delete(state: Data, path: IdClaim, post: Posted) -> HttpResponse {
+    let Posted { actor, .. } = post;
     let (id, claim) = path.into_inner();
-    match admin::claims::delete(&state, &actor, &id, &claim).await {
+    match admin::claims::delete(&state.ctx(), &state.clients, &actor, &id, &claim).await {
         Ok(()) => done(&format!("/admin/clients/{id}"), "deleted"),
         Err(e) => error_page(&e),
     }
@@ -201,11 +197,11 @@ pub async fn preview_page(req: HttpRequest, state: Data, id: Id) -> HttpResponse
     }
     let (user, scope) = preview_query(&req);
     let preview = match &user {
-        Some(u) => match admin::claims::preview(&state, &id, u, scope.as_deref()).await {
+        Some(u) => match admin::claims::preview(&state.ctx(), &id, u, scope.as_deref()).await {
             Ok(p) => Some(p),
             Err(e) => return error_page(&e),
         },
-        None => match admin::clients::get(&state, &id).await {
+        None => match admin::clients::get(&state.ctx(), &id).await {
             Ok(_) => None,
             Err(e) => return error_page(&e),
         },
@@ -257,12 +253,9 @@ struct TestPage<'a> {
 }
 
 /// "Test sign-in": a real authorization for the signed-in administrator.
-pub async fn test_sign_in(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> HttpResponse {
-    let (viewer, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match admin::claims::test_sign_in(&state, &actor, &id, &viewer.session).await {
+pub async fn test_sign_in(state: Data, id: Id, post: Posted) -> HttpResponse {
+    let Posted { viewer, actor, .. } = post;
+    match admin::claims::test_sign_in(&state.ctx(), &actor, &id, &viewer.session).await {
         Ok(run) => {
             // The test ran, whatever it found: the page says what passed and what not.
             let passed = run.all_passed();

@@ -1,14 +1,16 @@
 //! `/admin/clients`: registering and editing relying parties (the secret shown once),
 //! and the route table of every admin page.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::{self, clients::ClientSpec, AdminError, ListQuery, Problems};
 use crate::db::{clients::Client, groups::Group};
-use crate::http::admin::{done, error_page, flash, pager, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, pager, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -64,7 +66,7 @@ pub async fn clients(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     };
     let text = q.q.clone().unwrap_or_default();
     let (limit, offset) = (q.limit, q.offset);
-    let (clients, total) = match admin::clients::page(&state, &q).await {
+    let (clients, total) = match admin::clients::page(&state.ctx(), &q).await {
         Ok(f) => f,
         Err(e) => return error_page(&e),
     };
@@ -126,13 +128,26 @@ struct ClientView<'a> {
     flash: Option<&'a str>,
 }
 
+impl ClientView<'_> {
+    /// The form once more with what `problems` says to correct.
+    fn again(editing: bool, spec: ClientSpec, problems: Problems) -> Self {
+        ClientView {
+            editing,
+            spec,
+            secret: None,
+            problems,
+            flash: None,
+        }
+    }
+}
+
 async fn client_page(state: &AppState, v: &Viewer, status: StatusCode, view: ClientView<'_>) -> HttpResponse {
-    let groups = match admin::groups::list(state).await {
+    let groups = match admin::groups::list(&state.ctx()).await {
         Ok(g) => g,
         Err(e) => return error_page(&e),
     };
     let claim_rules = if view.editing {
-        match admin::claims::list(state, &view.spec.client_id).await {
+        match admin::claims::list(&state.ctx(), &view.spec.client_id).await {
             Ok(rules) => rules.iter().map(admin::claims::RuleSpec::of).collect(),
             Err(e) => return error_page(&e),
         }
@@ -253,11 +268,8 @@ fn all_problems(spec: &ClientSpec, mut problems: Problems) -> AdminError {
     AdminError::Invalid(problems)
 }
 
-pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn client_create(state: web::Data<AppState>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let base = ClientSpec {
         client_id: form.get("client_id").trim().to_string(),
         public: form.get("kind") == "public",
@@ -265,33 +277,33 @@ pub async fn client_create(req: HttpRequest, state: web::Data<AppState>, body: B
     };
     let (spec, problems) = spec_from(&form, base);
     let result = if problems.is_empty() {
-        admin::clients::create(&state, &actor, &spec).await
+        admin::clients::create(&state.ctx(), &actor, &spec).await
     } else {
         Err(all_problems(&spec, problems))
     };
-    let (client, secret) = match result {
-        Ok(r) => r,
-        Err(AdminError::Invalid(problems)) => {
+    answer(
+        result,
+        |(client, secret)| {
+            // The secret exists only in this response.
             let view = ClientView {
-                editing: false,
-                spec,
-                secret: None,
-                problems,
-                flash: None,
+                editing: true,
+                spec: admin::clients::spec_of(&client),
+                secret: secret.map(|s| s.expose().to_string()),
+                problems: Problems::new(),
+                flash: Some(t().apps_client_registered),
             };
-            return client_page(&state, &v, StatusCode::BAD_REQUEST, view).await;
-        }
-        Err(e) => return error_page(&e),
-    };
-    // The secret exists only in this response.
-    let view = ClientView {
-        editing: true,
-        spec: admin::clients::spec_of(&client),
-        secret: secret.map(|s| s.expose().to_string()),
-        problems: Problems::new(),
-        flash: Some(t().apps_client_registered),
-    };
-    client_page(&state, &v, StatusCode::CREATED, view).await
+            client_page(&state, &v, StatusCode::CREATED, view)
+        },
+        |problems| {
+            client_page(
+                &state,
+                &v,
+                StatusCode::BAD_REQUEST,
+                ClientView::again(false, spec, problems),
+            )
+        },
+    )
+    .await
 }
 
 pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<String>) -> HttpResponse {
@@ -299,7 +311,7 @@ pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    match admin::clients::get(&state, &id).await {
+    match admin::clients::get(&state.ctx(), &id).await {
         Ok(c) => {
             let view = ClientView {
                 editing: true,
@@ -314,56 +326,43 @@ pub async fn client(req: HttpRequest, state: web::Data<AppState>, id: web::Path<
     }
 }
 
-pub async fn client_update(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    body: Bytes,
-) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    let existing = match admin::clients::get(&state, &id).await {
+pub async fn client_update(state: web::Data<AppState>, id: web::Path<String>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
+    let existing = match admin::clients::get(&state.ctx(), &id).await {
         Ok(c) => c,
         Err(e) => return error_page(&e),
     };
     let (spec, problems) = spec_from(&form, admin::clients::spec_of(&existing));
     let result = if problems.is_empty() {
-        admin::clients::update(&state, &actor, &id, &spec).await
+        admin::clients::update(&state.ctx(), &state.clients, &actor, &id, &spec).await
     } else {
         Err(all_problems(&spec, problems))
     };
-    match result {
-        Ok(_) => done(&format!("/admin/clients/{}", existing.client_id), "saved"),
-        Err(AdminError::Invalid(problems)) => {
-            let view = ClientView {
-                editing: true,
-                spec,
-                secret: None,
-                problems,
-                flash: None,
-            };
-            client_page(&state, &v, StatusCode::BAD_REQUEST, view).await
-        }
-        Err(e) => error_page(&e),
-    }
+    answer(
+        result,
+        |_| ready(done(&format!("/admin/clients/{}", existing.client_id), "saved")),
+        |problems| {
+            client_page(
+                &state,
+                &v,
+                StatusCode::BAD_REQUEST,
+                ClientView::again(true, spec, problems),
+            )
+        },
+    )
+    .await
 }
 
 pub async fn client_action(
-    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+    let Posted { viewer: v, form, actor } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
-        "secret" => match admin::clients::rotate_secret(&state, &actor, &id).await {
-            Ok(secret) => match admin::clients::get(&state, &id).await {
+        "secret" => match admin::clients::rotate_secret(&state.ctx(), &state.clients, &actor, &id).await {
+            Ok(secret) => match admin::clients::get(&state.ctx(), &id).await {
                 Ok(c) => {
                     let view = ClientView {
                         editing: true,
@@ -379,7 +378,7 @@ pub async fn client_action(
             Err(e) => error_page(&e),
         },
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
-        "delete" => match admin::clients::delete(&state, &actor, &id).await {
+        "delete" => match admin::clients::delete(&state.ctx(), &state.clients, &actor, &id).await {
             Ok(()) => done("/admin/clients", "deleted"),
             Err(e) => error_page(&e),
         },

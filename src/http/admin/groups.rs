@@ -1,13 +1,15 @@
 //! `/admin/groups`: creating, renaming and deleting groups, and their members.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::{self, groups::GroupView, AdminError, Problems};
 use crate::db::groups::Group;
-use crate::http::admin::{done, error_page, flash, posted, posted_to};
+use crate::http::admin::{answer, done, error_page, flash, record_id, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -32,7 +34,7 @@ async fn groups_page(
     name: &str,
     problems: Problems,
 ) -> HttpResponse {
-    match admin::groups::list(state).await {
+    match admin::groups::list(&state.ctx()).await {
         Ok(groups) => pages::render(
             status,
             &GroupsPage {
@@ -55,18 +57,15 @@ pub async fn groups(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     }
 }
 
-pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match admin::groups::create(&state, &actor, form.get("name")).await {
-        Ok(g) => done(&format!("/admin/groups/{}", g.group.id), "created"),
-        Err(AdminError::Invalid(p)) => {
-            groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p).await
-        }
-        Err(e) => error_page(&e),
-    }
+pub async fn group_create(req: HttpRequest, state: web::Data<AppState>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
+    let result = admin::groups::create(&state.ctx(), &actor, form.get("name")).await;
+    answer(
+        result,
+        |g| ready(done(&format!("/admin/groups/{}", g.group.id), "created")),
+        |p| groups_page(&req, &state, &v, StatusCode::BAD_REQUEST, form.get("name"), p),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -91,7 +90,7 @@ async fn group_page(
     status: StatusCode,
     problems: Problems,
 ) -> HttpResponse {
-    match admin::groups::get(state, id).await {
+    match admin::groups::get(&state.ctx(), id).await {
         Ok(group) => pages::render(
             status,
             &GroupPage {
@@ -123,51 +122,53 @@ pub async fn group_action(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
     let (raw, action) = path.into_inner();
-    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "group").await {
-        Ok(p) => p,
-        Err(resp) => return resp,
+    let Posted { viewer: v, form, actor } = post;
+    let id = match record_id(&raw, "group") {
+        Ok(id) => id,
+        Err(e) => return error_page(&e),
     };
     let here = format!("/admin/groups/{id}");
     let result = match action.as_str() {
-        "rename" => admin::groups::rename(&state, &actor, id, form.get("name"))
+        "rename" => admin::groups::rename(&state.ctx(), &actor, id, form.get("name"))
             .await
             .map(|_| "saved"),
-        "add" => admin::groups::set_member(&state, &actor, id, form.get("username"), true)
+        "add" => admin::groups::set_member(&state.ctx(), &actor, id, form.get("username"), true)
             .await
             .map(|_| "saved"),
-        "remove" => admin::groups::set_member(&state, &actor, id, form.get("username"), false)
+        "remove" => admin::groups::set_member(&state.ctx(), &actor, id, form.get("username"), false)
             .await
             .map(|_| "saved"),
         "delete" if !form.checked("confirm") => Err(admin::invalid("confirm", t().adm_group_delete_unconfirmed)),
         "delete" => {
-            return match admin::groups::delete(&state, &actor, id).await {
+            return match admin::groups::delete(&state.ctx(), &actor, id).await {
                 Ok(()) => done("/admin/groups", "deleted"),
                 Err(e) => error_page(&e),
             }
         }
         _ => Err(AdminError::NotFound("action")),
     };
-    match result {
-        Ok(code) => done(&here, code),
-        Err(AdminError::Invalid(p)) => group_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p).await,
-        Err(e) => error_page(&e),
-    }
+    answer(
+        result,
+        |code| ready(done(&here, code)),
+        |p| group_page(&req, &state, &v, id, StatusCode::BAD_REQUEST, p),
+    )
+    .await
 }
 
 pub async fn group_rename(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
     group_action(
         req,
         state,
         web::Path::from((id.into_inner(), "rename".to_string())),
-        body,
+        post,
     )
     .await
 }

@@ -5,9 +5,11 @@
 
 pub mod api;
 pub mod apps;
+pub mod caller;
 pub mod charts;
 pub mod claims;
 pub mod clients;
+pub mod form;
 pub mod groups;
 pub mod multipart;
 pub mod openapi;
@@ -17,78 +19,19 @@ pub mod registration;
 pub mod users;
 
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::admin::{self, overview::Stats, Actor, AdminError, ListQuery};
-use crate::http::signin::portal::{self, Viewer};
-use crate::http::{errors, guard, guard::ip_text, pages, params};
+use crate::admin::{self, overview::Stats, AdminError, ListQuery};
+use crate::http::pages;
+use crate::http::signin::portal;
 use crate::i18n::t;
 use crate::state::AppState;
 
-/// A submitted form that may repeat a name (checkbox groups).
-pub struct Form(Vec<(String, String)>);
-
-impl Form {
-    pub fn get(&self, name: &str) -> &str {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_default()
-    }
-    pub fn all(&self, name: &str) -> Vec<String> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .collect()
-    }
-    pub fn checked(&self, name: &str) -> bool {
-        !self.get(name).is_empty()
-    }
-}
-
-/// An administrator's form submission with a verified CSRF token, or the refusal.
-pub async fn posted(req: &HttpRequest, state: &AppState, body: &Bytes) -> Result<(Viewer, Form, Actor), HttpResponse> {
-    if let Some(refused) = guard::cross_origin(req, state) {
-        return Err(refused);
-    }
-    let viewer = portal::require_admin(req, state).await?;
-    let pairs = params::require_form(req)
-        .and_then(|_| params::pairs(body))
-        .map_err(|_| portal::csrf_refused())?;
-    let form = Form(pairs);
-    if !portal::csrf_ok(&viewer, form.get("csrf")) {
-        return Err(portal::csrf_refused());
-    }
-    let actor = Actor {
-        name: viewer.user.username.clone(),
-        ip: Some(ip_text(req, state)),
-        user_id: Some(viewer.user.id),
-    };
-    Ok((viewer, form, actor))
-}
+pub use form::{answer, done, posted, posted_to, record_id, Form, Posted};
 
 pub use crate::http::errors::admin_page as error_page;
-
-/// `posted`, plus the numeric id of the record the path names (`what` for the 404).
-pub async fn posted_to(
-    req: &HttpRequest,
-    state: &AppState,
-    body: &Bytes,
-    raw_id: &str,
-    what: &'static str,
-) -> Result<(Viewer, Form, Actor, i64), HttpResponse> {
-    let (v, form, actor) = posted(req, state, body).await?;
-    let id = raw_id.parse().map_err(|_| error_page(&AdminError::NotFound(what)))?;
-    Ok((v, form, actor, id))
-}
-
-pub fn done(path: &str, code: &str) -> HttpResponse {
-    errors::redirect(&format!("{path}?done={code}"))
-}
 
 /// The message for a `done` code in the query.
 pub fn flash(req: &HttpRequest) -> Option<&'static str> {
@@ -158,7 +101,12 @@ pub async fn dashboard(req: HttpRequest, state: web::Data<AppState>) -> HttpResp
     if let Err(resp) = portal::require_admin(&req, &state).await {
         return resp;
     }
-    match admin::overview::dashboard(&state).await {
+    match admin::overview::dashboard(
+        &state.ctx(),
+        state.replication.as_deref().map(|r| (r, state.clock.now_millis())),
+    )
+    .await
+    {
         Ok(d) => pages::render(
             StatusCode::OK,
             &Dashboard {
@@ -203,7 +151,7 @@ pub async fn keys(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    let keys = match admin::overview::keys(&state).await {
+    let keys = match admin::overview::keys(&state.ctx()).await {
         Ok(k) => k,
         Err(e) => return error_page(&e),
     };
@@ -237,12 +185,9 @@ pub async fn keys(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     )
 }
 
-pub async fn keys_rotate(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match admin::overview::rotate_key(&state, &actor, form.get("alg")).await {
+pub async fn keys_rotate(state: web::Data<AppState>, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
+    match admin::overview::rotate_key(&state.ctx(), &actor, form.get("alg")).await {
         Ok(_) => done("/admin/keys", "rotated"),
         Err(e) => error_page(&e),
     }
@@ -280,7 +225,7 @@ pub async fn audit(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
         Ok(q)
     });
     let (listed, error) = match &q {
-        Ok(q) => match admin::overview::audit(&state, q).await {
+        Ok(q) => match admin::overview::audit(&state.ctx(), q).await {
             Ok(l) => (Some(l), None),
             Err(AdminError::Invalid(p)) => (None, p.values().next().cloned()),
             Err(e) => return error_page(&e),
@@ -361,7 +306,7 @@ pub async fn mail(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         Ok(q) => q,
         Err(e) => return error_page(&e),
     };
-    let view = match admin::mail::queue(&state, &q).await {
+    let view = match admin::mail::queue(&state.ctx(), &q).await {
         Ok(v) => v,
         Err(e) => return error_page(&e),
     };

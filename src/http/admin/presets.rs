@@ -3,15 +3,17 @@
 //! the configuration to paste, shown once since it holds the secret) and the JSON API
 //! `GET /admin/api/presets`, `POST /admin/api/clients/from-preset` (docs/ADMIN_API.md).
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::presets::{self, Preset, PresetRequest, Registered, PRESETS};
-use crate::admin::{AdminError, Problems};
+use crate::admin::Problems;
 use crate::http::admin::api::{body, run};
-use crate::http::admin::{error_page, posted, Form};
+use crate::http::admin::{answer, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::state::AppState;
@@ -98,18 +100,18 @@ fn request_from(form: &Form) -> PresetRequest {
     }
 }
 
-pub async fn new_app_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn new_app_create(state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let asked = request_from(&form);
-    match presets::register(&state, &actor, &asked, |_| {}).await {
+    let result = presets::register(&state.ctx(), &actor, &asked, |_| {}).await;
+    let shown = asked.clone();
+    answer(
+        result,
         // The secret exists only in this response (no-store, like every page).
-        Ok(r) => page(&v, StatusCode::CREATED, asked, Problems::new(), Some(r.into())),
-        Err(AdminError::Invalid(problems)) => page(&v, StatusCode::BAD_REQUEST, asked, problems, None),
-        Err(e) => error_page(&e),
-    }
+        |r| ready(page(&v, StatusCode::CREATED, shown, Problems::new(), Some(r.into()))),
+        |problems| ready(page(&v, StatusCode::BAD_REQUEST, asked, problems, None)),
+    )
+    .await
 }
 
 /// `GET /admin/api/presets`.
@@ -126,7 +128,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
         let asked: PresetRequest = body(&bytes)?;
-        Ok(presets::register(s, &a, &asked, |_| {}).await?.view())
+        Ok(presets::register(&s.ctx(), &a, &asked, |_| {}).await?.view())
     })
     .await
 }

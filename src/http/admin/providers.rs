@@ -4,6 +4,8 @@
 //! providers in the API (`/admin/api/users/{id}/identities`). Pages and API go through
 //! `admin::providers`, so validation and the audit log are the same either way.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
@@ -12,7 +14,7 @@ use askama::Template;
 use crate::admin::{self, providers::ProviderSpec, AdminError, ListQuery, Problems};
 use crate::db::providers::Provider;
 use crate::http::admin::api::run;
-use crate::http::admin::{done, error_page, flash, posted, Form};
+use crate::http::admin::{answer, done, error_page, flash, Form, Posted};
 use crate::http::pages;
 use crate::http::signin::portal::{self, Viewer};
 use crate::i18n::t;
@@ -52,7 +54,7 @@ async fn providers_page(
     spec: ProviderSpec,
     problems: Problems,
 ) -> HttpResponse {
-    let all = match admin::providers::list_linked(state).await {
+    let all = match admin::providers::list_linked(&state.ctx()).await {
         Ok(all) => all,
         Err(e) => return error_page(&e),
     };
@@ -119,19 +121,16 @@ fn spec_from(form: &Form) -> ProviderSpec {
     }
 }
 
-pub async fn provider_create(req: HttpRequest, state: Data, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn provider_create(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let spec = spec_from(&form);
-    match admin::providers::create(&state, &actor, &spec).await {
-        Ok(p) => done(&format!("/admin/providers/{}", p.id), "created"),
-        Err(AdminError::Invalid(problems)) => {
-            providers_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let result = admin::providers::create(&state.ctx(), &state.upstreams, &actor, &spec).await;
+    answer(
+        result,
+        |p| ready(done(&format!("/admin/providers/{}", p.id), "created")),
+        |problems| providers_page(&req, &state, &v, StatusCode::BAD_REQUEST, spec, problems),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -153,8 +152,10 @@ pub async fn provider(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    let found = match admin::providers::get(&state, &id).await {
-        Ok(p) => admin::providers::linked_accounts(&state, &p.id).await.map(|n| (p, n)),
+    let found = match admin::providers::get(&state.ctx(), &id).await {
+        Ok(p) => admin::providers::linked_accounts(&state.ctx(), &p.id)
+            .await
+            .map(|n| (p, n)),
         Err(e) => Err(e),
     };
     let (p, linked) = match found {
@@ -175,34 +176,28 @@ pub async fn provider(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     pages::render(StatusCode::OK, &page)
 }
 
-pub async fn provider_action(
-    req: HttpRequest,
-    state: Data,
-    path: web::Path<(String, String)>,
-    body: Bytes,
-) -> HttpResponse {
-    let (_, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn provider_action(state: Data, path: web::Path<(String, String)>, post: Posted) -> HttpResponse {
+    let Posted { form, actor, .. } = post;
     let (id, action) = path.into_inner();
     match action.as_str() {
         "delete" if !form.checked("confirm") => error_page(&admin::invalid("confirm", t().apps_tick_to_confirm)),
-        "delete" => match admin::providers::delete(&state, &actor, &id).await {
+        "delete" => match admin::providers::delete(&state.ctx(), &state.upstreams, &actor, &id).await {
             Ok(()) => done("/admin/providers", "deleted"),
             Err(e) => error_page(&e),
         },
-        "secret" => match admin::providers::replace_secret(&state, &actor, &id, form.get("client_secret")).await {
-            Ok(()) => done(&format!("/admin/providers/{id}"), "saved"),
-            Err(e) => error_page(&e),
-        },
+        "secret" => {
+            match admin::providers::replace_secret(&state.ctx(), &actor, &id, form.get("client_secret")).await {
+                Ok(()) => done(&format!("/admin/providers/{id}"), "saved"),
+                Err(e) => error_page(&e),
+            }
+        }
         _ => error_page(&AdminError::NotFound("action")),
     }
 }
 
 pub async fn api_list(req: HttpRequest, state: Data) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::providers::listed(&state, &ListQuery::parse(req.query_string())?).await
+        admin::providers::listed(&state.ctx(), &ListQuery::parse(req.query_string())?).await
     })
     .await
 }
@@ -211,15 +206,15 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
     let s = state.get_ref();
     run(&req, s, StatusCode::CREATED, |a| async move {
         let spec: ProviderSpec = crate::http::admin::api::body(&bytes)?;
-        let p = admin::providers::create(s, &a, &spec).await?;
-        admin::providers::detail(s, &p).await
+        let p = admin::providers::create(&s.ctx(), &s.upstreams, &a, &spec).await?;
+        admin::providers::detail(&s.ctx(), &p).await
     })
     .await
 }
 
 pub async fn api_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        admin::providers::detail(&state, &admin::providers::get(&state, &id).await?).await
+        admin::providers::detail(&state.ctx(), &admin::providers::get(&state.ctx(), &id).await?).await
     })
     .await
 }
@@ -227,7 +222,7 @@ pub async fn api_get(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
 pub async fn api_delete(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::providers::delete(s, &a, &id).await
+        admin::providers::delete(&s.ctx(), &s.upstreams, &a, &id).await
     })
     .await
 }
@@ -243,7 +238,7 @@ pub async fn api_secret(req: HttpRequest, state: Data, id: Id, bytes: Bytes) -> 
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
         let body: NewSecret = crate::http::admin::api::body(&bytes)?;
-        admin::providers::replace_secret(s, &a, &id, &body.client_secret).await
+        admin::providers::replace_secret(&s.ctx(), &a, &id, &body.client_secret).await
     })
     .await
 }
@@ -256,7 +251,7 @@ fn user_id(raw: &str) -> Result<i64, AdminError> {
 /// `GET /admin/api/users/{id}/identities`: the user's links to upstream providers.
 pub async fn api_user_identities(req: HttpRequest, state: Data, id: Id) -> HttpResponse {
     run(&req, &state, StatusCode::OK, |_| async {
-        let items = admin::providers::links_of(&state, user_id(&id)?).await?;
+        let items = admin::providers::links_of(&state.ctx(), user_id(&id)?).await?;
         Ok(serde_json::json!({ "items": items }))
     })
     .await
@@ -267,7 +262,7 @@ pub async fn api_user_unlink(req: HttpRequest, state: Data, path: web::Path<(Str
     let s = state.get_ref();
     let (raw, provider) = path.into_inner();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::providers::unlink(s, &a, user_id(&raw)?, &provider).await
+        admin::providers::unlink(&s.ctx(), &a, user_id(&raw)?, &provider).await
     })
     .await
 }

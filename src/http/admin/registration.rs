@@ -7,11 +7,11 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::admin::{self, registration::Created, registration::TokenInput, AdminError};
+use crate::admin::{self, registration::Created, registration::TokenInput};
 use crate::config::Registration;
 use crate::domain::Problems;
 use crate::http::admin::api::{body, run};
-use crate::http::admin::{error_page, posted};
+use crate::http::admin::{answer, error_page, Posted};
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, pages};
 use crate::i18n::t;
@@ -21,7 +21,10 @@ type Data = web::Data<AppState>;
 
 /// `GET /admin/api/registration-tokens`: the live tokens (never their values).
 pub async fn api_list(req: HttpRequest, state: Data) -> HttpResponse {
-    run(&req, &state, StatusCode::OK, |_| admin::registration::list(&state)).await
+    run(&req, &state, StatusCode::OK, |_| async {
+        admin::registration::list(&state.ctx()).await
+    })
+    .await
 }
 
 /// `POST /admin/api/registration-tokens` with `{"ttl": "1h", "uses": 3}` (both
@@ -34,7 +37,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
         } else {
             body(&bytes)?
         };
-        admin::registration::create(s, &a, input).await
+        admin::registration::create(&s.ctx(), &a, input).await
     })
     .await
 }
@@ -43,7 +46,7 @@ pub async fn api_create(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResp
 pub async fn api_revoke(req: HttpRequest, state: Data, id: web::Path<String>) -> HttpResponse {
     let s = state.get_ref();
     run(&req, s, StatusCode::NO_CONTENT, |a| async move {
-        admin::registration::revoke(s, &a, &id).await
+        admin::registration::revoke(&s.ctx(), &a, &id).await
     })
     .await
 }
@@ -90,7 +93,7 @@ async fn page(
     asked: (&str, &str),
     problems: Problems,
 ) -> HttpResponse {
-    let tokens = match admin::registration::list(state).await {
+    let tokens = match admin::registration::list(&state.ctx()).await {
         Ok(t) => t,
         Err(e) => return error_page(&e),
     };
@@ -131,11 +134,8 @@ pub async fn list_page(req: HttpRequest, state: Data) -> HttpResponse {
 }
 
 /// `POST /admin/registration-tokens`: makes a token and shows it once.
-pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn create_page(req: HttpRequest, state: Data, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let (ttl, uses_text) = (form.get("ttl").trim().to_string(), form.get("uses").trim().to_string());
     let uses = match uses_text.as_str() {
         "" => None,
@@ -151,31 +151,31 @@ pub async fn create_page(req: HttpRequest, state: Data, bytes: Bytes) -> HttpRes
         ttl: Some(if ttl.is_empty() { "1h".to_string() } else { ttl.clone() }),
         uses,
     };
-    match admin::registration::create(&state, &actor, input).await {
+    let result = admin::registration::create(&state.ctx(), &actor, input).await;
+    answer(
+        result,
         // The token is shown on this answer only: only its digest is stored.
-        Ok(c) => page(&req, &state, &v, StatusCode::OK, Some(c), ("1h", ""), Problems::new()).await,
-        Err(AdminError::Invalid(p)) => {
-            page(&req, &state, &v, StatusCode::BAD_REQUEST, None, (&ttl, &uses_text), p).await
-        }
-        Err(e) => error_page(&e),
-    }
+        |c| page(&req, &state, &v, StatusCode::OK, Some(c), ("1h", ""), Problems::new()),
+        |p| page(&req, &state, &v, StatusCode::BAD_REQUEST, None, (&ttl, &uses_text), p),
+    )
+    .await
 }
 
 /// `POST /admin/registration-tokens/{id}/revoke`.
-pub async fn revoke_page(req: HttpRequest, state: Data, id: web::Path<String>, bytes: Bytes) -> HttpResponse {
-    let (_, _, actor) = match posted(&req, &state, &bytes).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
-    match admin::registration::revoke(&state, &actor, &id).await {
+pub async fn revoke_page(state: Data, id: web::Path<String>, post: Posted) -> HttpResponse {
+    let Posted { actor, .. } = post;
+    match admin::registration::revoke(&state.ctx(), &actor, &id).await {
         Ok(()) => errors::redirect("/admin/registration-tokens?done=revoked"),
         Err(e) => error_page(&e),
     }
 }
 
-/// The pages' routes (the API's are in `admin_api::routes`, inside its scope).
+/// The pages' routes and the API's, ahead of the admin API scope's catch-all.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/admin/registration-tokens", web::get().to(list_page))
+    cfg.route("/admin/api/registration-tokens", web::get().to(api_list))
+        .route("/admin/api/registration-tokens", web::post().to(api_create))
+        .route("/admin/api/registration-tokens/{id}", web::delete().to(api_revoke))
+        .route("/admin/registration-tokens", web::get().to(list_page))
         .route("/admin/registration-tokens", web::post().to(create_page))
         .route("/admin/registration-tokens/{id}/revoke", web::post().to(revoke_page));
 }

@@ -1,15 +1,17 @@
 //! `/admin/users`: the user list (search, sort, pages), creating a user, and one
 //! user's page with every action on the account.
 
+use std::future::ready;
+
 use actix_web::http::StatusCode;
-use actix_web::web::{self, Bytes};
+use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};
 use crate::db::groups::Group;
 use crate::http::account::SessionRow;
-use crate::http::admin::{done, error_page, flash, pager, posted, posted_to};
+use crate::http::admin::{answer, done, error_page, flash, pager, record_id, Posted};
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, pages};
 use crate::i18n::t;
@@ -68,7 +70,7 @@ async fn users_page(
         Ok(q) => q,
         Err(e) => return error_page(&e),
     };
-    let listed = match admin::users::list(state, &q).await {
+    let listed = match admin::users::list(&state.ctx(), &q).await {
         Ok(l) => l,
         Err(e) => return error_page(&e),
     };
@@ -123,11 +125,8 @@ pub async fn users(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse
     }
 }
 
-pub async fn user_create(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form, actor) = match posted(&req, &state, &body).await {
-        Ok(p) => p,
-        Err(resp) => return resp,
-    };
+pub async fn user_create(req: HttpRequest, state: web::Data<AppState>, post: Posted) -> HttpResponse {
+    let Posted { viewer: v, form, actor } = post;
     let input = UserInput {
         username: Some(form.get("username").to_string()),
         email: Some(form.get("email").to_string()),
@@ -136,19 +135,19 @@ pub async fn user_create(req: HttpRequest, state: web::Data<AppState>, body: Byt
         is_admin: Some(form.checked("is_admin")),
         ..UserInput::default()
     };
-    match admin::users::create(&state, &actor, input).await {
-        Ok(u) => done(&format!("/admin/users/{}", u.id), "created"),
-        Err(AdminError::Invalid(problems)) => {
-            let again = NewUserForm {
-                username: form.get("username").into(),
-                email: form.get("email").into(),
-                name: form.get("name").into(),
-                is_admin: form.checked("is_admin"),
-            };
-            users_page(&req, &state, &v, StatusCode::BAD_REQUEST, again, problems).await
-        }
-        Err(e) => error_page(&e),
-    }
+    let result = admin::users::create(&state.ctx(), &actor, input).await;
+    let again = NewUserForm {
+        username: form.get("username").into(),
+        email: form.get("email").into(),
+        name: form.get("name").into(),
+        is_admin: form.checked("is_admin"),
+    };
+    answer(
+        result,
+        |u| ready(done(&format!("/admin/users/{}", u.id), "created")),
+        |problems| users_page(&req, &state, &v, StatusCode::BAD_REQUEST, again, problems),
+    )
+    .await
 }
 
 #[derive(Template)]
@@ -178,10 +177,10 @@ async fn user_page(
     problems: Problems,
 ) -> HttpResponse {
     let loaded = async {
-        let user = admin::users::get(state, id).await?;
-        let sessions = admin::users::sessions(state, id).await?;
-        let groups = admin::groups::list(state).await?;
-        let links = admin::providers::links(state, id).await?;
+        let user = admin::users::get(&state.ctx(), id).await?;
+        let sessions = admin::users::sessions(&state.ctx(), id).await?;
+        let groups = admin::groups::list(&state.ctx()).await?;
+        let links = admin::providers::links(&state.ctx(), id).await?;
         Ok::<_, AdminError>((user, sessions, groups, links))
     };
     let (user, sessions, groups, links) = match loaded.await {
@@ -250,11 +249,12 @@ pub async fn user_update(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
-    let (v, form, actor, id) = match posted_to(&req, &state, &body, &id, "user").await {
-        Ok(p) => p,
-        Err(resp) => return resp,
+    let Posted { viewer: v, form, actor } = post;
+    let id = match record_id(&id, "user") {
+        Ok(id) => id,
+        Err(e) => return error_page(&e),
     };
     let claims = match form.get("claims").trim() {
         "" => Some(serde_json::Map::new()),
@@ -276,7 +276,7 @@ pub async fn user_update(
         claims,
         ..UserInput::default()
     };
-    let result = admin::users::update(&state, &actor, id, input).await;
+    let result = admin::users::update(&state.ctx(), &actor, id, input).await;
     outcome(
         &req,
         &state,
@@ -312,28 +312,29 @@ pub async fn user_action(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
     let (raw, action) = path.into_inner();
-    let (v, form, actor, id) = match posted_to(&req, &state, &body, &raw, "user").await {
-        Ok(p) => p,
-        Err(resp) => return resp,
+    let Posted { viewer: v, form, actor } = post;
+    let id = match record_id(&raw, "user") {
+        Ok(id) => id,
+        Err(e) => return error_page(&e),
     };
     let result = match action.as_str() {
-        "password" => admin::users::set_password(&state, &actor, id, form.get("password"))
+        "password" => admin::users::set_password(&state.ctx(), &actor, id, form.get("password"))
             .await
             .map(|_| "password"),
-        "disable" => admin::users::set_disabled(&state, &actor, id, true)
+        "disable" => admin::users::set_disabled(&state.ctx(), &actor, id, true)
             .await
             .map(|_| "disabled"),
-        "enable" => admin::users::set_disabled(&state, &actor, id, false)
+        "enable" => admin::users::set_disabled(&state.ctx(), &actor, id, false)
             .await
             .map(|_| "enabled"),
-        "unlock" => admin::users::unlock(&state, &actor, id).await.map(|_| "unlocked"),
-        "mfa-reset" => admin::users::reset_mfa(&state, &actor, id).await.map(|_| "mfa"),
+        "unlock" => admin::users::unlock(&state.ctx(), &actor, id).await.map(|_| "unlocked"),
+        "mfa-reset" => admin::users::reset_mfa(&state.ctx(), &actor, id).await.map(|_| "mfa"),
         "delete" if !form.checked("confirm") => Err(admin::invalid("action", t().adm_user_delete_unconfirmed)),
         "delete" => {
-            let deleted = admin::users::delete(&state, &actor, id).await;
+            let deleted = admin::users::delete(&state.ctx(), &actor, id).await;
             return outcome(
                 &req,
                 &state,
@@ -357,12 +358,12 @@ pub async fn user_action(
         "deletion-reject" => crate::admin::deletion::reject(&state.ctx(), &actor, id)
             .await
             .map(|()| "saved"),
-        "unlink" => admin::providers::unlink(&state, &actor, id, form.get("provider"))
+        "unlink" => admin::providers::unlink(&state.ctx(), &actor, id, form.get("provider"))
             .await
             .map(|()| "unlinked"),
         "sessions" => {
             let sid = Some(form.get("sid")).filter(|s| !s.is_empty());
-            admin::users::end_sessions(&state, &actor, id, sid)
+            admin::users::end_sessions(&state.ctx(), &actor, id, sid)
                 .await
                 .map(|_| "sessions")
         }
@@ -377,8 +378,8 @@ pub async fn user_sessions_end(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    body: Bytes,
+    post: Posted,
 ) -> HttpResponse {
     let path = web::Path::from((id.into_inner(), "sessions".to_string()));
-    user_action(req, state, path, body).await
+    user_action(req, state, path, post).await
 }

@@ -452,7 +452,7 @@ async fn an_administrator_removing_a_link_ends_the_sessions_it_opened() {
     pair.down.portal_login(&browser(), "adalocal", PASSWORD).await;
     let before = live_sessions(&pair.down).await;
     assert!(before >= 1);
-    ::tessera::admin::providers::unlink(&pair.down.state, &actor(), local.id, "up")
+    ::tessera::admin::providers::unlink(&pair.down.state.ctx(), &actor(), local.id, "up")
         .await
         .unwrap();
     assert!(identities(&pair.down, local.id).await.is_empty());

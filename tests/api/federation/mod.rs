@@ -86,7 +86,7 @@ pub async fn register(app: &TestApp, spec: &ProviderSpec) {
             .await
             .unwrap();
     }
-    ::tessera::admin::providers::create(&app.state, &actor(), spec)
+    ::tessera::admin::providers::create(&app.state.ctx(), &app.state.upstreams, &actor(), spec)
         .await
         .unwrap();
 }

@@ -63,7 +63,9 @@ pub async fn protect(app: &TestApp, id: &str, url: &str, adjust: impl FnOnce(&mu
         ..AppSpec::default()
     };
     adjust(&mut spec);
-    tessera::admin::apps::create(&app.state, &actor(), &spec).await.unwrap();
+    tessera::admin::apps::create(&app.state.ctx(), &actor(), &spec)
+        .await
+        .unwrap();
 }
 
 pub async fn join(app: &TestApp, user_id: i64, group: &str) {
@@ -466,7 +468,7 @@ async fn apps_stay_within_the_cookie_domain_and_keep_their_groups() {
         ),
         ("own", "http://auth.example.test", "Tessera's own host"),
     ] {
-        let err = tessera::admin::apps::create(&app.state, &actor(), &spec(id, url))
+        let err = tessera::admin::apps::create(&app.state.ctx(), &actor(), &spec(id, url))
             .await
             .unwrap_err();
         assert!(format!("{err:?}").contains(why), "{err:?}");
@@ -485,7 +487,7 @@ async fn apps_stay_within_the_cookie_domain_and_keep_their_groups() {
         .await
         .unwrap()
         .unwrap();
-    let err = tessera::admin::groups::delete(&app.state, &actor(), gid)
+    let err = tessera::admin::groups::delete(&app.state.ctx(), &actor(), gid)
         .await
         .unwrap_err();
     assert!(format!("{err:?}").contains("apps ops admit only this group"), "{err:?}");
@@ -526,7 +528,7 @@ async fn an_administrator_ending_every_session_ends_them_all_however_many() {
         })
         .await
         .unwrap();
-    let ended = tessera::admin::users::end_sessions(&app.state, &actor(), gina.id, None)
+    let ended = tessera::admin::users::end_sessions(&app.state.ctx(), &actor(), gina.id, None)
         .await
         .unwrap();
     assert_eq!(ended, 206);
