@@ -3,7 +3,7 @@
 //! shown (10 minutes, only its digest stored, earlier codes voided), resent at most
 //! once a minute, and checked by `auth::mfa` with the lockout of a TOTP code.
 
-use super::signin::{code_matches, count_try, same_address, Try};
+use super::codes::{code_matches, count_try, same_address, Try};
 use super::{link_token, six_digit_code, wake};
 use crate::audit::Event;
 use crate::context::Ctx;
@@ -102,7 +102,7 @@ pub async fn send_code(cx: &Ctx<'_>, user_id: i64, ip: &str) -> Result<Sent, Int
 }
 
 /// Checks a mailed code inside the caller's write transaction. Every try is counted
-/// before the code is compared (`signin::count_try`), so that parallel tries compare
+/// before the code is compared (`codes::count_try`), so that parallel tries compare
 /// at most `MAX_ATTEMPTS` codes; a right one is spent (of two parallel uses one wins);
 /// the last wrong one voids the code. A code mailed to an address the account no
 /// longer has, or while it is unconfirmed, is not taken. Called by `auth::mfa::check`.

@@ -1,12 +1,12 @@
 //! The account lifecycle by mail: the mailer that sends what the outbox
 //! (`mail::outbox`) holds, with retries, and the flows that send mail.
 
+pub mod codes;
 pub mod devices;
 pub mod email_mfa;
 pub mod invite;
 pub mod reset;
 pub mod second_factor;
-pub mod signin;
 pub mod signup;
 pub mod verify;
 

@@ -9,7 +9,6 @@ use crate::oidc::authorize::{self as authz, AuthRequest, AuthResponse, Authorize
 use crate::oidc::Ctx;
 use crate::signin::upstream::Begin;
 use crate::signin::{Parked, Pending};
-use crate::state::AppState;
 
 /// Where an authorization request goes.
 pub enum Start {
@@ -33,7 +32,7 @@ pub enum Start {
 /// The authorization request `pairs` hold, for the browser bound to `binding` and its
 /// SSO session cookie: the validated request and where it goes.
 pub async fn start(
-    state: &AppState,
+    upstreams: &crate::federation::Upstreams,
     cx: &Ctx<'_>,
     pairs: &[(String, String)],
     session_cookie: Option<&str>,
@@ -56,7 +55,7 @@ pub async fn start(
     let start = match authz::decide(cx, &request, session).await? {
         Next::Respond(resp) => Start::Respond(resp),
         Next::Denied(resp) => Start::Denied(resp),
-        Next::Login => login(state, cx, &request, binding).await?,
+        Next::Login => login(upstreams, cx, &request, binding).await?,
         Next::Consent => {
             let consent = Pending::Consent(request.clone());
             let parked = crate::signin::park(cx, &consent, binding)
@@ -74,7 +73,7 @@ pub async fn start(
 /// A sign-in to do: straight to the upstream `idp=ID` names when it is registered (the
 /// hint is advisory: an unknown one shows the login form), else the login form.
 async fn login(
-    state: &AppState,
+    upstreams: &crate::federation::Upstreams,
     cx: &Ctx<'_>,
     request: &AuthRequest,
     binding: &TokenHash,
@@ -90,7 +89,7 @@ async fn login(
             .map_err(AuthorizeError::Server)?;
         return Ok(Start::Login(parked));
     };
-    match crate::signin::upstream::begin(state, &p, None, then.clone(), None, binding).await {
+    match crate::signin::upstream::begin(cx, upstreams, &p, None, then.clone(), None, binding).await {
         Ok(url) => Ok(Start::Upstream(url)),
         Err(Begin::Unavailable(why)) => {
             tracing::warn!(provider = %p.id, reason = %why, "upstream sign-in could not start");

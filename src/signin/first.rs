@@ -13,7 +13,6 @@ use crate::oidc::Ctx;
 use crate::signin::complete::{complete, Resumed};
 use crate::signin::second::{after_first, AfterFirst, Refused};
 use crate::signin::{Browser, Federated, First, Next, Pending, ResumeError, SignIn};
-use crate::state::AppState;
 
 /// The login form.
 pub struct PasswordForm<'a> {
@@ -53,7 +52,7 @@ impl From<ResumeError> for NotSignedIn {
 
 /// The login form's password sign-in, for the request it names.
 pub async fn password(
-    state: &AppState,
+    limits: &crate::auth::limits::RateLimits,
     cx: &Ctx<'_>,
     form: &PasswordForm<'_>,
     browser: &Browser,
@@ -63,7 +62,7 @@ pub async fn password(
         _ => return Err(ResumeError::Expired.into()),
     };
     // Per-account limits come before any password is hashed.
-    if let Err(wait) = state.limits.check_account(form.username) {
+    if let Err(wait) = limits.check_account(form.username) {
         cx.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
         return Err(Refused::Limited(wait).into());
     }

@@ -13,6 +13,7 @@ pub mod authorize;
 pub mod complete;
 pub mod consent;
 pub mod first;
+pub mod link;
 pub mod parked;
 pub mod passkey;
 pub mod second;
@@ -73,7 +74,7 @@ pub struct Browser {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum First {
     Password,
-    /// A link or code sent by mail (`lifecycle::signin`).
+    /// A link or code sent by mail (`signin::link`).
     Mail,
     /// An upstream provider's sign-in (`federation`); its `amr` is the upstream's.
     Upstream,
@@ -84,7 +85,7 @@ impl First {
     pub fn amr(self) -> &'static str {
         match self {
             First::Password => AMR_PASSWORD,
-            First::Mail => crate::lifecycle::signin::AMR_EMAIL,
+            First::Mail => crate::signin::link::AMR_EMAIL,
             First::Upstream => "fed",
         }
     }

@@ -10,13 +10,13 @@ use crate::auth::mfa::{self, Kind, MfaError};
 use crate::crypto::TokenHash;
 use crate::db::users::User;
 use crate::error::Internal;
+use crate::lifecycle::devices;
 use crate::lifecycle::email_mfa::{self, Sent};
 use crate::lifecycle::second_factor::{second_factor, SecondFactor};
-use crate::lifecycle::{devices, signin as by_mail};
 use crate::oidc::Ctx;
 use crate::signin::complete::{complete, Resumed};
+use crate::signin::link as by_mail;
 use crate::signin::{Browser, Federated, First, Next, Pending, ResumeError, SignIn, AMR_PASSWORD_OTP};
-use crate::state::AppState;
 
 /// Why a step of the sign-in did not go on.
 #[derive(Debug)]
@@ -187,14 +187,14 @@ pub struct CodeForm<'a> {
 
 /// The second-factor form's answer: signed in, or the page again after a wrong code.
 pub async fn check_code(
-    state: &AppState,
+    limits: &crate::auth::limits::RateLimits,
     cx: &Ctx<'_>,
     form: &CodeForm<'_>,
     browser: &Browser,
 ) -> Result<Next, Refused> {
     let step = resume(cx, form.request_id, form.csrf, browser).await?;
     let user_id = step.user_id;
-    if let Err(wait) = state.limits.check_second_factor(user_id) {
+    if let Err(wait) = limits.check_second_factor(user_id) {
         cx.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
         return Err(Refused::Limited(wait));
     }

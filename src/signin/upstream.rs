@@ -9,7 +9,6 @@ use crate::db::providers::Provider;
 use crate::error::Internal;
 use crate::federation::{github, upstream, Kind, Profile, UpstreamError};
 use crate::signin::{Parked, Pending, ResumeError};
-use crate::state::AppState;
 
 /// Why the upstream could not be asked.
 #[derive(Debug)]
@@ -33,17 +32,17 @@ impl From<ResumeError> for Begin {
 /// Parks `then` (in place of the record `consume` names, if any) for the upstream's
 /// answer and returns the URL to send the browser to.
 pub async fn begin(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
+    upstreams: &crate::federation::Upstreams,
     p: &Provider,
     consume: Option<&str>,
     then: Pending,
     link_user: Option<i64>,
     browser: &TokenHash,
 ) -> Result<String, Begin> {
-    let cx = state.ctx();
     let (name, nonce, verifier) = (Secret::generate(), Secret::generate(), Secret::generate());
     let challenge = sha256_b64(verifier.expose().as_bytes());
-    let redirect = crate::federation::callback_url(&cx, &p.id);
+    let redirect = crate::federation::callback_url(cx, &p.id);
     // The URL first: an upstream that cannot be reached leaves the parked sign-in as
     // it was, so the login page can offer the other ways in.
     let passed = passed_on(&then);
@@ -57,7 +56,7 @@ pub async fn begin(
                 challenge: &challenge,
                 extra: &extra,
             };
-            upstream::authorization_url(&state.upstreams, p, &ask, cx.now)
+            upstream::authorization_url(upstreams, p, &ask, cx.now)
                 .await
                 .map_err(|e| Begin::Unavailable(e.to_string()))?
         }
@@ -70,7 +69,7 @@ pub async fn begin(
         link_user,
         then: Box::new(then),
     };
-    crate::signin::park_named(&cx, consume, &pending, browser, name).await?;
+    crate::signin::park_named(cx, consume, &pending, browser, name).await?;
     Ok(url)
 }
 
@@ -123,30 +122,30 @@ pub struct Returned {
 /// Takes back the sign-in parked under the answer's `state` (once, and only in the
 /// browser that began it), then redeems the code.
 pub async fn callback(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
+    upstreams: &crate::federation::Upstreams,
     provider_id: &str,
     answer: &Answer,
     browser: Option<&TokenHash>,
 ) -> Result<Returned, ResumeError> {
-    let cx = state.ctx();
     let Pending::Federation {
         provider,
         nonce,
         verifier,
         link_user,
         then,
-    } = crate::signin::resume_named(&cx, &answer.state, browser).await?
+    } = crate::signin::resume_named(cx, &answer.state, browser).await?
     else {
         return Err(ResumeError::Expired);
     };
     let (Some(browser), true) = (browser, provider == provider_id) else {
         return Err(ResumeError::Forged);
     };
-    let p = crate::federation::find(&cx, &provider)
+    let p = crate::federation::find(cx, &provider)
         .await?
         .ok_or(ResumeError::Expired)?;
-    let parked = crate::signin::park_next(&cx, &answer.state, &then, browser).await?;
-    let profile = redeem(state, &p, answer, &verifier, (&nonce, max_age_of(&then))).await;
+    let parked = crate::signin::park_next(cx, &answer.state, &then, browser).await?;
+    let profile = redeem(cx, upstreams, &p, answer, &verifier, (&nonce, max_age_of(&then))).await;
     Ok(Returned {
         provider: p,
         then: *then,
@@ -157,13 +156,14 @@ pub async fn callback(
 }
 
 async fn redeem(
-    state: &AppState,
+    cx: &crate::oidc::Ctx<'_>,
+    upstreams: &crate::federation::Upstreams,
     p: &Provider,
     answer: &Answer,
     verifier: &str,
     (nonce, max_age): (&str, Option<i64>),
 ) -> Result<Profile, UpstreamError> {
-    let now = state.clock.now();
+    let now = cx.now;
     if let Some(error) = &answer.error {
         let error: String = error.chars().filter(|c| c.is_ascii_graphic()).take(64).collect();
         return Err(match error.as_str() {
@@ -185,7 +185,7 @@ async fn redeem(
                 )))
             }
             Some(_) => {}
-            None if upstream::requires_iss(&state.upstreams, p, now).await? => {
+            None if upstream::requires_iss(upstreams, p, now).await? => {
                 return Err(UpstreamError::Refused(format!("{}'s answer lacks its issuer", p.name)))
             }
             None => {}
@@ -196,9 +196,9 @@ async fn redeem(
         .as_deref()
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or_else(|| UpstreamError::Refused(format!("{} sent no authorization code", p.name)))?;
-    let secret = crate::federation::secret(&state.ctx(), p)
+    let secret = crate::federation::secret(cx, p)
         .map_err(|_| UpstreamError::Unavailable("the provider's secret cannot be read".into()))?;
-    let redirect = crate::federation::callback_url(&state.ctx(), &p.id);
+    let redirect = crate::federation::callback_url(cx, &p.id);
     match Kind::of(p) {
         Kind::Oidc => {
             let r = upstream::Redeem {
@@ -210,9 +210,9 @@ async fn redeem(
                 max_age,
                 now,
             };
-            upstream::finish(&state.upstreams, p, &r).await
+            upstream::finish(upstreams, p, &r).await
         }
-        Kind::GitHub => github::finish(&state.upstreams, p, &secret, code, verifier, &redirect).await,
+        Kind::GitHub => github::finish(upstreams, p, &secret, code, verifier, &redirect).await,
     }
 }
 
@@ -259,8 +259,8 @@ pub enum Back {
 /// redeemed, the local account found (or made, `federation::identity`), then the
 /// second factor or the end of the sign-in, as for any first factor.
 pub async fn returned(
-    state: &AppState,
     cx: &crate::oidc::Ctx<'_>,
+    upstreams: &crate::federation::Upstreams,
     provider_id: &str,
     answer: &Answer,
     browser: &crate::signin::Browser,
@@ -271,7 +271,7 @@ pub async fn returned(
         link_user,
         parked,
         profile,
-    } = callback(state, provider_id, answer, browser.binding.as_ref()).await?;
+    } = callback(cx, upstreams, provider_id, answer, browser.binding.as_ref()).await?;
     let profile = match profile {
         Ok(p) => p,
         Err(e) => {

@@ -7,7 +7,8 @@
 
 use tessera::crypto::TokenHash;
 use tessera::db::{self, sessions::NewLoginRequest};
-use tessera::lifecycle::{reset, signin};
+use tessera::lifecycle::reset;
+use tessera::signin::link as signin;
 use tessera::signin::Pending;
 
 use crate::helpers::*;

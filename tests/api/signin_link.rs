@@ -8,7 +8,7 @@ use crate::helpers::*;
 use crate::smtp::{Received, SmtpSink};
 use tessera::auth::totp;
 use tessera::db;
-use tessera::lifecycle::signin;
+use tessera::signin::link as signin;
 
 pub const ADA: &str = "ada@example.com";
 

@@ -47,8 +47,8 @@ fn method_label(amr: &str) -> &str {
         crate::signin::AMR_PASSWORD => t().acct_method_password,
         crate::signin::AMR_PASSWORD_OTP => t().acct_method_password_code,
         crate::signin::AMR_PASSKEY => t().acct_method_passkey,
-        crate::lifecycle::signin::AMR_EMAIL => t().acct_method_email,
-        crate::lifecycle::signin::AMR_EMAIL_TOTP => t().acct_method_email_code,
+        crate::signin::link::AMR_EMAIL => t().acct_method_email,
+        crate::signin::link::AMR_EMAIL_TOTP => t().acct_method_email_code,
         other => other,
     }
 }

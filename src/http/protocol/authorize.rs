@@ -47,11 +47,11 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     let cookie = params::cookie(req, cookies::session_name(state));
     let (binding, new_cookie) = browser_cookie(req, state);
     let binding = TokenHash::of(&binding);
-    let (request, start) = match crate::signin::authorize::start(state, &cx, &pairs, cookie.as_deref(), &binding).await
-    {
-        Ok(started) => started,
-        Err(e) => return errors::authorize(e),
-    };
+    let (request, start) =
+        match crate::signin::authorize::start(&state.upstreams, &cx, &pairs, cookie.as_deref(), &binding).await {
+            Ok(started) => started,
+            Err(e) => return errors::authorize(e),
+        };
     guard::tag_client(req, &request.client_id);
     let mut resp = match start {
         Start::Respond(resp) => return respond(&resp),

@@ -102,7 +102,17 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
         }
         Err(e) => return errors::server_page(e),
     };
-    match flow::begin(&state, &p, Some(request_id), pending.clone(), None, &browser).await {
+    match flow::begin(
+        &state.ctx(),
+        &state.upstreams,
+        &p,
+        Some(request_id),
+        pending.clone(),
+        None,
+        &browser,
+    )
+    .await
+    {
         Ok(url) => to_upstream(&url),
         Err(Begin::Unavailable(why)) => {
             tracing::warn!(provider = %p.id, reason = %why, "upstream sign-in could not start");
@@ -155,7 +165,7 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
         Err(msg) => return bad_request_page(msg),
     };
     let browser = crate::http::signin::login::browser(&req, &state);
-    let back = match flow::returned(&state, &state.ctx(), &path, &answer, &browser).await {
+    let back = match flow::returned(&state.ctx(), &state.upstreams, &path, &answer, &browser).await {
         Ok(back) => back,
         Err(e) => return crate::http::signin::login::refused(e),
     };
@@ -290,7 +300,17 @@ pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<
     };
     let (value, new_cookie) = browser_cookie(&req, &state);
     let then = Pending::Portal("/account".into());
-    let mut resp = match flow::begin(&state, &p, None, then, Some(v.user.id), &TokenHash::of(&value)).await {
+    let mut resp = match flow::begin(
+        &state.ctx(),
+        &state.upstreams,
+        &p,
+        None,
+        then,
+        Some(v.user.id),
+        &TokenHash::of(&value),
+    )
+    .await
+    {
         Ok(url) => to_upstream(&url),
         Err(Begin::Unavailable(_)) => crate::http::account::back("link-unavailable"),
         Err(Begin::Expired) => resume_error(ResumeError::Expired),

@@ -20,7 +20,7 @@ use crate::http::protocol::authorize::bad_request_page;
 use crate::http::signin::login::resume_error;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::i18n::t;
-use crate::lifecycle::signin::{self, CodeCheck, LinkUse, LinkView};
+use crate::signin::link::{self as signin, CodeCheck, LinkUse, LinkView};
 use crate::signin::First;
 use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;

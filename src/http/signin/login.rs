@@ -162,7 +162,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         username: params::field(&form, "username"),
         password: params::field(&form, "password"),
     };
-    match crate::signin::first::password(&state, &state.ctx(), &password, &browser(&req, &state)).await {
+    match crate::signin::first::password(&state.limits, &state.ctx(), &password, &browser(&req, &state)).await {
         Ok(step) => next(&state, step).await,
         Err(NotSignedIn::Invalid { pending, named }) => {
             let pending = *pending;
@@ -192,7 +192,7 @@ pub async fn mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> H
         code: params::field(&form, "code"),
         remember: params::field(&form, "remember") == "on",
     };
-    match crate::signin::second::check_code(&state, &state.ctx(), &code, &browser(&req, &state)).await {
+    match crate::signin::second::check_code(&state.limits, &state.ctx(), &code, &browser(&req, &state)).await {
         Ok(step) => next(&state, step).await,
         Err(e) => refused(e),
     }
