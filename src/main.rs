@@ -455,19 +455,7 @@ fn settings(common: &Common, serve: Option<&ServeArgs>) -> Result<Settings, Stri
         s3_path_style: common.s3_path_style.clone(),
         ..serve.unwrap_or_default()
     };
-    let settings = Settings::load(&raw).map_err(|e| e.to_string())?;
-    // The URL's form is the storage engine's to judge; checked here, before any
-    // command uses it, so a mistyped URL is one line naming the setting.
-    if let Some(url) = &settings.database_url {
-        tessera::db::check_database_url(url.expose()).map_err(|e| {
-            tessera::config::ConfigError::Invalid {
-                name: "database_url",
-                reason: e,
-            }
-            .to_string()
-        })?;
-    }
-    Ok(settings)
+    cli::load_settings(&raw)
 }
 
 fn finish(result: Result<(), String>) -> ExitCode {

@@ -204,3 +204,20 @@ pub async fn print_banner(state: &AppState) -> Result<(), DbError> {
     }
     Ok(())
 }
+
+/// The settings `raw` gives, with the database URL's form judged by the storage engine
+/// (config stands below it and cannot ask), before any command uses it: a mistyped URL
+/// is one line naming the setting.
+pub fn load_settings(raw: &crate::config::RawSettings) -> Result<crate::config::Settings, String> {
+    let settings = crate::config::Settings::load(raw).map_err(|e| e.to_string())?;
+    if let Some(url) = &settings.database_url {
+        crate::db::check_database_url(url.expose()).map_err(|e| {
+            crate::config::ConfigError::Invalid {
+                name: "database_url",
+                reason: e,
+            }
+            .to_string()
+        })?;
+    }
+    Ok(settings)
+}
