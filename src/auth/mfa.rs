@@ -10,7 +10,6 @@ use crate::context::Ctx;
 use crate::crypto::{sealed, TokenHash};
 use crate::db::{self, DbError};
 use crate::error::Internal;
-use crate::state::AppState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MfaError {
@@ -60,14 +59,14 @@ fn open(settings: &Settings, stored: &str) -> Result<String, MfaError> {
 }
 
 /// Whether a password sign-in needs a second step: an authenticator app or codes by mail.
-pub async fn enabled(state: &AppState, user_id: i64) -> Result<bool, DbError> {
-    Ok(kind(&state.ctx(), user_id).await?.is_some())
+pub async fn enabled(cx: &Ctx<'_>, user_id: i64) -> Result<bool, DbError> {
+    Ok(kind(cx, user_id).await?.is_some())
 }
 
 /// The account's second factor. An authenticator app wins over codes by mail: an
 /// account that enrols one after choosing email codes keeps that choice unused, and
 /// falls back to it (never to no second factor) if the app is removed.
-pub async fn kind(cx: &crate::context::Ctx<'_>, user_id: i64) -> Result<Option<Kind>, DbError> {
+pub async fn kind(cx: &Ctx<'_>, user_id: i64) -> Result<Option<Kind>, DbError> {
     cx.db
         .read(move |c| {
             Ok(if db::mfa::enabled(c, user_id)? {
@@ -83,41 +82,38 @@ pub async fn kind(cx: &crate::context::Ctx<'_>, user_id: i64) -> Result<Option<K
 
 /// The secret being enrolled: the pending one if any, else a new one. `None` when
 /// TOTP is already on.
-pub async fn begin(state: &AppState, user_id: i64) -> Result<Option<String>, MfaError> {
-    if let Some(t) = state.db.read(move |c| db::mfa::find(c, user_id)).await? {
+pub async fn begin(cx: &Ctx<'_>, user_id: i64) -> Result<Option<String>, MfaError> {
+    if let Some(t) = cx.db.read(move |c| db::mfa::find(c, user_id)).await? {
         if t.confirmed {
             return Ok(None);
         }
-        return open(&state.settings, &t.secret).map(Some);
+        return open(cx.settings, &t.secret).map(Some);
     }
     let secret = totp::new_secret();
-    let stored = seal(&state.settings, &secret)?;
-    let now = state.clock.now();
-    let fresh = state
-        .db
-        .write(move |c| db::mfa::begin(c, user_id, &stored, now))
-        .await?;
+    let stored = seal(cx.settings, &secret)?;
+    let now = cx.now;
+    let fresh = cx.db.write(move |c| db::mfa::begin(c, user_id, &stored, now)).await?;
     Ok(fresh.then_some(secret))
 }
 
 /// Confirms enrolment with a first code; returns the recovery codes, shown once.
-pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<String>, MfaError> {
-    let pending = state
+pub async fn confirm(cx: &Ctx<'_>, user_id: i64, code: &str) -> Result<Vec<String>, MfaError> {
+    let pending = cx
         .db
         .read(move |c| db::mfa::find(c, user_id))
         .await?
         .filter(|t| !t.confirmed)
         .ok_or(MfaError::NotStarted)?;
-    let secret = open(&state.settings, &pending.secret)?;
-    let now = state.clock.now();
+    let secret = open(cx.settings, &pending.secret)?;
+    let now = cx.now;
     let step = totp::verify(&secret, code, now, pending.last_step).ok_or(MfaError::InvalidCode)?;
     let codes = totp::new_recovery_codes();
     let hashes: Vec<TokenHash> = codes
         .iter()
         .map(|c| TokenHash::of(&totp::normalise_recovery(c)))
         .collect();
-    let mail = crate::mail::outbox::Mail::new(&state.settings);
-    let done = state
+    let mail = crate::mail::outbox::Mail::new(cx.settings);
+    let done = cx
         .db
         .write(move |c| {
             if !db::mfa::confirm(c, user_id, step, &hashes, now)? {
@@ -137,7 +133,7 @@ pub async fn confirm(state: &AppState, user_id: i64, code: &str) -> Result<Vec<S
         })
         .await?;
     if done {
-        state.mail_wakeup.notify_one();
+        cx.mail_wakeup.notify_one();
         Ok(codes)
     } else {
         Err(MfaError::NotStarted)
@@ -195,6 +191,6 @@ pub async fn check(cx: &Ctx<'_>, user_id: i64, code: &str) -> Result<Checked, Mf
     }
 }
 
-pub async fn disable(state: &AppState, user_id: i64) -> Result<bool, DbError> {
-    state.db.write(move |c| db::mfa::disable(c, user_id)).await
+pub async fn disable(cx: &Ctx<'_>, user_id: i64) -> Result<bool, DbError> {
+    cx.db.write(move |c| db::mfa::disable(c, user_id)).await
 }

@@ -27,7 +27,7 @@ struct TotpPage<'a> {
 }
 
 async fn totp_page(state: &AppState, v: &Viewer, status: StatusCode, error: Option<&str>) -> HttpResponse {
-    let secret = match mfa::begin(state, v.user.id).await {
+    let secret = match mfa::begin(&state.ctx(), v.user.id).await {
         Ok(Some(s)) => s,
         Ok(None) => return errors::redirect("/account"),
         Err(mfa::MfaError::Server(e)) => return errors::server_page(e),
@@ -70,7 +70,7 @@ pub async fn totp_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     if !recently_authenticated(&state, &v) {
         return errors::redirect(&confirm_url("totp"));
     }
-    match mfa::confirm(&state, v.user.id, params::field(&form, "code")).await {
+    match mfa::confirm(&state.ctx(), v.user.id, params::field(&form, "code")).await {
         Ok(codes) => {
             Event::new("mfa.enrolled")
                 .actor(&v.user.username)
@@ -115,7 +115,7 @@ pub async fn totp_disable(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(resp) => return resp,
     }
-    if let Err(e) = mfa::disable(&state, v.user.id).await {
+    if let Err(e) = mfa::disable(&state.ctx(), v.user.id).await {
         return errors::server_page(e);
     }
     Event::new("mfa.disabled")
