@@ -7,6 +7,7 @@
 //! calls it describes still refuse strangers.
 
 mod paths;
+mod primitives;
 mod schemas;
 
 use actix_web::http::header;

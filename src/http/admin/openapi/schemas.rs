@@ -7,79 +7,11 @@
 
 use serde_json::{json, Map, Value};
 
-fn string() -> Value {
-    json!({"type": "string"})
-}
-
-fn text_or_null() -> Value {
-    json!({"type": ["string", "null"]})
-}
-
-fn integer() -> Value {
-    json!({"type": "integer", "format": "int64"})
-}
-
-fn integer_or_null() -> Value {
-    json!({"type": ["integer", "null"], "format": "int64"})
-}
-
-/// Unix seconds, as every time in the API.
-fn time() -> Value {
-    json!({"type": "integer", "format": "int64", "description": "Unix seconds"})
-}
-
-fn time_or_null() -> Value {
-    json!({"type": ["integer", "null"], "format": "int64", "description": "Unix seconds"})
-}
-
-fn boolean() -> Value {
-    json!({"type": "boolean"})
-}
-
-fn strings() -> Value {
-    json!({"type": "array", "items": {"type": "string"}})
-}
-
-fn free_object() -> Value {
-    json!({"type": "object"})
-}
-
-/// A reference to one of the schemas below.
-pub fn schema(name: &str) -> Value {
-    json!({"$ref": format!("#/components/schemas/{name}")})
-}
-
-pub fn array_of(name: &str) -> Value {
-    json!({"type": "array", "items": schema(name)})
-}
-
-fn object(props: Value, required: &[&str]) -> Value {
-    let mut v = json!({"type": "object", "properties": props});
-    if !required.is_empty() {
-        v["required"] = json!(required);
-    }
-    v
-}
-
-/// A request body the server deserialises with `deny_unknown_fields`.
-fn closed(props: Value, required: &[&str]) -> Value {
-    let mut v = object(props, required);
-    v["additionalProperties"] = json!(false);
-    v
-}
-
-/// What `GET` on a paged collection answers.
-fn page(item: &str) -> Value {
-    object(
-        json!({"items": array_of(item), "total": integer(), "limit": integer(), "offset": integer()}),
-        &["items", "total", "limit", "offset"],
-    )
-}
-
-/// `{"items": [...]}` without paging.
-fn items(item: &str) -> Value {
-    object(json!({"items": array_of(item)}), &["items"])
-}
+pub use super::primitives::{array_of, schema};
+use super::primitives::{
+    boolean, closed, free_object, integer, integer_or_null, items, object, page, string, strings, text_or_null, time,
+    time_or_null,
+};
 
 fn user_input(required: &[&str]) -> Value {
     closed(
