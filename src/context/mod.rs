@@ -7,7 +7,7 @@ use crate::crypto::KeyStore;
 use crate::db::Db;
 
 /// Made once per request (or per pass of a background task) from the server's state
-/// (`AppState::ctx` in `src/state.rs`) and passed by reference to every use case the
+/// (`ctx()` in `src/state.rs`) and passed by reference to every use case the
 /// request calls, so that they all see the same `now`. Protocol code receives an
 /// `oidc::Ctx`, this context with the client registry beside it; it dereferences to
 /// this one, so a use case taking `&Ctx` accepts either.

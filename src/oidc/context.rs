@@ -5,9 +5,9 @@ use std::ops::Deref;
 
 use crate::oidc::client_cache::ClientCache;
 
-/// Made once per request by `AppState::ctx`; dereferences to the crate-wide context,
-/// so `cx.issuer`, `cx.db` and `cx.now` read through, and a use case taking
-/// `&crate::context::Ctx` accepts `&cx`.
+/// Made once per request from the server state (`ctx()` in src/state.rs); it
+/// dereferences to the crate-wide context, so `cx.issuer`, `cx.db` and `cx.now` read
+/// through, and a use case taking `&crate::context::Ctx` accepts `&cx`.
 #[derive(Clone, Copy)]
 pub struct Ctx<'a> {
     pub base: crate::context::Ctx<'a>,
