@@ -1,11 +1,14 @@
 //! `/admin/api/openapi.json`: the OpenAPI 3.1 document of the admin API, built from
-//! the operation table in `openapi/paths.rs` and the schemas in `openapi/schemas.rs`.
+//! the operation tables in `openapi/paths.rs` and the components in
+//! `openapi/components.rs`.
 //!
 //! It is served to anyone, unlike the rest of `/admin/api`: it describes exactly what
 //! docs/ADMIN_API.md already publishes (no user, client or setting of this server), and
 //! the tools that read it (generators, API explorers) fetch it without credentials. The
 //! calls it describes still refuse strangers.
 
+mod components;
+mod op;
 mod paths;
 mod primitives;
 mod schemas;
@@ -32,7 +35,7 @@ pub fn document(issuer: &str, session_cookie: &str) -> Value {
         "security": [{"adminToken": []}, {"adminSession": []}],
         "tags": tags(),
         "paths": paths::paths(),
-        "components": schemas::components(session_cookie),
+        "components": components::components(session_cookie),
     })
 }
 

@@ -1,146 +1,31 @@
-//! The operations of the admin API, one line each, as the route tables of
-//! `admin_api.rs` and the `admin_*.rs` files register them (tests/api/openapi.rs fails
-//! when the two differ), and the `paths` object built from them with the answers every
-//! call shares.
+//! The operations of the admin API, one group of calls per function, as the route
+//! tables of `http/admin/api.rs` and the files beside it register them
+//! (tests/api/openapi.rs fails when the two differ), and the `paths` object built from
+//! them with the answers every call shares (`op.rs`).
 
 use serde_json::{json, Map, Value};
 
-use super::schemas::{array_of, schema};
+use super::op::{op, Op};
 
 /// Where the admin API lives; paths below are relative to it.
 pub const PREFIX: &str = "/admin/api";
 
-/// One operation: a method and a path template in actix's (and OpenAPI's) `{name}` form.
-pub struct Op {
-    pub method: &'static str,
-    pub path: &'static str,
-    public: bool,
-    has_input: bool,
-    v: Value,
-}
-
-fn op(method: &'static str, path: &'static str, id: &str, tag: &str, summary: &str) -> Op {
-    Op {
-        method,
-        path,
-        public: false,
-        has_input: false,
-        v: json!({"operationId": id, "tags": [tag], "summary": summary, "responses": {}}),
-    }
-}
-
-fn reference(kind: &str, name: &str) -> Value {
-    json!({"$ref": format!("#/components/{kind}/{name}")})
-}
-
-impl Op {
-    fn request(mut self, name: &str, required: bool) -> Self {
-        self.v["requestBody"] = json!({
-            "required": required,
-            "content": {"application/json": {"schema": schema(name)}},
-        });
-        self.has_input = true;
-        self
-    }
-
-    /// A JSON body that must be there.
-    fn body(self, name: &str) -> Self {
-        self.request(name, true)
-    }
-
-    /// A JSON body that may be left out (the defaults apply).
-    fn optional_body(self, name: &str) -> Self {
-        self.request(name, false)
-    }
-
-    fn answer(mut self, status: &str, description: &str, body: Value) -> Self {
-        self.v["responses"][status] = json!({
-            "description": description,
-            "content": {"application/json": {"schema": body}},
-        });
-        self
-    }
-
-    fn ok(self, name: &str) -> Self {
-        self.answer("200", "OK", schema(name))
-    }
-
-    fn ok_list(self, name: &str) -> Self {
-        self.answer("200", "OK", array_of(name))
-    }
-
-    fn created(self, name: &str) -> Self {
-        self.answer("201", "Created", schema(name))
-    }
-
-    fn no_content(mut self, description: &str) -> Self {
-        self.v["responses"]["204"] = json!({"description": description});
-        self
-    }
-
-    fn query(mut self, names: &[&str]) -> Self {
-        let params = self.v["parameters"].as_array().cloned().unwrap_or_default();
-        let more = names.iter().map(|n| reference("parameters", n));
-        self.v["parameters"] = Value::Array(params.into_iter().chain(more).collect());
-        self.has_input = true;
-        self
-    }
-
-    fn describe(mut self, text: &str) -> Self {
-        self.v["description"] = json!(text);
-        self
-    }
-
-    /// Served to anyone: no security requirement, none of the refusals of `run`.
-    fn public(mut self) -> Self {
-        self.public = true;
-        self.v["security"] = json!([]);
-        self
-    }
-
-    /// The operation with its path parameters and the answers it shares with the others.
-    fn finish(mut self) -> Value {
-        let names = self
-            .path
-            .split('/')
-            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')));
-        let path_params: Vec<Value> = names
-            .map(|n| json!({"name": n, "in": "path", "required": true, "schema": {"type": "string"}}))
-            .collect();
-        let has_params = !path_params.is_empty();
-        if has_params {
-            let query = self.v["parameters"].as_array().cloned().unwrap_or_default();
-            self.v["parameters"] = Value::Array(path_params.into_iter().chain(query).collect());
-        }
-        if self.public {
-            return self.v;
-        }
-        let mut shared = vec![("401", "Unauthenticated"), ("403", "Forbidden"), ("503", "Unavailable")];
-        if self.has_input {
-            shared.push(("400", "Invalid"));
-        }
-        if has_params {
-            shared.push(("404", "NotFound"));
-        }
-        if self.method != "GET" {
-            shared.push(("409", "Conflict"));
-        }
-        for (status, name) in shared {
-            self.v["responses"][status] = reference("responses", name);
-        }
-        self.v
-    }
-}
-
 const PAGED: &[&str] = &["q", "sort", "limit", "offset"];
 
-fn meta_and_users() -> Vec<Op> {
+/// This document and the figures of the dashboard.
+fn meta() -> Vec<Op> {
     vec![
         op("GET", "/openapi.json", "getOpenApi", "meta", "This document")
             .describe("Public: it describes only what docs/ADMIN_API.md documents.")
             .answer("200", "The OpenAPI 3.1 document", json!({"type": "object"}))
             .public(),
         op("GET", "/stats", "getStats", "stats", "Figures at a glance").ok("Stats"),
+    ]
+}
+
+/// People: their records, passwords, and what blocks their sign-in.
+fn users() -> Vec<Op> {
+    vec![
         op("GET", "/users", "listUsers", "users", "List users")
             .query(PAGED)
             .ok("UserPage"),
@@ -180,6 +65,12 @@ fn meta_and_users() -> Vec<Op> {
             "Remove a user's second factors",
         )
         .ok("User"),
+    ]
+}
+
+/// A person's sessions, links to upstream providers, and deletion requests.
+fn user_sessions_and_links() -> Vec<Op> {
+    vec![
         op(
             "GET",
             "/users/{id}/sessions",
@@ -239,6 +130,7 @@ fn meta_and_users() -> Vec<Op> {
     ]
 }
 
+/// Relying parties and their secrets.
 fn clients() -> Vec<Op> {
     vec![
         op("GET", "/clients", "listClients", "clients", "List clients")
@@ -262,6 +154,12 @@ fn clients() -> Vec<Op> {
             "Issue a new client secret",
         )
         .ok("ClientSecret"),
+    ]
+}
+
+/// The app presets and the clients made from them.
+fn presets() -> Vec<Op> {
+    vec![
         op("GET", "/presets", "listPresets", "presets", "The app presets").ok("Presets"),
         op(
             "POST",
@@ -272,6 +170,12 @@ fn clients() -> Vec<Op> {
         )
         .body("PresetRequest")
         .created("PresetRegistration"),
+    ]
+}
+
+/// A client's claim mapping and the tokens it would give.
+fn claims() -> Vec<Op> {
+    vec![
         op(
             "GET",
             "/clients/{id}/claims",
@@ -315,6 +219,12 @@ fn clients() -> Vec<Op> {
         )
         .query(&["user", "scope"])
         .ok("Preview"),
+    ]
+}
+
+/// Initial access tokens for dynamic client registration.
+fn registration() -> Vec<Op> {
+    vec![
         op(
             "GET",
             "/registration-tokens",
@@ -343,7 +253,8 @@ fn clients() -> Vec<Op> {
     ]
 }
 
-fn the_rest() -> Vec<Op> {
+/// Upstream identity providers.
+fn providers() -> Vec<Op> {
     vec![
         op(
             "GET",
@@ -381,6 +292,12 @@ fn the_rest() -> Vec<Op> {
         )
         .body("ProviderSecret")
         .no_content("Replaced; links kept"),
+    ]
+}
+
+/// Forward-auth apps.
+fn apps() -> Vec<Op> {
+    vec![
         op("GET", "/apps", "listApps", "apps", "List forward-auth apps")
             .query(PAGED)
             .ok("AppPage"),
@@ -390,6 +307,12 @@ fn the_rest() -> Vec<Op> {
         op("GET", "/apps/{id}", "getApp", "apps", "Get an app").ok("App"),
         op("DELETE", "/apps/{id}", "deleteApp", "apps", "Delete an app")
             .no_content("Deleted; its proxy refuses every request"),
+    ]
+}
+
+/// Groups and their members.
+fn groups() -> Vec<Op> {
+    vec![
         op("GET", "/groups", "listGroups", "groups", "List groups").ok_list("Group"),
         op("POST", "/groups", "createGroup", "groups", "Create a group")
             .body("GroupName")
@@ -423,6 +346,12 @@ fn the_rest() -> Vec<Op> {
             "Remove a member",
         )
         .ok("GroupDetail"),
+    ]
+}
+
+/// Signing keys, the audit log and the mail queue.
+fn keys_audit_and_mail() -> Vec<Op> {
+    vec![
         op("GET", "/keys", "listKeys", "keys", "Signing keys").ok_list("Key"),
         op("POST", "/keys/rotate", "rotateKey", "keys", "Add a signing key")
             .optional_body("KeyRotate")
@@ -433,6 +362,12 @@ fn the_rest() -> Vec<Op> {
         op("GET", "/mail", "getMailQueue", "mail", "The mail queue, newest first")
             .query(&["status", "limit"])
             .ok("MailQueue"),
+    ]
+}
+
+/// Invitations to sign up.
+fn invitations() -> Vec<Op> {
+    vec![
         op(
             "GET",
             "/invitations",
@@ -463,10 +398,23 @@ fn the_rest() -> Vec<Op> {
 
 /// Every operation of the admin API.
 pub fn operations() -> Vec<Op> {
-    let mut all = meta_and_users();
-    all.extend(clients());
-    all.extend(the_rest());
-    all
+    [
+        meta(),
+        users(),
+        user_sessions_and_links(),
+        clients(),
+        presets(),
+        claims(),
+        registration(),
+        providers(),
+        apps(),
+        groups(),
+        keys_audit_and_mail(),
+        invitations(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The `paths` object: operations grouped by their full path.

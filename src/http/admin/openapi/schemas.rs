@@ -1,16 +1,14 @@
-//! The OpenAPI document's components: the bodies and answers of the admin API as JSON
-//! Schema 2020-12 (what OpenAPI 3.1 uses), the shared error answers, the list query and
-//! the two ways to authenticate.
+//! The OpenAPI document's named schemas: the bodies and answers of the admin API as
+//! JSON Schema 2020-12 (what OpenAPI 3.1 uses), one group of them per function.
 //!
 //! A request body whose Rust type has `#[serde(deny_unknown_fields)]` is `closed`
 //! (`additionalProperties: false`), so a generated client refuses what the server would.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-pub use super::primitives::{array_of, schema};
 use super::primitives::{
-    boolean, closed, free_object, integer, integer_or_null, items, object, page, string, strings, text_or_null, time,
-    time_or_null,
+    array_of, boolean, closed, free_object, integer, integer_or_null, items, object, page, schema, string, strings,
+    text_or_null, time, time_or_null,
 };
 
 fn user_input(required: &[&str]) -> Value {
@@ -223,21 +221,36 @@ fn mail_queue() -> Value {
     )
 }
 
+/// The body of every error answer.
+fn error() -> Value {
+    object(
+        json!({
+            "error": {"type": "string", "enum": ["invalid_request", "invalid_token", "forbidden", "not_found", "conflict", "temporarily_unavailable", "server_error"]},
+            "error_description": string(),
+            "fields": {"type": "object", "additionalProperties": string(), "description": "each wrong field and what is wrong with it"},
+        }),
+        &["error", "error_description"],
+    )
+}
+
 /// Every named schema.
-fn schemas() -> Value {
-    let alg = || json!({"type": "string", "enum": ["RS256", "ES256", "EdDSA"]});
-    let all: Vec<(&str, Value)> = vec![
-        (
-            "Error",
-            object(
-                json!({
-                    "error": {"type": "string", "enum": ["invalid_request", "invalid_token", "forbidden", "not_found", "conflict", "temporarily_unavailable", "server_error"]},
-                    "error_description": string(),
-                    "fields": {"type": "object", "additionalProperties": string(), "description": "each wrong field and what is wrong with it"},
-                }),
-                &["error", "error_description"],
-            ),
-        ),
+pub fn schemas() -> Value {
+    let all = [
+        vec![("Error", error())],
+        users(),
+        clients(),
+        claims_and_presets(),
+        registration(),
+        providers_and_apps(),
+        groups_and_invitations(),
+        keys_audit_and_figures(),
+    ];
+    Value::Object(all.into_iter().flatten().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+/// A person, their sessions and their links to upstream providers.
+fn users() -> Vec<(&'static str, Value)> {
+    vec![
         ("User", user()),
         ("UserCreate", user_input(&["username"])),
         ("UserPatch", user_input(&[])),
@@ -265,6 +278,12 @@ fn schemas() -> Value {
             ),
         ),
         ("Identities", items("Identity")),
+    ]
+}
+
+/// A client as set, as shown, and its secret.
+fn clients() -> Vec<(&'static str, Value)> {
+    vec![
         ("ClientSpec", closed(client_spec_properties(), &["client_id"])),
         ("ClientPatch", closed(client_spec_properties(), &[])),
         ("Client", client()),
@@ -277,6 +296,12 @@ fn schemas() -> Value {
                 &["client_id", "client_secret"],
             ),
         ),
+    ]
+}
+
+/// Claim rules, the token preview and the app presets.
+fn claims_and_presets() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "GroupValue",
             closed(json!({"group": string(), "value": string()}), &["group", "value"]),
@@ -291,6 +316,12 @@ fn schemas() -> Value {
         ("Presets", items("Preset")),
         ("PresetRequest", preset_request()),
         ("PresetRegistration", preset_registration()),
+    ]
+}
+
+/// Initial access tokens.
+fn registration() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "RegistrationTokenInput",
             closed(
@@ -312,6 +343,12 @@ fn schemas() -> Value {
                 &["id", "expires_at"],
             ),
         ),
+    ]
+}
+
+/// Upstream providers and forward-auth apps.
+fn providers_and_apps() -> Vec<(&'static str, Value)> {
+    vec![
         ("ProviderSpec", provider_spec()),
         ("Provider", provider()),
         ("ProviderPage", page("Provider")),
@@ -325,6 +362,12 @@ fn schemas() -> Value {
         ("AppSpec", closed(app_properties(), &["id", "url"])),
         ("App", app()),
         ("AppPage", page("App")),
+    ]
+}
+
+/// Groups and invitations.
+fn groups_and_invitations() -> Vec<(&'static str, Value)> {
+    vec![
         (
             "Group",
             object(
@@ -367,6 +410,13 @@ fn schemas() -> Value {
                 &["id", "email", "expires_at"],
             ),
         ),
+    ]
+}
+
+/// Signing keys, the audit log, the mail queue and the figures at a glance.
+fn keys_audit_and_figures() -> Vec<(&'static str, Value)> {
+    let alg = || json!({"type": "string", "enum": ["RS256", "ES256", "EdDSA"]});
+    vec![
         (
             "Key",
             object(
@@ -398,61 +448,5 @@ fn schemas() -> Value {
                 &["users"],
             ),
         ),
-    ];
-    Value::Object(all.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-}
-
-fn error_answer(description: &str) -> Value {
-    json!({"description": description, "content": {"application/json": {"schema": schema("Error")}}})
-}
-
-fn query(name: &str, description: &str, schema: Value) -> Value {
-    json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
-}
-
-fn parameters() -> Value {
-    json!({
-        "q": query("q", "search text", string()),
-        "sort": query("sort", "a field, -field for descending", string()),
-        "limit": query("limit", "page size", json!({"type": "integer", "minimum": 1, "maximum": 200, "default": 50})),
-        "offset": query("offset", "items to skip", json!({"type": "integer", "minimum": 0, "default": 0})),
-        "event": query("event", "an event name, or a prefix ending in a dot (admin.)", string()),
-        "who": query("who", "matches the actor or the target", string()),
-        "since": query("since", "Unix seconds", integer()),
-        "until": query("until", "Unix seconds", integer()),
-        "status": query("status", "only mail in this state", json!({"type": "string", "enum": ["pending", "sent", "failed"]})),
-        "user": json!({"name": "user", "in": "query", "required": true, "description": "the username to preview", "schema": string()}),
-        "scope": query("scope", "the scopes asked for, space-separated", string()),
-    })
-}
-
-/// `components`: schemas, shared answers, list parameters, authentication
-/// (`session_cookie`: the session cookie's name, `__Host-` prefixed on https issuers).
-pub fn components(session_cookie: &str) -> Value {
-    let mut responses = Map::new();
-    for (name, text) in [
-        ("Invalid", "a field is wrong (fields names each), unknown fields or malformed JSON (fields.body)"),
-        ("Unauthenticated", "no credentials, or a token that is not valid; WWW-Authenticate: Bearer"),
-        ("Forbidden", "not an administrator, a token without the tessera:admin scope of an admin client, or a session change without X-CSRF-Token"),
-        ("NotFound", "no such user, client, provider, group, session or route"),
-        ("Conflict", "the change is not possible now (the last active administrator, deleting yourself, a public client's secret …)"),
-        ("Unavailable", "the database is busy; retry after Retry-After"),
-    ] {
-        responses.insert(name.into(), error_answer(text));
-    }
-    json!({
-        "schemas": schemas(),
-        "responses": responses,
-        "parameters": parameters(),
-        "securitySchemes": {
-            "adminToken": {
-                "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
-                "description": "an access token with the tessera:admin scope, from an admin client's own client credentials (POST /token, grant_type=client_credentials)",
-            },
-            "adminSession": {
-                "type": "apiKey", "in": "cookie", "name": session_cookie,
-                "description": "a signed-in administrator's session cookie; every change also sends the session's CSRF token in X-CSRF-Token",
-            },
-        },
-    })
+    ]
 }
