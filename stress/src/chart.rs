@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::stats::Report;
+use crate::stats::{Level, Report};
 
 const W: f64 = 760.0;
 const H: f64 = 420.0;
@@ -37,13 +37,23 @@ pub fn svg(report: &Report) -> String {
         escape(&report.scenario)
     );
     let levels = &report.levels;
-    if levels.is_empty() {
-        out.push_str("</svg>");
-        return out;
+    if !levels.is_empty() {
+        latency(&mut out, levels);
+        throughput(&mut out, levels);
     }
-    let n = levels.len() as f64;
-    let x = |i: usize| LEFT + (W - LEFT - RIGHT) * (i as f64 + 0.5) / n;
-    // Latency panel, log10 scale from 0.1 ms to the largest p95.
+    out.push_str("</svg>");
+    out
+}
+
+/// The x of the middle of level `i` of `n`.
+fn level_x(i: usize, n: usize) -> f64 {
+    LEFT + (W - LEFT - RIGHT) * (i as f64 + 0.5) / n as f64
+}
+
+/// The upper panel: a line per step through its p95 at each level, log10 scale from
+/// 0.1 ms to the largest p95, with a gridline per decade and a legend at the right.
+fn latency(out: &mut String, levels: &[Level]) {
+    let x = |i: usize| level_x(i, levels.len());
     let max_ms = levels
         .iter()
         .flat_map(|l| l.steps.iter().map(|s| s.p95_ms))
@@ -92,9 +102,13 @@ pub fn svg(report: &Report) -> String {
             ly + 5.0
         );
     }
-    // Throughput panel.
+}
+
+/// The lower panel: a bar per level, its height the iterations per second.
+fn throughput(out: &mut String, levels: &[Level]) {
+    let x = |i: usize| level_x(i, levels.len());
     let max_it = levels.iter().map(|l| l.iterations_per_second).fold(1.0_f64, f64::max);
-    let bar_w = (W - LEFT - RIGHT) / n * 0.5;
+    let bar_w = (W - LEFT - RIGHT) / levels.len() as f64 * 0.5;
     for (i, l) in levels.iter().enumerate() {
         let h = (BOTTOM - SPLIT - 25.0) * l.iterations_per_second / max_it;
         let _ = write!(
@@ -110,8 +124,6 @@ pub fn svg(report: &Report) -> String {
             l.vus
         );
     }
-    out.push_str("</svg>");
-    out
 }
 
 #[cfg(test)]
