@@ -77,6 +77,7 @@ pub fn parse_issuer(text: &str) -> Result<String, String> {
 /// Checks a specification and makes the record to store (secret still in clear).
 pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
     let mut problems = Problems::new();
+    // The first problem found in a field is the one shown.
     let mut problem = |field: &str, msg: String| {
         problems.entry(field.to_string()).or_insert(msg);
     };
@@ -94,20 +95,7 @@ pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
             Kind::Oidc
         }
     };
-    let issuer = match spec.issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(text) => match parse_issuer(text) {
-            Ok(u) => Some(u),
-            Err(e) => {
-                problem("issuer", e);
-                None
-            }
-        },
-        None if kind == Kind::Oidc => {
-            problem("issuer", "an OpenID Connect provider needs its issuer URL".into());
-            None
-        }
-        None => None,
-    };
+    let issuer = issuer(spec, kind, &mut problem);
     let client_id = spec.client_id.trim();
     if client_id.is_empty() || client_id.len() > 512 {
         problem(
@@ -128,6 +116,50 @@ pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
     if name.chars().count() > 64 {
         problem("name", "at most 64 characters".into());
     }
+    let scope = scope(spec, kind, &mut problem);
+    let (group_claim, group_map) = groups(spec, &mut problem);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Provider {
+        id: id.to_string(),
+        kind: kind.as_str().to_string(),
+        name: name.to_string(),
+        issuer,
+        client_id: client_id.to_string(),
+        client_secret: secret.to_string(),
+        scope,
+        jit: spec.jit,
+        link_by_email: spec.link_by_email,
+        require_local_mfa: spec.require_local_mfa,
+        group_claim: group_claim.map(str::to_string),
+        group_map,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// The issuer URL, which an OpenID Connect provider must have (GitHub's is optional:
+/// an Enterprise base).
+fn issuer(spec: &ProviderSpec, kind: Kind, problem: &mut impl FnMut(&str, String)) -> Option<String> {
+    match spec.issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        Some(text) => match parse_issuer(text) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                problem("issuer", e);
+                None
+            }
+        },
+        None if kind == Kind::Oidc => {
+            problem("issuer", "an OpenID Connect provider needs its issuer URL".into());
+            None
+        }
+        None => None,
+    }
+}
+
+/// The scopes asked of the upstream, spaces collapsed; the kind's default when none.
+fn scope(spec: &ProviderSpec, kind: Kind, problem: &mut impl FnMut(&str, String)) -> String {
     let scope = spec
         .scope
         .as_deref()
@@ -140,6 +172,15 @@ pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
     if scope.len() > 512 || scope.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
         problem("scope", "space-separated scope names".into());
     }
+    scope
+}
+
+/// The claim the upstream's groups are read from, and the upstream-to-local group
+/// pairs, sorted and without repeats.
+fn groups<'a>(
+    spec: &'a ProviderSpec,
+    problem: &mut impl FnMut(&str, String),
+) -> (Option<&'a str>, Vec<(String, String)>) {
     let group_claim = spec.group_claim.as_deref().map(str::trim).filter(|s| !s.is_empty());
     if let Some(claim) = group_claim {
         if claim.len() > 128 || claim.split('.').any(|part| part.is_empty()) {
@@ -166,25 +207,7 @@ pub fn build(spec: &ProviderSpec, now: i64) -> Result<Provider, Problems> {
     }
     group_map.sort();
     group_map.dedup();
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(Provider {
-        id: id.to_string(),
-        kind: kind.as_str().to_string(),
-        name: name.to_string(),
-        issuer,
-        client_id: client_id.to_string(),
-        client_secret: secret.to_string(),
-        scope,
-        jit: spec.jit,
-        link_by_email: spec.link_by_email,
-        require_local_mfa: spec.require_local_mfa,
-        group_claim: group_claim.map(str::to_string),
-        group_map,
-        created_at: now,
-        updated_at: now,
-    })
+    (group_claim, group_map)
 }
 
 /// The JSON form (API, `provider list --json`, audit), without the secret; with the
