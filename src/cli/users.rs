@@ -89,108 +89,132 @@ pub fn user(settings: &Settings, cmd: UserCommand) -> Result<(), String> {
             groups,
             ..
         } => {
-            for g in &groups {
-                admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
-            }
-            let password = read_password()?;
             let input = UserInput {
                 username: Some(username),
                 email,
                 name,
-                password: Some(password.expose().to_string()),
+                password: None,
                 is_admin: Some(admin),
                 email_verified: Some(email_verified),
-                groups: Some(groups.clone()),
+                groups: Some(groups),
                 claims: None,
             };
-            with_state(settings, async |state| {
-                ensure_groups(state, &groups).await?;
-                let created = admin::users::create(&state.ctx(), &actor(), input)
-                    .await
-                    .map_err(|e| match e {
-                        admin::AdminError::Invalid(p) if p.get("username").is_some_and(|m| m.contains("taken")) => {
-                            "a user with this username already exists".to_string()
-                        }
-                        other => admin_err(other, "user"),
-                    })?;
-                println!(
-                    "user {} created{}",
-                    created.username,
-                    if created.is_admin { " (admin)" } else { "" }
-                );
-                Ok(())
-            })
+            add(settings, input)
         }
         UserCommand::List { json } => list(settings, json),
-        UserCommand::SetPassword { username, .. } => {
-            let password = read_password()?;
-            with_state(settings, async |state| {
-                let id = user_id(state, &username).await?;
-                admin::users::set_password(&state.ctx(), &actor(), id, password.expose())
-                    .await
-                    .map_err(|e| admin_err(e, "such user"))?;
-                println!("password of {username} changed; its sessions and tokens are ended");
-                Ok(())
-            })
-        }
+        UserCommand::SetPassword { username, .. } => set_password(settings, &username),
         UserCommand::Disable { username } => set_disabled(settings, &username, true),
         UserCommand::Enable { username } => set_disabled(settings, &username, false),
         UserCommand::Seed { prefix, count, .. } => seed(settings, &prefix, count),
-        UserCommand::Unlock { username } => with_state(settings, async |state| {
-            let id = user_id(state, &username).await?;
-            admin::users::unlock(&state.ctx(), &actor(), id)
-                .await
-                .map_err(|e| admin_err(e, "such user"))?;
-            println!("user {username} unlocked");
-            Ok(())
-        }),
-        UserCommand::ResetMfa { username } => with_state(settings, async |state| {
-            let id = user_id(state, &username).await?;
-            let before = admin::users::get(&state.ctx(), id)
-                .await
-                .map_err(|e| admin_err(e, "such user"))?;
-            admin::users::reset_mfa(&state.ctx(), &actor(), id)
-                .await
-                .map_err(|e| admin_err(e, "such user"))?;
-            if before.totp || before.passkeys > 0 {
-                println!(
-                    "the authenticator and passkeys of {username} were removed; they sign in with a password alone"
-                );
-            } else {
-                println!("{username} had no authenticator");
-            }
-            Ok(())
-        }),
+        UserCommand::Unlock { username } => unlock(settings, &username),
+        UserCommand::ResetMfa { username } => reset_mfa(settings, &username),
         UserCommand::Invite {
             email,
             groups,
             admin,
             issuer,
         } => invite(settings, email, groups, admin, issuer),
-        UserCommand::Unlink { username, provider } => with_state(settings, async |state| {
-            let id = user_id(state, &username).await?;
-            admin::providers::unlink(&state.ctx(), &actor(), id, &provider)
-                .await
-                .map_err(|e| match e {
-                    admin::AdminError::NotFound("link") => format!("{username} has no link to {provider}"),
-                    other => admin_err(other, "such user"),
-                })?;
-            println!("the link of {username} to {provider} was removed");
-            Ok(())
-        }),
-        UserCommand::RevokeConsent { username, client_id } => with_state(settings, async |state| {
-            let id = user_id(state, &username).await?;
-            let had = admin::users::revoke_consent(&state.ctx(), &actor(), id, &client_id)
-                .await
-                .map_err(|e| admin_err(e, "such user"))?;
-            if had {
-                println!("consent of {username} for {client_id} withdrawn; its grants are revoked");
-            } else {
-                println!("{username} had not consented to {client_id}; its grants are revoked");
-            }
-            Ok(())
-        }),
+        UserCommand::Unlink { username, provider } => unlink(settings, &username, &provider),
+        UserCommand::RevokeConsent { username, client_id } => revoke_consent(settings, &username, &client_id),
     }
+}
+
+/// `tessera user add`: the group names are checked before the password is asked for;
+/// groups that do not exist yet are created.
+fn add(settings: &Settings, mut input: UserInput) -> Result<(), String> {
+    let groups = input.groups.clone().unwrap_or_default();
+    for g in &groups {
+        admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
+    }
+    let password = read_password()?;
+    input.password = Some(password.expose().to_string());
+    with_state(settings, async |state| {
+        ensure_groups(state, &groups).await?;
+        let created = admin::users::create(&state.ctx(), &actor(), input)
+            .await
+            .map_err(|e| match e {
+                admin::AdminError::Invalid(p) if p.get("username").is_some_and(|m| m.contains("taken")) => {
+                    "a user with this username already exists".to_string()
+                }
+                other => admin_err(other, "user"),
+            })?;
+        println!(
+            "user {} created{}",
+            created.username,
+            if created.is_admin { " (admin)" } else { "" }
+        );
+        Ok(())
+    })
+}
+
+fn set_password(settings: &Settings, username: &str) -> Result<(), String> {
+    let password = read_password()?;
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        admin::users::set_password(&state.ctx(), &actor(), id, password.expose())
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        println!("password of {username} changed; its sessions and tokens are ended");
+        Ok(())
+    })
+}
+
+fn unlock(settings: &Settings, username: &str) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        admin::users::unlock(&state.ctx(), &actor(), id)
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        println!("user {username} unlocked");
+        Ok(())
+    })
+}
+
+fn reset_mfa(settings: &Settings, username: &str) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        let before = admin::users::get(&state.ctx(), id)
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        admin::users::reset_mfa(&state.ctx(), &actor(), id)
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        if before.totp || before.passkeys > 0 {
+            println!("the authenticator and passkeys of {username} were removed; they sign in with a password alone");
+        } else {
+            println!("{username} had no authenticator");
+        }
+        Ok(())
+    })
+}
+
+fn unlink(settings: &Settings, username: &str, provider: &str) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        admin::providers::unlink(&state.ctx(), &actor(), id, provider)
+            .await
+            .map_err(|e| match e {
+                admin::AdminError::NotFound("link") => format!("{username} has no link to {provider}"),
+                other => admin_err(other, "such user"),
+            })?;
+        println!("the link of {username} to {provider} was removed");
+        Ok(())
+    })
+}
+
+fn revoke_consent(settings: &Settings, username: &str, client_id: &str) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let id = user_id(state, username).await?;
+        let had = admin::users::revoke_consent(&state.ctx(), &actor(), id, client_id)
+            .await
+            .map_err(|e| admin_err(e, "such user"))?;
+        if had {
+            println!("consent of {username} for {client_id} withdrawn; its grants are revoked");
+        } else {
+            println!("{username} had not consented to {client_id}; its grants are revoked");
+        }
+        Ok(())
+    })
 }
 
 /// `tessera user invite`: the invitation is made through the admin operation (actor
