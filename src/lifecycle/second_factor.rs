@@ -53,15 +53,15 @@ pub async fn second_factor(cx: &Ctx<'_>, user_id: i64, code: &str, ip: &str) -> 
                 .actor(&user.username)
                 .ip(Some(ip.to_string()))
                 .detail(serde_json::json!({"method": method}));
-            log(cx, event).await;
+            event.log(cx.db, cx.now).await;
             Ok(SecondFactor::Passed { user, used })
         }
         Err(MfaError::InvalidCode) => {
-            log(
-                cx,
-                Event::new("mfa.failed").actor(&user.username).ip(Some(ip.to_string())),
-            )
-            .await;
+            Event::new("mfa.failed")
+                .actor(&user.username)
+                .ip(Some(ip.to_string()))
+                .log(cx.db, cx.now)
+                .await;
             if lockout {
                 let after = cx
                     .db
@@ -96,14 +96,5 @@ async fn check(cx: &Ctx<'_>, user_id: i64, code: &str) -> Result<Used, MfaError>
         Ok(Used::EmailCode)
     } else {
         Err(MfaError::InvalidCode)
-    }
-}
-
-/// Writes an audit entry on its own; a failure is logged, not returned: the step it
-/// records has happened.
-async fn log(cx: &Ctx<'_>, event: Event) {
-    let (name, now) = (event.name, cx.now);
-    if let Err(e) = cx.db.write(move |c| event.write(c, now)).await {
-        tracing::error!(event = name, error = %e, "could not write an audit entry");
     }
 }

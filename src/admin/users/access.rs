@@ -46,15 +46,13 @@ pub async fn end_sessions(
         crate::oidc::logout::end_listed(cx, &more).await?;
         count += more.len();
     }
-    let event = actor
+    // Logged on its own, after the fact: the sessions have already ended.
+    actor
         .event("admin.sessions_ended")
         .target(&user.username)
-        .detail(json!({"count": count, "sid": sid}));
-    let now = cx.now;
-    // A failure is logged, not returned: the sessions have already ended.
-    if let Err(e) = cx.db.write(move |c| event.write(c, now)).await {
-        tracing::error!(event = "admin.sessions_ended", error = %e, "could not write an audit entry");
-    }
+        .detail(json!({"count": count, "sid": sid}))
+        .log(cx.db, cx.now)
+        .await;
     Ok(count)
 }
 
