@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed};
 use crate::context::Ctx;
-use crate::crypto::Secret;
 use crate::db::{self, clients::Client};
+use crate::domain::Secret;
 use crate::oidc::client_cache::ClientCache;
 pub use crate::oidc::client_spec::{build, spec_of, view, ClientSpec, ALGS, AUTH_METHODS, GRANT_TYPES};
 

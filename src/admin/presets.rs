@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::clients::{build, seal_hmac, view as client_view, ClientSpec};
 use super::{invalid, Actor, AdminError, Problems};
-use crate::crypto::Secret;
 use crate::db::{self, claim_rules::ClaimRule, clients::Client};
+use crate::domain::Secret;
 
 pub use catalog::PRESETS;
 

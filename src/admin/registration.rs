@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::{invalid, Actor, AdminError};
 use crate::context::Ctx;
-use crate::crypto::Secret;
 use crate::db::{self, registration::InitialToken};
+use crate::domain::Secret;
 
 /// Shortest and longest lifetime of an initial access token: a minute is enough to
 /// paste it, and a month-old bearer credential should not still open the door.

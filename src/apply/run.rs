@@ -6,8 +6,8 @@ use serde_json::json;
 
 use super::step::{Action, ClientStep, Step};
 use crate::admin::{self, Actor, AdminError};
-use crate::crypto::Secret;
 use crate::db::{self, email_tokens};
+use crate::domain::Secret;
 use crate::federation::Upstreams;
 use crate::lifecycle::{self, Queued};
 use crate::mail::message::Message;

@@ -2,7 +2,7 @@
 //! never holds: read when the file is read, so a missing one refuses the whole file.
 
 use super::node::{Fields, Problem};
-use crate::crypto::Secret;
+use crate::domain::Secret;
 
 /// A secret read from where the file points.
 pub struct SecretRef {

@@ -11,8 +11,8 @@ use crate::admin::clients::ClientSpec;
 use crate::admin::presets::PresetRequest;
 use crate::admin::{self, AdminError};
 use crate::context::Ctx;
-use crate::crypto::Secret;
 use crate::db::{apps::App, clients::Client, providers::Provider, users::User};
+use crate::domain::Secret;
 
 /// The database's side.
 pub struct Current {
@@ -68,7 +68,7 @@ pub enum Action {
     ReplaceProvider(Box<admin::providers::ProviderSpec>),
     ProviderSecret {
         id: String,
-        secret: crate::crypto::Secret,
+        secret: crate::domain::Secret,
     },
     DeleteClient(String),
     DeleteApp(String),

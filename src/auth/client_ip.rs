@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-pub use crate::domain::net::{Cidr, ForwardedHeader};
+use crate::domain::net::{Cidr, ForwardedHeader};
 
 /// One `for=` value of RFC 7239 §5.2 (quoted, bracketed IPv6, optional port).
 fn forwarded_for(v: &str) -> Option<IpAddr> {

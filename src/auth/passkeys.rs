@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use crate::context::Ctx;
 use crate::crypto::webauthn::{self, RelyingParty};
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::passkeys::{Binding, NewPasskey, Passkey};
 use crate::db::{self, users::User, DbError};
+use crate::domain::Secret;
 
 /// Seconds a ceremony may take.
 const CHALLENGE_TTL: i64 = 300;

@@ -3,8 +3,9 @@
 
 use crate::context::Ctx;
 use crate::crypto::random::random_id;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, users::NewUser, DbError};
+use crate::domain::Secret;
 use crate::domain::{Email, Problems, Username};
 use crate::error::Internal;
 

@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::admin::clients::{ClientSpec, AUTH_METHODS, GRANT_TYPES};
-use crate::crypto::Secret;
+use crate::domain::Secret;
 
 #[derive(Args)]
 pub struct ClientAdd {

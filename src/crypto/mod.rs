@@ -17,7 +17,7 @@ pub mod webauthn_testing;
 
 pub use jwt::{JwtError, Signed};
 pub use keys::{KeyError, KeyStore, SigningKeyRecord};
-pub use random::{sha256, sha256_b64, Secret, TokenHash};
+pub use random::{sha256, sha256_b64, TokenHash};
 
 /// Compares two numbers without a data-dependent branch (one-time codes).
 pub fn ct_eq_u32(a: u32, b: u32) -> bool {

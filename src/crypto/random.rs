@@ -6,7 +6,7 @@ use rand::rngs::OsRng;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-pub use crate::domain::Secret;
+use crate::domain::Secret;
 
 /// Fresh secrets, and the digest stored in their place.
 impl Secret {

@@ -7,8 +7,9 @@ use josekit::jwk::alg::ec::EcKeyPair;
 use josekit::jws::{JwsSigner, ES256};
 use serde_json::json;
 
+use super::sha256;
 use super::webauthn::RelyingParty;
-use super::{sha256, Secret};
+use crate::domain::Secret;
 
 pub struct Authenticator {
     rp: RelyingParty,

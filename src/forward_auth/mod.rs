@@ -12,8 +12,9 @@ use serde_json::json;
 
 use crate::audit::Event;
 use crate::context::Ctx;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, apps::App, forward_auth::Holder, sessions::Session};
+use crate::domain::Secret;
 use crate::error::Internal;
 pub use target::Target;
 

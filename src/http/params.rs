@@ -9,7 +9,7 @@ use actix_web::HttpRequest;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
-use crate::crypto::Secret;
+use crate::domain::Secret;
 use crate::oidc::client_auth::{AuthMethod, Presented};
 use crate::oidc::OAuthError;
 

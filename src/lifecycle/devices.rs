@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn only_cookies_shaped_like_ours_name_a_device() {
-        let ours = crate::crypto::Secret::generate();
+        let ours = crate::domain::Secret::generate();
         assert!(cookie_digest(Some(ours.expose())).is_some());
         assert!(cookie_digest(Some("tessera:not-a-cookie-value-of-ours-at-all-00000")).is_none());
         assert!(cookie_digest(Some("short")).is_none());

@@ -15,8 +15,9 @@ use std::time::Duration;
 use rand::Rng;
 
 use crate::context::Ctx;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, DbError, Tx};
+use crate::domain::Secret;
 
 /// Whether a mail was queued: the outbox's answer, which the flows here pass on.
 pub use crate::mail::outbox::Queued;

@@ -5,7 +5,7 @@
 pub mod message;
 pub mod outbox;
 
-pub use crate::config::smtp::{Security, Smtp};
+use crate::config::smtp::{Security, Smtp};
 
 use std::time::Duration;
 

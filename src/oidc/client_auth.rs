@@ -9,8 +9,9 @@ use serde_json::Value;
 use subtle::ConstantTimeEq;
 
 use super::{ErrorCode, OAuthError};
-use crate::crypto::{assertion, Secret, TokenHash};
+use crate::crypto::{assertion, TokenHash};
 use crate::db::{self, clients::Client};
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

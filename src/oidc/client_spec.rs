@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::crypto::Secret;
 use crate::db::clients::{Client, RefreshPolicy};
+use crate::domain::Secret;
 use crate::domain::{ClientId, GrantType, Problems, RedirectUri};
 
 pub const AUTH_METHODS: &[&str] = &[

@@ -10,9 +10,10 @@ use super::grant::{access_ttl, active_user, client_alg, open_grant, refresh_ttl,
 use super::issue::{mint, Mint, TokenResponse};
 use super::{ErrorCode, OAuthError};
 use crate::crypto::random::random_id;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, clients::Client, grants::Grant, sessions::Session, DbError};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 
 /// Consonants only: no vowels (no words), no look-alikes (RFC 8628 §6.1).

@@ -6,12 +6,13 @@ use serde_json::{Map, Value};
 
 use super::claims::{release, ClaimsRequest};
 use super::OAuthError;
+use crate::crypto::jwt;
 use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
-use crate::crypto::{jwt, Secret};
 use crate::db::claim_rules::ClaimRule;
 use crate::db::{grants::Grant, users::User};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 
 #[derive(Debug, Serialize)]

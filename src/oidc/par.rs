@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, clients::Client};
+use crate::domain::Secret;
 use crate::error::Internal;
 use crate::oidc::authorize::{self, AuthResponse, AuthorizeError};
 use crate::oidc::grant::Form;

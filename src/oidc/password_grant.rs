@@ -13,9 +13,9 @@ use super::issue::{mint, Binding, Mint, TokenResponse};
 use super::{ErrorCode, OAuthError};
 use crate::audit::Event;
 use crate::auth::login::{authenticate, LoginError, Outcome};
-use crate::crypto::Secret;
 use crate::db::{self, clients::Client, grants::Grant};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 
 /// The one answer for an unknown name, a wrong password, a disabled or a locked

@@ -14,8 +14,9 @@ use super::{ErrorCode, OAuthError};
 use crate::audit::Event;
 use crate::crypto::keys::Alg;
 use crate::crypto::random::random_id;
-use crate::crypto::{assertion, jwt, sha256_b64, Secret};
+use crate::crypto::{assertion, jwt, sha256_b64};
 use crate::db::{self, clients::Client, sessions::Session};
+use crate::domain::Secret;
 use crate::error::Internal;
 use crate::oidc::Ctx;
 

@@ -10,9 +10,9 @@ use super::grant::{access_ttl, client_alg, param, required, Form};
 use super::issue::{mint, Mint, TokenResponse};
 use super::{ErrorCode, OAuthError};
 use crate::audit;
-use crate::crypto::Secret;
 use crate::db::grants::Grant;
 use crate::db::{self, clients::Client, users::User};
+use crate::domain::Secret;
 use crate::domain::{GrantType, Scope};
 use crate::oidc::Ctx;
 

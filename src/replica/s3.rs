@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::store::{ObjectInfo, Store, StoreError};
 use super::S3Settings;
 use crate::clock::Clock;
-use crate::crypto::Secret;
+use crate::domain::Secret;
 
 /// A dead endpoint is reported within this, so the shipper retries soon.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

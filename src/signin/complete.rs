@@ -5,7 +5,8 @@
 use std::sync::atomic::Ordering;
 
 use crate::audit::Event;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
+use crate::domain::Secret;
 use crate::lifecycle::devices;
 use crate::oidc::authorize::{AuthRequest, AuthResponse};
 use crate::oidc::Ctx;

@@ -9,8 +9,9 @@ use subtle::ConstantTimeEq;
 
 use crate::audit::Event;
 use crate::context::Ctx;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, email_tokens, sessions::NewLoginRequest, users::User, DbError, Tx};
+use crate::domain::Secret;
 use crate::error::Internal;
 use crate::lifecycle::codes::{code_matches, count_try, same_address, Try};
 use crate::lifecycle::{link_token, six_digit_code, wake};

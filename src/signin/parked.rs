@@ -6,8 +6,9 @@ use crate::error::Internal;
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db;
+use crate::domain::Secret;
 use crate::oidc::authorize::AuthRequest;
 use crate::oidc::Ctx;
 use crate::signin::Federated;

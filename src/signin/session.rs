@@ -5,8 +5,9 @@
 use crate::error::Internal;
 
 use crate::crypto::random::random_id;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, sessions::Session};
+use crate::domain::Secret;
 use crate::oidc::authorize::{
     claims_beyond_scope, code_record, consent_needed, denied_response, AuthRequest, AuthResponse,
 };

@@ -4,8 +4,9 @@
 //! in. What the sign-in then does is the same as for a local sign-in.
 
 use crate::crypto::random::sha256_b64;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::providers::Provider;
+use crate::domain::Secret;
 use crate::error::Internal;
 use crate::federation::{github, upstream, Kind, Profile, UpstreamError};
 use crate::signin::{Parked, Pending, ResumeError};

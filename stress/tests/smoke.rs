@@ -4,8 +4,9 @@
 
 use tessera::clock::Clock;
 use tessera::config::Settings;
-use tessera::crypto::{random::random_id, Secret};
+use tessera::crypto::random::random_id;
 use tessera::db::{self, clients::Client};
+use tessera::domain::Secret;
 use tessera::startup::Application;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -113,7 +113,7 @@ async fn private_key_jwt_accepts_each_fresh_assertion_once() {
 #[tokio::test]
 async fn client_secret_jwt_is_an_hmac_with_the_secret() {
     let app = spawn_app().await;
-    let secret = tessera::crypto::Secret::generate();
+    let secret = tessera::domain::Secret::generate();
     let raw = secret.expose().to_string();
     let hash = secret.hash();
     app.add_client_with("hmac", true, |c| {

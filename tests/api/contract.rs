@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use tessera::crypto::{Secret, TokenHash};
+use tessera::crypto::TokenHash;
 use tessera::db::{self, grants, Claim};
+use tessera::domain::Secret;
 
 use crate::helpers::{backends, spawn_on, Backend, TestApp};
 

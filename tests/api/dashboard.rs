@@ -200,7 +200,7 @@ async fn an_empty_log_draws_charts_that_say_so() {
 async fn the_mail_queue_is_charted_when_mail_is_on() {
     // Mail to a port nobody listens on stays queued, retried later.
     let app = spawn_with(|s| {
-        s.smtp = Some(tessera::mail::Smtp::parse("smtp://127.0.0.1:9", None, Some(MAIL_FROM)).unwrap());
+        s.smtp = Some(tessera::config::smtp::Smtp::parse("smtp://127.0.0.1:9", None, Some(MAIL_FROM)).unwrap());
     })
     .await;
     app.add_user("ada").await;

@@ -69,7 +69,7 @@ async fn protocol_endpoints_answer_429_in_json() {
 async fn an_account_is_limited_whatever_address_the_attempts_come_from() {
     let app = spawn_with(|s| {
         s.rate_limit = true;
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.1/32").unwrap()];
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.1/32").unwrap()];
     })
     .await;
     app.add_client("app", false).await;
@@ -96,7 +96,7 @@ async fn forwarded_headers_count_only_from_trusted_proxies() {
     // Trusted: each forwarded address has its own budget.
     let trusted = spawn_with(|s| {
         s.rate_limit = true;
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.0/8").unwrap()];
     })
     .await;
     trusted.add_client("app", false).await;
@@ -281,7 +281,7 @@ pub(crate) fn engine_metrics() -> (&'static str, &'static str) {
 #[tokio::test]
 async fn a_metrics_token_closes_the_metrics_endpoint_to_others() {
     let app =
-        spawn_with(|s| s.metrics_token = Some(tessera::crypto::Secret::from_string("scrape-me-please-1234".into())))
+        spawn_with(|s| s.metrics_token = Some(tessera::domain::Secret::from_string("scrape-me-please-1234".into())))
             .await;
     let url = app.url("/metrics");
     let anonymous = plain_client().get(&url).send().await.unwrap();
@@ -339,7 +339,7 @@ async fn login_with_headers(app: &TestApp, headers: &[(&str, &str)]) -> u16 {
 #[tokio::test]
 async fn a_client_sent_forwarded_header_does_not_override_the_proxys_x_forwarded_for() {
     let app = spawn_with(|s| {
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.0/8").unwrap()];
     })
     .await;
     app.add_client("app", false).await;
@@ -355,7 +355,7 @@ async fn a_client_sent_forwarded_header_does_not_override_the_proxys_x_forwarded
 #[tokio::test]
 async fn every_x_forwarded_for_line_is_read_and_the_proxys_own_line_wins() {
     let app = spawn_with(|s| {
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.0/8").unwrap()];
     })
     .await;
     app.add_client("app", false).await;
@@ -371,8 +371,8 @@ async fn every_x_forwarded_for_line_is_read_and_the_proxys_own_line_wins() {
 #[tokio::test]
 async fn with_forwarded_chosen_only_the_rfc_7239_header_is_read() {
     let app = spawn_with(|s| {
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.0/8").unwrap()];
-        s.forwarded_header = tessera::auth::client_ip::ForwardedHeader::Forwarded;
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.0/8").unwrap()];
+        s.forwarded_header = tessera::domain::ForwardedHeader::Forwarded;
     })
     .await;
     app.add_client("app", false).await;
@@ -402,7 +402,7 @@ fn types_that_hold_secrets_never_print_them_with_debug() {
     assert!(!format!("{master:?}").contains("AAAA"));
 
     let settings = tessera::config::Settings {
-        metrics_token: Some(tessera::crypto::Secret::from_string("metrics-token-value".into())),
+        metrics_token: Some(tessera::domain::Secret::from_string("metrics-token-value".into())),
         ..Default::default()
     };
     assert!(!format!("{settings:?}").contains("metrics-token-value"));

@@ -6,8 +6,9 @@ use reqwest::header::LOCATION;
 use scraper::{Html, Selector};
 use tessera::clock::Clock;
 use tessera::config::Settings;
-use tessera::crypto::{random::random_id, Secret};
+use tessera::crypto::random::random_id;
 use tessera::db::{self, clients::Client};
+use tessera::domain::Secret;
 use tessera::startup::Application;
 use tessera::state::AppState;
 use url::Url;
@@ -715,7 +716,7 @@ pub const MAIL_FROM: &str = "Example ID <id@example.org>";
 /// `adjust` applied to its settings after mail is configured.
 pub async fn spawn_mail_on(backend: &Backend, adjust: impl FnOnce(&mut Settings)) -> (TestApp, crate::smtp::SmtpSink) {
     let sink = crate::smtp::SmtpSink::start().await;
-    let smtp = tessera::mail::Smtp::parse(&sink.url(), None, Some(MAIL_FROM)).unwrap();
+    let smtp = tessera::config::smtp::Smtp::parse(&sink.url(), None, Some(MAIL_FROM)).unwrap();
     let app = spawn_backend(backend.clone(), move |s| {
         s.smtp = Some(smtp);
         s.org_name = "Example Org".into();

@@ -118,7 +118,7 @@ async fn a_rotated_client_secret_is_refused_on_every_node_within_a_second() {
     for n in &nodes {
         assert_eq!(grant(n, secret.clone()).await, 400);
     }
-    let fresh = tessera::crypto::Secret::generate();
+    let fresh = tessera::domain::Secret::generate();
     let hash = fresh.hash();
     nodes[1]
         .state

@@ -65,7 +65,7 @@ async fn a_code_is_single_use_and_its_reuse_revokes_what_it_issued() {
 async fn a_code_is_bound_to_its_client_redirect_verifier_and_lifetime() {
     let Setup { app, secret } = setup().await;
     let other_secret = {
-        let s = tessera::crypto::Secret::generate();
+        let s = tessera::domain::Secret::generate();
         let hash = s.hash();
         app.state
             .db

@@ -153,7 +153,7 @@ pub async fn clients_list(req: HttpRequest, state: Data) -> HttpResponse {
     .await
 }
 
-fn with_secret(client: &crate::db::clients::Client, secret: Option<&crate::crypto::Secret>) -> Value {
+fn with_secret(client: &crate::db::clients::Client, secret: Option<&crate::domain::Secret>) -> Value {
     let mut v = admin::clients::view(client);
     if let Some(s) = secret {
         v["client_secret"] = json!(s.expose());

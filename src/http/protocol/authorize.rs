@@ -6,7 +6,8 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
+use crate::domain::Secret;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::authorize::{AuthRequest, AuthResponse};
 use crate::oidc::Ctx;

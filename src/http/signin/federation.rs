@@ -91,8 +91,8 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
         Err(e) => return resume_error(e),
     };
     let parked = Parked {
-        request_id: crate::crypto::Secret::from_string(request_id.to_string()),
-        csrf: crate::crypto::Secret::from_string(csrf.to_string()),
+        request_id: crate::domain::Secret::from_string(request_id.to_string()),
+        csrf: crate::domain::Secret::from_string(csrf.to_string()),
     };
     let p = match fed::find(&state.ctx(), &path).await {
         Ok(Some(p)) => p,

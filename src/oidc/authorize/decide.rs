@@ -3,9 +3,9 @@
 use super::auth_request::AuthRequest;
 use super::error::AuthorizeError;
 use super::response::{code_record, AuthResponse};
-use crate::crypto::Secret;
 use crate::db::{self, sessions::Session, DbError};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 use crate::oidc::{ErrorCode, OAuthError};
 

@@ -3,9 +3,10 @@
 
 use super::auth_request::AuthRequest;
 use crate::crypto::random::random_id;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::{self, sessions::Session};
 use crate::domain::RedirectUri;
+use crate::domain::Secret;
 use crate::oidc::Ctx;
 use crate::oidc::OAuthError;
 

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::crypto::Secret;
 use crate::db::{clients::Client, clients::RefreshPolicy};
+use crate::domain::Secret;
 use crate::oidc::client_spec::{build, ClientSpec};
 use crate::oidc::{ErrorCode, OAuthError};
 

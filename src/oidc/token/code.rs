@@ -3,10 +3,11 @@
 
 use super::{mint_issued, Issued, Outcome};
 use crate::audit;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::grants::{Code, Consumed, Grant};
 use crate::db::{self, clients::Client};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::dpop::{self, Proof};
 use crate::oidc::grant::{active_user, maps_groups, open_grant, param, refresh_ttl, required, Form, RefreshRule};
 use crate::oidc::issue::TokenResponse;

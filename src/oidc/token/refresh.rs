@@ -4,10 +4,11 @@
 
 use super::{mint_issued, Issued, Outcome, REFRESH_RETRY_GRACE};
 use crate::audit;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
 use crate::db::grants::Refresh;
 use crate::db::{self, clients::Client};
 use crate::domain::Scope;
+use crate::domain::Secret;
 use crate::oidc::dpop::{self, Proof};
 use crate::oidc::grant::{active_user, maps_groups, param, refresh_ttl, required, Form};
 use crate::oidc::issue::TokenResponse;

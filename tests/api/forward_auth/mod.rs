@@ -36,7 +36,7 @@ pub async fn spawn_fa(adjust: impl FnOnce(&mut tessera::config::Settings)) -> (T
         s.listen = addr;
         s.issuer = Some(tessera::config::parse_issuer(&format!("http://{AUTH_HOST}:{port}")).unwrap());
         s.forward_auth_cookie_domain = Some(COOKIE_DOMAIN.into());
-        s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.1/32").unwrap()];
+        s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.1/32").unwrap()];
         adjust(s);
     })
     .await;

@@ -47,7 +47,7 @@ impl Stack {
             s.listen = listen;
             s.issuer = Some(parsed);
             s.forward_auth_cookie_domain = Some(DOMAIN.into());
-            s.trusted_proxies = vec![tessera::auth::client_ip::Cidr::parse("127.0.0.1/32").unwrap()];
+            s.trusted_proxies = vec![tessera::domain::Cidr::parse("127.0.0.1/32").unwrap()];
         })
         .await;
         let (dir, port) = (tempfile::tempdir().unwrap(), free_port());
