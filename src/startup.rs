@@ -251,7 +251,7 @@ pub async fn init_database(settings: Settings) -> Result<(), StartupError> {
 /// PostgreSQL's schema version, unvalidated constraints and invalid indexes.
 pub async fn check_database(settings: &Settings) -> Result<Vec<String>, StartupError> {
     match &settings.database_url {
-        None => Ok(db::check_file(&settings.db_path, &sqlite_options(settings))?),
+        None => Ok(db::check_file(&settings.db_path, &settings.sqlite)?),
         Some(url) => {
             let db = Db::open_postgres(url.expose(), 1, false).await?;
             Ok(db.check().await?)
@@ -265,21 +265,6 @@ pub async fn migrate_database(settings: &Settings) -> Result<(), StartupError> {
     db.migrate().await?;
     db.shutdown();
     Ok(())
-}
-
-/// The SQLite engine's options, from the settings.
-pub fn sqlite_options(settings: &Settings) -> db::SqliteOptions {
-    let s = &settings.sqlite;
-    db::SqliteOptions {
-        wal: s.wal,
-        synchronous: match s.synchronous {
-            crate::config::Synchronous::Normal => db::Synchronous::Normal,
-            crate::config::Synchronous::Full => db::Synchronous::Full,
-        },
-        writer_queue: s.writer_queue,
-        read_pool: s.read_pool,
-        autocheckpoint: s.autocheckpoint,
-    }
 }
 
 /// Whether a command may create the database or needs one already there.
@@ -310,8 +295,8 @@ pub async fn open_database(settings: &Settings, open: Open) -> Result<Db, Startu
             }
             Ok(db)
         }
-        (None, Open::Create) => Ok(Db::open(&settings.db_path, &sqlite_options(settings))?),
-        (None, Open::Existing) => Ok(Db::open_existing(&settings.db_path, &sqlite_options(settings))?),
+        (None, Open::Create) => Ok(Db::open(&settings.db_path, &settings.sqlite)?),
+        (None, Open::Existing) => Ok(Db::open_existing(&settings.db_path, &settings.sqlite)?),
     }
 }
 

@@ -27,7 +27,7 @@ fn parse_at(text: &str) -> Result<i64, String> {
 
 /// `integrity_check` and `foreign_key_check` of a rebuilt file, as `tessera check`.
 fn check(settings: &Settings, path: &Path) -> Result<(), String> {
-    let problems = crate::db::check_file(path, &crate::startup::sqlite_options(settings)).map_err(|e| e.to_string())?;
+    let problems = crate::db::check_file(path, &settings.sqlite).map_err(|e| e.to_string())?;
     if problems.is_empty() {
         return Ok(());
     }

@@ -10,11 +10,9 @@ use super::parse::{
 use super::raw::{pick, FileSettings, RawSettings};
 use super::replication::{BackupSchedule, S3Settings, Target};
 use super::smtp::Smtp;
-use super::{
-    invalid, AccountDeletion, ConfigError, LogFormat, PasskeyMode, Registration, Settings, Signup, Synchronous,
-};
+use super::{invalid, AccountDeletion, ConfigError, LogFormat, PasskeyMode, Registration, Settings, Signup};
 use crate::domain::locale::supported;
-use crate::domain::{Alg, Cidr, ForwardedHeader, Locale, MasterKey, Secret};
+use crate::domain::{Alg, Cidr, ForwardedHeader, Locale, MasterKey, Secret, Synchronous};
 
 impl Settings {
     /// Layers defaults < file < environment/flags and validates every value.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use url::Url;
 
-use crate::domain::{Alg, Cidr, ForwardedHeader, Locale, MasterKey, Secret};
+use crate::domain::{Alg, Cidr, ForwardedHeader, Locale, MasterKey, Secret, SqliteOptions};
 
 pub use parse::{default_issuer, issuer_text, parse_cookie_domain, parse_interval, parse_issuer, redact_url};
 pub use raw::RawSettings;
@@ -35,31 +35,10 @@ fn invalid(name: &'static str, reason: impl Into<String>) -> ConfigError {
     }
 }
 
-/// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
-/// FULL also survives power loss, at the price of an fsync per group commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Synchronous {
-    Normal,
-    Full,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
     Text,
     Json,
-}
-
-#[derive(Debug, Clone)]
-pub struct SqliteSettings {
-    pub wal: bool,
-    pub synchronous: Synchronous,
-    /// Bound of the writer's queue; a full queue answers 503 rather than waiting.
-    pub writer_queue: usize,
-    pub read_pool: u32,
-    /// SQLite's automatic checkpoints (every 1000 WAL pages). Off for a Litestream
-    /// sidecar, which checkpoints itself; Tessera's own replication turns them off on
-    /// the server's writer and checkpoints after shipping.
-    pub autocheckpoint: bool,
 }
 
 /// Lifetimes in seconds.
@@ -105,7 +84,7 @@ pub struct Settings {
     /// `None` means "derive from the bound address", which is how tests on port 0 work.
     pub issuer: Option<Url>,
     pub bcrypt_cost: u32,
-    pub sqlite: SqliteSettings,
+    pub sqlite: SqliteOptions,
     pub log_format: LogFormat,
     pub hash_threads: usize,
     pub workers: usize,
@@ -251,13 +230,7 @@ impl Default for Settings {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9000),
             issuer: None,
             bcrypt_cost: 10,
-            sqlite: SqliteSettings {
-                wal: true,
-                synchronous: Synchronous::Normal,
-                writer_queue: 8192,
-                read_pool: 8,
-                autocheckpoint: true,
-            },
+            sqlite: SqliteOptions::default(),
             log_format: LogFormat::Text,
             hash_threads: cores(),
             workers: cores(),

@@ -5,7 +5,7 @@ use crate::db::Db;
 
 pub(in crate::db) fn sqlite_db() -> (tempfile::TempDir, Db) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(&dir.path().join("t.db"), &crate::db::SqliteOptions::default()).unwrap();
+    let db = Db::open(&dir.path().join("t.db"), &crate::domain::SqliteOptions::default()).unwrap();
     (dir, db)
 }
 

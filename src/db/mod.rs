@@ -25,7 +25,6 @@ pub mod jtis;
 pub mod keys;
 pub mod logout;
 pub mod mfa;
-mod options;
 mod outage;
 pub mod outbox;
 pub mod par;
@@ -47,7 +46,8 @@ pub mod users;
 
 use std::path::Path;
 
-pub use options::{SqliteOptions, Synchronous};
+// The options `Db::open` takes, named here too for the callers of the storage API.
+pub use crate::domain::{SqliteOptions, Synchronous};
 pub use pg::PoolStats;
 pub use sql::Tx;
 pub use sqlite::{Checkpoint, CommitHook, Frame, Tail, WalPosition, WalTap, WriterStats};

@@ -10,6 +10,7 @@ pub mod net;
 mod redirect_uri;
 mod scope;
 pub mod secret;
+mod sqlite;
 
 pub use address_like::username_address_problem;
 pub use alg::Alg;
@@ -20,6 +21,7 @@ pub use net::{Cidr, ForwardedHeader};
 pub use redirect_uri::RedirectUri;
 pub use scope::Scope;
 pub use secret::{MasterKey, Secret};
+pub use sqlite::{SqliteOptions, Synchronous};
 
 /// What is wrong with a form or a request body: field name → message, shown next to
 /// the field on a page or returned as JSON by the admin API. One type for every form.

@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::db::DbError;
-use crate::db::{SqliteOptions, Synchronous};
+use crate::domain::{SqliteOptions, Synchronous};
 
 const BUSY_TIMEOUT_MS: u32 = 5000;
 

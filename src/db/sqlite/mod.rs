@@ -17,7 +17,7 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 
 use super::{DbError, Tx};
-use crate::db::SqliteOptions;
+use crate::domain::SqliteOptions;
 pub use tap::{Checkpoint, WalTap};
 pub use wal::{Frame, Tail, WalPosition};
 pub use writer::{CommitHook, WriterStats};

@@ -15,7 +15,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::wal::{self, Tail, WalPosition};
 use crate::db::DbError;
-use crate::db::SqliteOptions;
+use crate::domain::SqliteOptions;
 
 pub struct WalTap {
     db: PathBuf,
@@ -48,8 +48,8 @@ fn open(path: &Path, settings: &SqliteOptions) -> Result<Connection, DbError> {
     .map_err(|e| DbError::Open(format!("{}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let sync = match settings.synchronous {
-        crate::db::Synchronous::Normal => "NORMAL",
-        crate::db::Synchronous::Full => "FULL",
+        crate::domain::Synchronous::Normal => "NORMAL",
+        crate::domain::Synchronous::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync)?;
     conn.pragma_update(None, "wal_autocheckpoint", 0)?;

@@ -1,4 +1,6 @@
-//! How the SQLite engine opens its file, as the caller builds it from the settings.
+//! How the SQLite file is opened: the options the settings hold and the storage engine
+//! is given, with their defaults in this one place (the settings may not import the
+//! storage, nor the storage the settings).
 
 /// SQLite's `synchronous` pragma: NORMAL is safe against process crashes in WAL mode;
 /// FULL also survives power loss, at the price of an fsync per group commit.
@@ -8,7 +10,7 @@ pub enum Synchronous {
     Full,
 }
 
-/// The SQLite file's options; `Default` is the settings' defaults.
+/// The SQLite file's options.
 #[derive(Debug, Clone)]
 pub struct SqliteOptions {
     pub wal: bool,
@@ -16,8 +18,9 @@ pub struct SqliteOptions {
     /// Bound of the writer's queue; a full queue answers 503 rather than waiting.
     pub writer_queue: usize,
     pub read_pool: u32,
-    /// SQLite's automatic checkpoints (every 1000 WAL pages); off when another tool
-    /// or Tessera's own replication checkpoints after shipping.
+    /// SQLite's automatic checkpoints (every 1000 WAL pages). Off for a Litestream
+    /// sidecar, which checkpoints itself; Tessera's own replication turns them off on
+    /// the server's writer and checkpoints after shipping.
     pub autocheckpoint: bool,
 }
 
