@@ -3,8 +3,9 @@
 //! prefixed on https issuers. The picked language's cookie is `http::lang`'s.
 
 use actix_web::cookie::{time::Duration, Cookie, SameSite};
-use actix_web::HttpRequest;
+use actix_web::{HttpRequest, HttpResponse};
 
+use crate::crypto::Secret;
 use crate::state::AppState;
 
 pub fn session_name(state: &AppState) -> &'static str {
@@ -50,6 +51,23 @@ pub fn session(state: &AppState, value: String) -> Cookie<'static> {
 pub fn browser(state: &AppState, value: String) -> Cookie<'static> {
     // Outlives sessions so a login form stays valid while the page is open.
     build(state, browser_name(state), value, 30 * 24 * 3600)
+}
+
+/// The browser-binding cookie's value, and a new value to set when there was none.
+pub fn browser_cookie(req: &HttpRequest, state: &AppState) -> (String, Option<String>) {
+    match single(req, browser_name(state)).filter(|v| v.len() >= 32 && v.len() <= 128) {
+        Some(v) => (v, None),
+        None => {
+            let v = Secret::generate().expose().to_string();
+            (v.clone(), Some(v))
+        }
+    }
+}
+
+pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String>) {
+    if let Some(v) = new {
+        let _ = resp.add_cookie(&browser(state, v));
+    }
 }
 
 pub fn device(state: &AppState, value: String) -> Cookie<'static> {

@@ -347,7 +347,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
     let on = match params::field(&form, "action") {
         "on" => true,
         "off" => false,
-        _ => return crate::http::protocol::authorize::bad_request_page(t().acct_error_on_off),
+        _ => return pages::bad_request_page(t().acct_error_on_off),
     };
     let refuse = |msg: &str, status| {
         let problems = Problems::from([("email_mfa".to_string(), msg.to_string())]);

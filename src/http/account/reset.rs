@@ -100,7 +100,7 @@ pub async fn forgot_submit(req: HttpRequest, state: web::Data<AppState>, body: B
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return crate::http::protocol::authorize::bad_request_page(t().acct_error_form);
+        return pages::bad_request_page(t().acct_error_form);
     };
     let who = params::field(&form, "who");
     if who.trim().is_empty() {

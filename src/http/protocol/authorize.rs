@@ -6,7 +6,10 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
-use crate::crypto::{Secret, TokenHash};
+use crate::crypto::TokenHash;
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::errors::respond;
+use crate::http::pages::bad_request_page;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::authorize::{AuthRequest, AuthResponse};
 use crate::oidc::Ctx;
@@ -24,15 +27,6 @@ pub async fn authorize_post(req: HttpRequest, state: web::Data<AppState>, body: 
         return bad_request_page(crate::i18n::t().err_not_form);
     }
     authorize(&req, &state, &body).await
-}
-
-pub fn bad_request_page(message: &str) -> HttpResponse {
-    pages::error_page(
-        StatusCode::BAD_REQUEST,
-        crate::i18n::t().err_request_rejected,
-        message,
-        crate::i18n::t().err_return_try_again,
-    )
 }
 
 async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpResponse {
@@ -73,18 +67,6 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     resp
 }
 
-/// Delivers an authorization response by redirect, or by form post when asked.
-pub fn respond(resp: &AuthResponse) -> HttpResponse {
-    if resp.form_post {
-        let fields = resp.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        return pages::form_post(&pages::FormPostPage {
-            action: resp.redirect_uri.as_str(),
-            fields,
-        });
-    }
-    errors::redirect(&resp.url())
-}
-
 /// The page telling a signed-in user that the client does not admit them (403).
 pub async fn denied(state: &AppState, client_id: &str, resp: &AuthResponse) -> HttpResponse {
     let name = client_name(state, client_id).await;
@@ -100,23 +82,6 @@ pub async fn denied(state: &AppState, client_id: &str, resp: &AuthResponse) -> H
         fields: resp.params.iter().map(|(k, v)| (*k, v.as_str())).collect(),
     };
     pages::render(StatusCode::FORBIDDEN, &page)
-}
-
-/// The browser-binding cookie's value, and a new value to set when there was none.
-pub fn browser_cookie(req: &HttpRequest, state: &AppState) -> (String, Option<String>) {
-    match params::cookie(req, cookies::browser_name(state)).filter(|v| v.len() >= 32 && v.len() <= 128) {
-        Some(v) => (v, None),
-        None => {
-            let v = Secret::generate().expose().to_string();
-            (v.clone(), Some(v))
-        }
-    }
-}
-
-pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String>) {
-    if let Some(v) = new {
-        let _ = resp.add_cookie(&cookies::browser(state, v));
-    }
 }
 
 /// Parks `pending` and shows the login form for it, naming what the sign-in is for.

@@ -7,9 +7,11 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
-use crate::http::protocol::authorize::{bad_request_page, browser_cookie, login_page, set_browser};
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::errors::resume_page as resume_error;
+use crate::http::pages::bad_request_page;
+use crate::http::protocol::authorize::login_page;
 use crate::http::protocol::token::authenticated;
-use crate::http::signin::login::resume_error;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::device;
 use crate::signin::{Pending, ResumeError};

@@ -12,8 +12,10 @@ use askama::Template;
 
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
+use crate::http::errors::{respond, resume_page as resume_error};
 use crate::http::guard::{ip_text, user_agent};
-use crate::http::protocol::authorize::{bad_request_page, client_name, denied, respond, show_consent};
+use crate::http::pages::bad_request_page;
+use crate::http::protocol::authorize::{client_name, denied, show_consent};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::lifecycle::email_mfa::Sent;
 use crate::signin::complete::{Done, Then};
@@ -337,5 +339,3 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Err(e) => resume_error(e),
     }
 }
-
-pub use crate::http::errors::resume_page as resume_error;

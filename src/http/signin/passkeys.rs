@@ -12,7 +12,7 @@ use crate::auth::limits::Bucket;
 use crate::auth::passkeys::{self, Assertion, Made, PasskeyError};
 use crate::crypto::TokenHash;
 use crate::domain::Problems;
-use crate::http::signin::login::resume_error;
+use crate::http::errors::resume_page as resume_error;
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::signin::passkey::Refusal;
@@ -211,7 +211,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return refused;
     }
     let Some(form) = form_of(&req, &body) else {
-        return crate::http::protocol::authorize::bad_request_page(crate::i18n::t().passkey_bad_form);
+        return pages::bad_request_page(crate::i18n::t().passkey_bad_form);
     };
     let get = |n: &str| params::field(&form, n);
     let assertion = Assertion {
