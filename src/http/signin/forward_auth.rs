@@ -9,7 +9,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::forward_auth::{self as fa, Decision, Refusal, Target};
-use crate::http::protocol::authorize::login_page;
+use crate::http::signin::login_form::login_page;
 use crate::http::{cookies, errors, guard, pages, params, signin::portal};
 use crate::signin::Pending;
 use crate::state::AppState;

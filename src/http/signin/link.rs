@@ -301,10 +301,10 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
 /// After a right code or a confirmed link: the second factor if the account has one
 /// (and this browser is not trusted), else the sign-in completes.
 async fn go_on(req: &HttpRequest, state: &AppState, request_id: &str, pending: Pending, user: &User) -> HttpResponse {
-    let browser = crate::http::signin::login::browser(req, state);
+    let browser = crate::http::signin::steps::browser(req, state);
     let cx = state.ctx();
     match crate::signin::first::after_factor(&cx, request_id, pending, user, First::Mail, None, &browser).await {
-        Ok(step) => crate::http::signin::login::next(state, step).await,
-        Err(e) => crate::http::signin::login::refused(e),
+        Ok(step) => crate::http::signin::steps::next(state, step).await,
+        Err(e) => crate::http::signin::steps::refused(e),
     }
 }

@@ -220,11 +220,11 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         authenticator_data: get("authenticator_data"),
         signature: get("signature"),
     };
-    let browser = crate::http::signin::login::browser(&req, &state);
+    let browser = crate::http::signin::steps::browser(&req, &state);
     let names = (get("request_id"), get("csrf"));
     let t = crate::i18n::t();
     match crate::signin::passkey::sign_in(&state.ctx(), names, &assertion, &browser).await {
-        Ok(done) => crate::http::signin::login::signed_in(&state, done).await,
+        Ok(done) => crate::http::signin::steps::signed_in(&state, done).await,
         Err(Refusal::Resume(e)) => resume_error(e),
         Err(Refusal::Assertion(why)) => pages::error_page(
             StatusCode::UNAUTHORIZED,
