@@ -147,7 +147,7 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
             user_id,
             parked,
         } => finish_link(&req, &state, &provider, &profile, user_id, &parked).await,
-        Back::LinkFailed => crate::http::account::back("link-failed"),
+        Back::LinkFailed => crate::http::account::view::back("link-failed"),
     }
 }
 
@@ -166,10 +166,10 @@ async fn finish_link(
         _ => return resume_error(ResumeError::Forged),
     }
     match identity::resolve(&state.ctx(), p, profile, Some(uid)).await {
-        Ok(Resolved::Linked(_)) => crate::http::account::back("linked"),
-        Ok(Resolved::LinkedElsewhere) => crate::http::account::back("link-elsewhere"),
-        Ok(Resolved::AlreadyLinked) => crate::http::account::back("link-already"),
-        Ok(_) => crate::http::account::back("link-failed"),
+        Ok(Resolved::Linked(_)) => crate::http::account::view::back("linked"),
+        Ok(Resolved::LinkedElsewhere) => crate::http::account::view::back("link-elsewhere"),
+        Ok(Resolved::AlreadyLinked) => crate::http::account::view::back("link-already"),
+        Ok(_) => crate::http::account::view::back("link-failed"),
         Err(e) => errors::server_page(e),
     }
 }
@@ -227,21 +227,21 @@ pub async fn cancel(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 
 /// `POST /account/federation/{id}/link`: the signed-in user links an upstream account.
 pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<String>, body: Bytes) -> HttpResponse {
-    let (v, _) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, _) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
     // A link is a way in that outlives a password change: as for an authenticator app
     // or a passkey, the person proves again who they are first.
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         if crate::crypto::password::has_password(&v.user.password_hash) {
-            return errors::redirect(&crate::http::account::confirm::confirm_url("link"));
+            return errors::redirect(&crate::http::account::reauth::confirm_url("link"));
         }
-        return crate::http::account::back("link-reauth");
+        return crate::http::account::view::back("link-reauth");
     }
     let p = match fed::find(&state.ctx(), &path).await {
         Ok(Some(p)) => p,
-        Ok(None) => return crate::http::account::back("link-failed"),
+        Ok(None) => return crate::http::account::view::back("link-failed"),
         Err(e) => return errors::server_page(e),
     };
     let (value, new_cookie) = browser_cookie(&req, &state);
@@ -258,7 +258,7 @@ pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<
     .await
     {
         Ok(url) => to_upstream(&url),
-        Err(Begin::Unavailable(_)) => crate::http::account::back("link-unavailable"),
+        Err(Begin::Unavailable(_)) => crate::http::account::view::back("link-unavailable"),
         Err(Begin::Expired) => resume_error(ResumeError::Expired),
         Err(Begin::Server(e)) => errors::server_page(e),
     };
@@ -273,14 +273,14 @@ pub async fn unlink(
     path: web::Path<String>,
     body: Bytes,
 ) -> HttpResponse {
-    let (v, _) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, _) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
     match identity::unlink(&state.ctx(), v.user.id, &path).await {
-        Ok(Unlink::Done) => crate::http::account::back("unlinked"),
-        Ok(Unlink::NotLinked) => crate::http::account::back("link-failed"),
-        Ok(Unlink::LastWay) => crate::http::account::back("unlink-last"),
+        Ok(Unlink::Done) => crate::http::account::view::back("unlinked"),
+        Ok(Unlink::NotLinked) => crate::http::account::view::back("link-failed"),
+        Ok(Unlink::LastWay) => crate::http::account::view::back("unlink-last"),
         Err(e) => errors::server_page(e),
     }
 }

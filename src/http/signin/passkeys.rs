@@ -39,7 +39,7 @@ fn reauth_required() -> HttpResponse {
     b.json(json!({
         "error": "reauthentication_required",
         "error_description": "confirm your password first",
-        "confirm": crate::http::account::confirm::confirm_url("passkey"),
+        "confirm": crate::http::account::reauth::confirm_url("passkey"),
     }))
 }
 
@@ -68,7 +68,7 @@ pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) 
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         return reauth_required();
     }
     match passkeys::registration_options(&state.ctx(), &v.user).await {
@@ -94,7 +94,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         return reauth_required();
     }
     let Ok(r) = serde_json::from_slice::<Registration>(&body) else {
@@ -111,7 +111,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
 }
 
 pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, form) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
