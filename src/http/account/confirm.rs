@@ -145,12 +145,12 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>) -> Ht
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Login) {
         return limited;
     }
-    let v = match crate::http::signin::passkeys::json_viewer(&req, &state).await {
+    let v = match crate::http::signin::passkey_forms::json_viewer(&req, &state).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
     match crate::auth::passkeys::reauth_options(&state.ctx(), &v.user).await {
-        Ok(options) => crate::http::signin::passkeys::options_json(Some(options)),
+        Ok(options) => crate::http::signin::passkey_forms::options_json(Some(options)),
         Err(e) => errors::passkey_json(e),
     }
 }

@@ -6,6 +6,7 @@ pub mod forward_auth;
 pub mod link;
 pub mod login;
 pub mod login_form;
+pub mod passkey_forms;
 pub mod passkeys;
 pub mod portal;
 pub mod signup;
