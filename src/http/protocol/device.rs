@@ -10,7 +10,7 @@ use crate::crypto::TokenHash;
 use crate::http::cookies::{browser_cookie, set_browser};
 use crate::http::errors::resume_page as resume_error;
 use crate::http::pages::bad_request_page;
-use crate::http::protocol::token::authenticated;
+use crate::http::protocol::credentials::authenticated;
 use crate::http::signin::login_form::login_page;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::device;
