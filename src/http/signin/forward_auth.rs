@@ -166,20 +166,6 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
     }
 }
 
-/// The forward-auth cookie's own name, domain and path, expired: what sign-out sends.
-pub fn removal(state: &AppState) -> Cookie<'static> {
-    let mut cookie = Cookie::build(fa::COOKIE, "")
-        .path("/")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .max_age(Duration::ZERO)
-        .finish();
-    if let Some(domain) = &state.settings.forward_auth_cookie_domain {
-        cookie.set_domain(domain.clone());
-    }
-    cookie
-}
-
 fn refused_page(why: &str) -> HttpResponse {
     pages::error_page(
         StatusCode::BAD_REQUEST,
