@@ -7,6 +7,7 @@ comments and string literals taken out first, and resolves each to the file that
 defines it. Then it fails on:
 
   - an import cycle between files, or between top-level modules (`auth` ↔ `lifecycle`);
+  - a file of the http plumbing (HTTP_PLUMBING below) importing a handler file;
   - an import against the direction of the layers (LAYERS below: a module may import
     only modules of a lower rank);
   - a storage operation (`db::family::op`, `.db.read`/`.db.write`, `Tx`) named in
@@ -54,6 +55,14 @@ LAYERS = {
 # Imports forbidden although downward: storage knows neither the settings (it is given
 # its options) nor the languages (mail is rendered before the write).
 FORBIDDEN = {("db", "config"), ("db", "i18n")}
+
+# Inside src/http/, the plumbing the handlers share (errors, guards, cookies, pages,
+# parameters, the language, the page's branding, what a protocol request presents, and
+# what the sign-in and account pages have in common). It imports no handler file, so
+# that handlers → plumbing is the one direction and no handler is needed by another.
+HTTP_PLUMBING = re.compile(
+    r"src/http/(errors(/tests)?|guard|cookies|pages|params|lang|branding|protocol/credentials"
+    r"|signin/(portal|login_form|steps|signup_form|passkey_forms)|account/(forms|reauth|view))\.rs$")
 
 # Crates that belong to one place: (crate regex, allowed path regex, what).
 CRATE_HOMES = [
@@ -373,6 +382,12 @@ def main():
             findings.append(f"src/{name}: a top-level module missing from LAYERS in scripts/check-imports.py")
     for comp in sccs(set(file_edges) | {t for s in file_edges.values() for t in s}, file_edges):
         findings.append(f"import cycle between {len(comp)} files: {' '.join(comp)}")
+    for a, targets in sorted(file_edges.items()):
+        if HTTP_PLUMBING.match(a):
+            for b in sorted(targets):
+                if b.startswith("src/http/") and not HTTP_PLUMBING.match(b):
+                    findings.append(f"{a}: the http plumbing imports the handler file {b} "
+                                    "(HTTP_PLUMBING in scripts/check-imports.py)")
     for comp in sccs(set(mod_edges), mod_edges):
         findings.append(f"import cycle between modules: {' ↔ '.join(comp)}")
     for (a, b), at in sorted(where.items()):

@@ -1,10 +1,12 @@
 //! The cookies Tessera sets: the SSO session, the browser binding that ties a login
 //! form to the browser it was shown to, and the long-lived device cookie. `__Host-`
-//! prefixed on https issuers. The picked language's cookie is `http::lang`'s.
+//! prefixed on https issuers. The picked language's cookie is `http::lang`'s; the
+//! forward-auth cookie is `http::signin::forward_auth`'s, removed here at sign-out.
 
 use actix_web::cookie::{time::Duration, Cookie, SameSite};
-use actix_web::HttpRequest;
+use actix_web::{HttpRequest, HttpResponse};
 
+use crate::crypto::Secret;
 use crate::state::AppState;
 
 pub fn session_name(state: &AppState) -> &'static str {
@@ -52,9 +54,40 @@ pub fn browser(state: &AppState, value: String) -> Cookie<'static> {
     build(state, browser_name(state), value, 30 * 24 * 3600)
 }
 
+/// The browser-binding cookie's value, and a new value to set when there was none.
+pub fn browser_cookie(req: &HttpRequest, state: &AppState) -> (String, Option<String>) {
+    match single(req, browser_name(state)).filter(|v| v.len() >= 32 && v.len() <= 128) {
+        Some(v) => (v, None),
+        None => {
+            let v = Secret::generate().expose().to_string();
+            (v.clone(), Some(v))
+        }
+    }
+}
+
+pub fn set_browser(resp: &mut HttpResponse, state: &AppState, new: Option<String>) {
+    if let Some(v) = new {
+        let _ = resp.add_cookie(&browser(state, v));
+    }
+}
+
 pub fn device(state: &AppState, value: String) -> Cookie<'static> {
     let max_age = crate::lifecycle::devices::COOKIE_MAX_AGE;
     build(state, device_name(state), value, max_age)
+}
+
+/// The forward-auth cookie's own name, domain and path, expired: what sign-out sends.
+pub fn forward_auth_removal(state: &AppState) -> Cookie<'static> {
+    let mut cookie = Cookie::build(crate::forward_auth::COOKIE, "")
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .max_age(Duration::ZERO)
+        .finish();
+    if let Some(domain) = &state.settings.forward_auth_cookie_domain {
+        cookie.set_domain(domain.clone());
+    }
+    cookie
 }
 
 /// How many cookies of one name a request carries. A host may set a cookie for its

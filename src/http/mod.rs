@@ -43,6 +43,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     // admin API scope's catch-all.
     admin::presets::routes(cfg);
     branding::routes(cfg);
+    admin::branding::routes(cfg);
     protocol::registered_logo::routes(cfg);
     // Claim mapping, token preview and test sign-in: ahead of the admin API scope's
     // catch-all and of `/admin/clients/{id}/{action}`.

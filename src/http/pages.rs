@@ -236,6 +236,16 @@ pub fn error_page(status: StatusCode, title: &str, message: &str, hint: &str) ->
     render(status, &ErrorPage { title, message, hint })
 }
 
+/// A request from a page that cannot be read (a form sent wrong, a missing choice).
+pub fn bad_request_page(message: &str) -> HttpResponse {
+    error_page(
+        StatusCode::BAD_REQUEST,
+        crate::i18n::t().err_request_rejected,
+        message,
+        crate::i18n::t().err_return_try_again,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,7 +54,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 
 pub async fn metrics(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(expected) = state.settings.metrics_token.as_ref().map(|t| t.expose()) {
-        let presented = crate::http::protocol::userinfo::header_token(&req)
+        let presented = crate::http::protocol::credentials::header_token(&req)
             .ok()
             .flatten()
             .unwrap_or_default();

@@ -2,7 +2,7 @@
 //! again before a credential is added (an authenticator app, a passkey, a link to an
 //! upstream account) or the email address is changed, so that a stolen session cannot
 //! plant a way back in that outlives a password change. A confirmation holds for
-//! `REAUTH_WINDOW` seconds. A change of address carries the typed values through the
+//! `reauth::REAUTH_WINDOW` seconds. A change of address carries the typed values through the
 //! confirmation, back to the profile form.
 
 use actix_web::http::StatusCode;
@@ -12,15 +12,12 @@ use askama::Template;
 
 use crate::audit::Event;
 use crate::auth::limits::Bucket;
-use crate::http::account::{password_ok, posted};
+use crate::http::account::forms::{me, posted};
+use crate::http::account::reauth::{password_ok, Carried};
 use crate::http::params;
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, guard, pages};
 use crate::state::AppState;
-
-/// Seconds after a sign-in or a password confirmation during which credentials may
-/// be added.
-pub const REAUTH_WINDOW: i64 = 300;
 
 /// Where a confirmation leads back to: the step that asked for it (for a change of
 /// address, the profile form with the typed values: `Carried::back`).
@@ -30,62 +27,6 @@ fn next_path(next: &str) -> &'static str {
         "link" => "/account#linked-accounts",
         _ => "/account#passkeys-h",
     }
-}
-
-/// The profile a change of address was typed with, carried through the confirmation
-/// so that nothing typed is lost.
-#[derive(Debug, Default, Clone)]
-pub struct Carried {
-    pub name: String,
-    pub email: String,
-}
-
-impl Carried {
-    /// The values named `name` and `email` among `pairs` (a query or a form).
-    pub fn read<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
-        let mut carried = Self::default();
-        for (k, v) in pairs {
-            match k {
-                "name" => carried.name = v.chars().take(256).collect(),
-                "email" => carried.email = v.chars().take(256).collect(),
-                _ => {}
-            }
-        }
-        carried
-    }
-
-    fn query(&self) -> String {
-        url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("name", &self.name)
-            .append_pair("email", &self.email)
-            .finish()
-    }
-
-    /// The confirmation page for this change of address.
-    pub fn confirm_url(&self) -> String {
-        format!("/account/confirm?next=email&{}", self.query())
-    }
-
-    /// The account page with the profile form filled in again, to be saved.
-    fn back(&self) -> String {
-        format!("/account?done=confirmed-email&{}#profile-h", self.query())
-    }
-}
-
-/// Whether the viewer proved who they are recently enough to add a credential.
-pub fn recently_authenticated(state: &AppState, v: &Viewer) -> bool {
-    state.clock.now() - v.session.last_authenticated() <= REAUTH_WINDOW
-}
-
-/// The confirmation page's address for a step (`totp`, `link` or `passkey`).
-pub fn confirm_url(next: &str) -> String {
-    format!(
-        "/account/confirm?next={}",
-        match next {
-            "totp" | "link" => next,
-            _ => "passkey",
-        }
-    )
 }
 
 #[derive(Template)]
@@ -191,7 +132,7 @@ pub async fn confirm_post(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(resp) => return resp,
     }
-    let marked = crate::account::mark_reauthenticated(&state.ctx(), &crate::http::account::me(&req, &state, &v)).await;
+    let marked = crate::account::mark_reauthenticated(&state.ctx(), &me(&req, &state, &v)).await;
     match marked {
         Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),
@@ -204,12 +145,12 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>) -> Ht
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Login) {
         return limited;
     }
-    let v = match crate::http::signin::passkeys::json_viewer(&req, &state).await {
+    let v = match crate::http::signin::passkey_forms::json_viewer(&req, &state).await {
         Ok(v) => v,
         Err(resp) => return resp,
     };
     match crate::auth::passkeys::reauth_options(&state.ctx(), &v.user).await {
-        Ok(options) => crate::http::signin::passkeys::options_json(Some(options)),
+        Ok(options) => crate::http::signin::passkey_forms::options_json(Some(options)),
         Err(e) => errors::passkey_json(e),
     }
 }
@@ -247,7 +188,7 @@ pub async fn passkey_post(req: HttpRequest, state: web::Data<AppState>, body: By
         }
         Err(crate::auth::passkeys::PasskeyError::Server(e)) => return errors::server_page(e),
     }
-    let marked = crate::account::mark_reauthenticated(&state.ctx(), &crate::http::account::me(&req, &state, &v)).await;
+    let marked = crate::account::mark_reauthenticated(&state.ctx(), &me(&req, &state, &v)).await;
     match marked {
         Ok(()) => onward(&next, &form),
         Err(e) => errors::server_page(e),

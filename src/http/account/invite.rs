@@ -14,7 +14,7 @@ use crate::db::groups::Group;
 use crate::domain::Problems;
 use crate::http::admin::{error_page, posted, posted_to};
 use crate::http::signin::portal::{self, Viewer};
-use crate::http::{errors, guard, pages, params, signin::passkeys};
+use crate::http::{errors, guard, pages, params, signin::passkey_forms};
 use crate::i18n::t;
 use crate::lifecycle::invite::{self, Accepted, Choice, Created, Opened};
 use crate::lifecycle::Queued;
@@ -118,14 +118,14 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body:
     {
         return refused;
     }
-    let Some(form) = passkeys::link_form(&req, &body) else {
-        return passkeys::bad_json();
+    let Some(form) = passkey_forms::link_form(&req, &body) else {
+        return passkey_forms::bad_json();
     };
     let get = |n: &str| params::field(&form, n);
     match invite::passkey_options(&state.ctx(), get("token"), get("username")).await {
-        Ok(Ok(options)) => passkeys::options_json(Some(options)),
-        Ok(Err(Accepted::Invalid(problems))) => passkeys::problem_json(&problems),
-        Ok(Err(_)) => passkeys::options_json(None),
+        Ok(Ok(options)) => passkey_forms::options_json(Some(options)),
+        Ok(Err(Accepted::Invalid(problems))) => passkey_forms::problem_json(&problems),
+        Ok(Err(_)) => passkey_forms::options_json(None),
         Err(e) => errors::passkey_json(e),
     }
 }
@@ -137,7 +137,7 @@ pub async fn accept_passkey(req: HttpRequest, state: web::Data<AppState>, body: 
     {
         return refused;
     }
-    let Some(form) = passkeys::link_form(&req, &body) else {
+    let Some(form) = passkey_forms::link_form(&req, &body) else {
         return dead_link();
     };
     let get = |n: &str| params::field(&form, n);
@@ -148,7 +148,7 @@ pub async fn accept_passkey(req: HttpRequest, state: web::Data<AppState>, body: 
         confirm: "",
         ip: guard::ip_text(&req, &state),
     };
-    let result = match passkeys::made(&state, &form) {
+    let result = match passkey_forms::made(&state, &form) {
         Ok(made) => invite::accept_with_passkey(&state.ctx(), &choice, made).await,
         Err(PasskeyError::Refused(why)) => Ok(Accepted::Invalid(Problems::from([(
             "passkey".to_string(),

@@ -3,11 +3,13 @@
 //! authenticator app is in `account_totp`). Every form carries the session's CSRF token.
 
 pub mod confirm;
+pub mod forms;
 pub mod invite;
+pub mod reauth;
 pub mod reset;
 pub mod setup;
 pub mod totp;
-mod view;
+pub(crate) mod view;
 
 use std::collections::HashMap;
 
@@ -25,40 +27,14 @@ use crate::http::{errors, guard, pages, params};
 use crate::i18n::t;
 use crate::oidc::logout;
 use crate::state::AppState;
+use forms::{me, posted};
+use reauth::{password_ok, recently_authenticated, Carried};
 
 pub use crate::domain::Problems;
 pub(crate) use view::{back, render};
 pub use view::{fill_strong2, fill_tag, SessionRow};
 
 use view::flash_text;
-
-/// The viewer as the account operations know them.
-pub(crate) fn me<'a>(req: &HttpRequest, state: &AppState, v: &'a Viewer) -> crate::account::Me<'a> {
-    crate::account::Me {
-        user: &v.user,
-        sid: &v.session.sid,
-        ip: crate::http::guard::ip_text(req, state),
-    }
-}
-
-/// Form fields, the viewer and a verified CSRF token, or the response that refuses.
-pub async fn posted(
-    req: &HttpRequest,
-    state: &AppState,
-    body: &Bytes,
-) -> Result<(Viewer, HashMap<String, String>), HttpResponse> {
-    if let Some(refused) = guard::cross_origin(req, state) {
-        return Err(refused);
-    }
-    let viewer = portal::require(req, state).await?;
-    let form = params::require_form(req)
-        .and_then(|_| params::unique_form(body))
-        .map_err(|_| portal::csrf_refused())?;
-    if !portal::csrf_ok(&viewer, form.get("csrf").map(String::as_str).unwrap_or_default()) {
-        return Err(portal::csrf_refused());
-    }
-    Ok((viewer, form))
-}
 
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let v = match portal::require(&req, &state).await {
@@ -70,7 +46,7 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
         .collect();
     let done = params::field(&query, "done");
     // Back from confirming a change of address: the profile form as it was typed.
-    let carried = crate::http::account::confirm::Carried::read(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let carried = Carried::read(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let typed = (done == "confirmed-email").then_some((carried.name.as_str(), carried.email.as_str()));
     render(&state, &v, StatusCode::OK, flash_text(done), Problems::default(), typed).await
 }
@@ -102,8 +78,8 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
     );
     // Where resets and sign-in links go is a way into the account: a change (a removal
     // included) needs a recent sign-in or the password again, as adding a credential does.
-    if e != v.user.email && !crate::http::account::confirm::recently_authenticated(&state, &v) {
-        let carried = crate::http::account::confirm::Carried {
+    if e != v.user.email && !recently_authenticated(&state, &v) {
+        let carried = Carried {
             name: name.to_string(),
             email: email.to_string(),
         };
@@ -114,29 +90,6 @@ pub async fn profile(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Ok(false) => back("profile"),
         Ok(true) => back("profile-verify"),
         Err(e) => errors::server_page(e),
-    }
-}
-
-/// Checks the account's current password as a sign-in does: the per-account limit
-/// first, and a wrong password counted toward the lockout, so that a stolen session
-/// is no password oracle.
-pub(crate) async fn password_ok(state: &AppState, v: &Viewer, password: &str) -> Result<bool, HttpResponse> {
-    if let Some(limited) = guard::limit_account(state, &v.user.username) {
-        return Err(limited);
-    }
-    use crate::auth::login::{reauthenticate, LoginError, Reauth};
-    let (lockout, now) = (state.settings.lockout, state.clock.now());
-    match reauthenticate(&state.db, &state.hasher, &v.user, password, lockout, now).await {
-        Ok(Reauth::Confirmed) => Ok(true),
-        Ok(Reauth::Wrong) => Ok(false),
-        Ok(Reauth::Locked) => Err(pages::error_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            t().acct_locked_title,
-            t().acct_locked,
-            t().acct_locked_hint,
-        )),
-        Err(LoginError::Server(e)) => Err(errors::server_page(e)),
-        Err(LoginError::InvalidCredentials) => Err(errors::server_page(crate::error::Internal::Failed)),
     }
 }
 
@@ -347,7 +300,7 @@ pub async fn email_mfa(req: HttpRequest, state: web::Data<AppState>, body: Bytes
     let on = match params::field(&form, "action") {
         "on" => true,
         "off" => false,
-        _ => return crate::http::protocol::authorize::bad_request_page(t().acct_error_on_off),
+        _ => return pages::bad_request_page(t().acct_error_on_off),
     };
     let refuse = |msg: &str, status| {
         let problems = Problems::from([("email_mfa".to_string(), msg.to_string())]);

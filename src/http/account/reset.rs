@@ -9,7 +9,7 @@ use askama::Template;
 
 use crate::auth::limits::Bucket;
 use crate::auth::passkeys::PasskeyError;
-use crate::http::{errors, guard, pages, params, signin::passkeys};
+use crate::http::{errors, guard, pages, params, signin::passkey_forms};
 use crate::i18n::t;
 use crate::lifecycle::reset::{self, Kind, Outcome};
 use crate::state::AppState;
@@ -100,7 +100,7 @@ pub async fn forgot_submit(req: HttpRequest, state: web::Data<AppState>, body: B
         return refused;
     }
     let Ok(form) = params::require_form(&req).and_then(|_| params::unique_form(&body)) else {
-        return crate::http::protocol::authorize::bad_request_page(t().acct_error_form);
+        return pages::bad_request_page(t().acct_error_form);
     };
     let who = params::field(&form, "who");
     if who.trim().is_empty() {
@@ -164,11 +164,11 @@ pub async fn passkey_options(req: HttpRequest, state: web::Data<AppState>, body:
     {
         return refused;
     }
-    let Some(form) = passkeys::link_form(&req, &body) else {
-        return passkeys::bad_json();
+    let Some(form) = passkey_forms::link_form(&req, &body) else {
+        return passkey_forms::bad_json();
     };
     match reset::passkey_options(&state.ctx(), params::field(&form, "token")).await {
-        Ok(options) => passkeys::options_json(options),
+        Ok(options) => passkey_forms::options_json(options),
         Err(e) => errors::passkey_json(e),
     }
 }
@@ -179,12 +179,12 @@ pub async fn passkey_submit(req: HttpRequest, state: web::Data<AppState>, body: 
     {
         return refused;
     }
-    let Some(form) = passkeys::link_form(&req, &body) else {
+    let Some(form) = passkey_forms::link_form(&req, &body) else {
         return dead_link();
     };
     let token = params::field(&form, "token");
     let ip = guard::ip_text(&req, &state);
-    let result = match passkeys::made(&state, &form) {
+    let result = match passkey_forms::made(&state, &form) {
         Ok(made) => reset::finish_with_passkey(&state.ctx(), token, made, params::field(&form, "code"), &ip).await,
         Err(PasskeyError::Refused(why)) => Ok(Outcome::Invalid("passkey", why.to_string())),
         Err(PasskeyError::Server(e)) => return errors::server_page(e),

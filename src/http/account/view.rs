@@ -5,8 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 use askama::Template;
 
-use super::Problems;
 use crate::db::{self, sessions::SessionInfo};
+use crate::domain::Problems;
 use crate::http::signin::portal::Viewer;
 use crate::http::{errors, pages};
 use crate::i18n::t;

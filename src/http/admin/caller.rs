@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::admin::{self, Actor, AdminError};
 use crate::http::errors::{admin_json as admin_error, json_error};
-use crate::http::{errors, guard::ip_text, protocol::userinfo::header_token, signin::portal};
+use crate::http::{errors, guard::ip_text, protocol::credentials::header_token, signin::portal};
 use crate::oidc::token::ADMIN_SCOPE;
 use crate::oidc::{introspect, ErrorCode, OAuthError};
 use crate::state::AppState;

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod apps;
+pub mod branding;
 pub mod caller;
 pub mod charts;
 pub mod claims;

@@ -10,7 +10,7 @@ use askama::Template;
 
 use crate::admin::{self, users::UserInput, users::UserView, AdminError, ListQuery, Problems};
 use crate::db::groups::Group;
-use crate::http::account::SessionRow;
+use crate::http::account::view::SessionRow;
 use crate::http::admin::{answer, done, error_page, flash, pager, record_id, Posted};
 use crate::http::signin::portal::{self, Viewer};
 use crate::http::{errors, pages};

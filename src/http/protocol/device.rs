@@ -1,15 +1,17 @@
 //! Device Authorization Grant endpoints: `/device_authorization` for the device, and
 //! `/device` where a signed-in person enters and approves the user code.
 
-use actix_web::http::{header, StatusCode};
+use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
-use crate::http::protocol::authorize::{bad_request_page, browser_cookie, login_page, set_browser};
-use crate::http::protocol::token::authenticated;
-use crate::http::signin::login::resume_error;
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::errors::resume_page as resume_error;
+use crate::http::pages::bad_request_page;
+use crate::http::protocol::credentials::authenticated;
+use crate::http::signin::login_form::login_page;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::oidc::device;
 use crate::signin::{Pending, ResumeError};
@@ -184,12 +186,4 @@ fn not_admitted(client_name: &str) -> HttpResponse {
         &crate::i18n::t().fill(crate::i18n::t().denied_lead, "client", client_name),
         crate::i18n::t().denied_hint,
     )
-}
-
-/// After signing in on the way to a device approval, back to the approval page.
-pub fn after_login(code: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, format!("/device?user_code={}", device::display(code))))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .finish()
 }

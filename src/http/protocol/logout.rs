@@ -176,6 +176,6 @@ fn finished(state: &AppState, request: &LogoutRequest, frames: &[Frame]) -> Http
         .max_age(Duration::ZERO)
         .finish();
     let _ = resp.add_cookie(&clear);
-    let _ = resp.add_cookie(&crate::http::signin::forward_auth::removal(state));
+    let _ = resp.add_cookie(&cookies::forward_auth_removal(state));
     resp
 }

@@ -1,6 +1,7 @@
 //! The OAuth 2.0 and OpenID Connect endpoints relying parties and resource servers call.
 
 pub mod authorize;
+pub mod credentials;
 pub mod device;
 pub mod discovery;
 pub mod logout;

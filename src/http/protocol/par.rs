@@ -21,9 +21,9 @@ async fn push(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> Http
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Authorize) {
         return limited;
     }
-    let dpop = crate::http::protocol::userinfo::dpop_header(&req);
+    let dpop = crate::http::protocol::credentials::dpop_header(&req);
     let result = async {
-        let (client, form) = crate::http::protocol::token::authenticated(&req, &cx, &body).await?;
+        let (client, form) = crate::http::protocol::credentials::authenticated(&req, &cx, &body).await?;
         let proof = dpop.as_ref().map_err(Clone::clone)?.as_deref();
         par::push(&cx, &client, &form, proof).await
     }

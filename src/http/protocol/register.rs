@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::config::Registration;
-use crate::http::{errors, guard, protocol::userinfo::header_token};
+use crate::http::{errors, guard, protocol::credentials::header_token};
 use crate::oidc::{registration, ErrorCode, OAuthError};
 use crate::state::AppState;
 

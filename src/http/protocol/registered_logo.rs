@@ -9,22 +9,7 @@ use actix_web::web;
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::http::errors;
-use crate::signin::Pending;
 use crate::state::AppState;
-
-/// The registered client's logo, policy and terms for a sign-in's login page
-/// (nothing for other sign-ins, or when the client cannot be read).
-pub(crate) async fn about(state: &AppState, pending: &Pending) -> crate::oidc::client_about::About {
-    let Pending::Login(r) = pending else {
-        return Default::default();
-    };
-    crate::oidc::client_about::about_id(&state.ctx(), &r.client_id)
-        .await
-        .unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read what a client shows about itself");
-            Default::default()
-        })
-}
 
 async fn registered_logo(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let id = url::form_urlencoded::parse(req.query_string().as_bytes())

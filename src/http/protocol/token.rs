@@ -2,29 +2,15 @@
 //! one protocol call, JSON out with `no-store`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
-use crate::db::clients::Client;
-use crate::http::{errors, guard, params};
-use crate::oidc::{client_auth, introspect as inspect, token as grants, Ctx, OAuthError};
+use crate::http::protocol::credentials::authenticated;
+use crate::http::{errors, guard};
+use crate::oidc::{introspect as inspect, token as grants, OAuthError};
 use crate::state::AppState;
-
-pub async fn authenticated(
-    req: &HttpRequest,
-    cx: &Ctx<'_>,
-    body: &Bytes,
-) -> Result<(Arc<Client>, HashMap<String, String>), OAuthError> {
-    params::require_form(req)?;
-    let form = params::unique_form(body)?;
-    let presented = params::client_credentials(req, &form)?;
-    guard::tag_client(req, &presented.client_id);
-    let client = client_auth::authenticate(cx, presented).await?;
-    Ok((client, form))
-}
 
 fn ok_json(value: &impl serde::Serialize) -> HttpResponse {
     let mut b = HttpResponse::Ok();
@@ -37,7 +23,7 @@ pub async fn token(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     if let Some(limited) = guard::limit_json(&req, &state, Bucket::Token) {
         return limited;
     }
-    let dpop = crate::http::protocol::userinfo::dpop_header(&req);
+    let dpop = crate::http::protocol::credentials::dpop_header(&req);
     let result = async {
         let (client, form) = authenticated(&req, &cx, &body).await?;
         // The login form's limits, before any password is hashed.

@@ -2,63 +2,14 @@
 //! header or, for POST, in the form body (RFC 6750 §2.1, §2.2) — never both; or a
 //! DPoP-bound token with the `DPoP` scheme and its proof (RFC 9449 §7.1).
 
-use actix_web::http::header;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 
+use crate::http::protocol::credentials::{dpop_header, header_credentials};
 use crate::http::{errors, params};
 use crate::oidc::dpop::{Presented, Scheme};
 use crate::oidc::{introspect, ErrorCode, OAuthError};
 use crate::state::AppState;
-
-/// The token of an `Authorization: Bearer` header.
-pub fn header_token(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
-    match header_credentials(req)? {
-        None => Ok(None),
-        Some((Scheme::Bearer, token)) => Ok(Some(token)),
-        Some((Scheme::DPoP, _)) => Err(not_bearer()),
-    }
-}
-
-fn not_bearer() -> OAuthError {
-    OAuthError::invalid_request("the Authorization header is not a Bearer token")
-}
-
-/// The request's `DPoP` header: at most one (RFC 9449 §4.3 step 1), else
-/// `invalid_dpop_proof`.
-pub fn dpop_header(req: &HttpRequest) -> Result<Option<String>, OAuthError> {
-    let bad = |d: &'static str| OAuthError::new(ErrorCode::InvalidDpopProof, d);
-    let mut values = req.headers().get_all("dpop");
-    let Some(first) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        return Err(bad("send one DPoP header"));
-    }
-    let proof = first.to_str().map_err(|_| bad("the DPoP header is not a JWS"))?;
-    Ok(Some(proof.trim().to_string()))
-}
-
-/// The token of an `Authorization` header with the `Bearer` or `DPoP` scheme.
-fn header_credentials(req: &HttpRequest) -> Result<Option<(Scheme, String)>, OAuthError> {
-    let Some(value) = req.headers().get(header::AUTHORIZATION) else {
-        return Ok(None);
-    };
-    let value = value
-        .to_str()
-        .map_err(|_| OAuthError::invalid_request("malformed Authorization header"))?;
-    let (scheme, token) = match value.split_once(' ') {
-        Some((scheme, token)) if !token.trim().is_empty() => (scheme, token.trim().to_string()),
-        _ => return Err(not_bearer()),
-    };
-    if scheme.eq_ignore_ascii_case("dpop") {
-        Ok(Some((Scheme::DPoP, token)))
-    } else if scheme.eq_ignore_ascii_case("bearer") {
-        Ok(Some((Scheme::Bearer, token)))
-    } else {
-        Err(not_bearer())
-    }
-}
 
 async fn answer(
     req: &HttpRequest,

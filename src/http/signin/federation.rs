@@ -11,61 +11,21 @@ use actix_web::{HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
-use crate::db::providers::Provider;
 use crate::federation::identity::{self, Resolved, Unlink};
-use crate::federation::{self as fed, logout::Refused, Button};
-use crate::http::protocol::authorize::{bad_request_page, browser_cookie, respond, set_browser};
-use crate::http::signin::login::{purpose, resume_error};
-use crate::http::{cookies, errors, guard, pages, params};
+use crate::federation::{self as fed, logout::Refused};
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::errors::{respond, resume_page as resume_error};
+use crate::http::pages::bad_request_page;
+use crate::http::signin::login_form::{login_again, unreachable_text};
+use crate::http::signin::steps::to_upstream;
+use crate::http::{cookies, errors, guard, params};
 use crate::signin::upstream::{self as flow, Answer, Back, Begin, Why};
 use crate::signin::{Parked, Pending, ResumeError};
 use crate::state::AppState;
 
-/// The login page's upstream buttons; a storage failure shows none rather than no page.
-pub async fn buttons(state: &AppState) -> Vec<Button> {
-    match fed::buttons(&state.ctx()).await {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(error = ?e, "cannot list upstream providers for the login page");
-            Vec::new()
-        }
-    }
-}
-
-/// The login form again for a parked step, with why the upstream sign-in did not
-/// happen and, for an authorization, the way back to the application.
-async fn login_again(
-    state: &AppState,
-    parked: &Parked,
-    pending: &Pending,
-    status: StatusCode,
-    message: &str,
-    unavailable: bool,
-) -> HttpResponse {
-    let page = pages::LoginPage {
-        about: crate::http::protocol::registered_logo::about(state, pending).await,
-        client_name: &purpose(state, pending).await,
-        request_id: parked.request_id.expose(),
-        csrf: parked.csrf.expose(),
-        username: "",
-        error: Some(message),
-        mail: state.settings.smtp.is_some(),
-        signup: crate::lifecycle::signup::open(&state.settings),
-        providers: buttons(state).await,
-        cancel: matches!(pending, Pending::Login(_)).then_some(if unavailable { "unavailable" } else { "denied" }),
-        step: pages::LoginStep::first(&state.settings),
-    };
-    pages::render(status, &page)
-}
-
 fn needs_factor(name: &str) -> String {
     let t = crate::i18n::t();
     t.fill(t.federation_needs_factor, "provider", name)
-}
-
-fn unreachable_text(name: &str) -> String {
-    let t = crate::i18n::t();
-    t.fill(t.federation_unreachable, "provider", name)
 }
 
 fn browser(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
@@ -124,20 +84,6 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
     }
 }
 
-pub(crate) fn to_upstream(url: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, url))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .finish()
-}
-
-/// The login form when the upstream an authorization's `idp` names cannot be reached
-/// (503): it says so and offers the other ways in.
-pub(crate) async fn unreachable(state: &AppState, parked: &Parked, pending: &Pending, p: &Provider) -> HttpResponse {
-    let msg = unreachable_text(&p.name);
-    login_again(state, parked, pending, StatusCode::SERVICE_UNAVAILABLE, &msg, true).await
-}
-
 fn answer_of(req: &HttpRequest) -> Result<Answer, &'static str> {
     let pairs = params::pairs(req.query_string().as_bytes()).map_err(|_| "The answer could not be read.")?;
     let mut seen: HashMap<&str, &str> = HashMap::new();
@@ -164,13 +110,13 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
         Ok(a) => a,
         Err(msg) => return bad_request_page(msg),
     };
-    let browser = crate::http::signin::login::browser(&req, &state);
+    let browser = crate::http::signin::steps::browser(&req, &state);
     let back = match flow::returned(&state.ctx(), &state.upstreams, &path, &answer, &browser).await {
         Ok(back) => back,
-        Err(e) => return crate::http::signin::login::refused(e),
+        Err(e) => return crate::http::signin::steps::refused(e),
     };
     match back {
-        Back::Next(step) => crate::http::signin::login::next(&state, step).await,
+        Back::Next(step) => crate::http::signin::steps::next(&state, step).await,
         Back::Again {
             provider,
             parked,
@@ -201,7 +147,7 @@ pub async fn callback(req: HttpRequest, state: web::Data<AppState>, path: web::P
             user_id,
             parked,
         } => finish_link(&req, &state, &provider, &profile, user_id, &parked).await,
-        Back::LinkFailed => crate::http::account::back("link-failed"),
+        Back::LinkFailed => crate::http::account::view::back("link-failed"),
     }
 }
 
@@ -220,10 +166,10 @@ async fn finish_link(
         _ => return resume_error(ResumeError::Forged),
     }
     match identity::resolve(&state.ctx(), p, profile, Some(uid)).await {
-        Ok(Resolved::Linked(_)) => crate::http::account::back("linked"),
-        Ok(Resolved::LinkedElsewhere) => crate::http::account::back("link-elsewhere"),
-        Ok(Resolved::AlreadyLinked) => crate::http::account::back("link-already"),
-        Ok(_) => crate::http::account::back("link-failed"),
+        Ok(Resolved::Linked(_)) => crate::http::account::view::back("linked"),
+        Ok(Resolved::LinkedElsewhere) => crate::http::account::view::back("link-elsewhere"),
+        Ok(Resolved::AlreadyLinked) => crate::http::account::view::back("link-already"),
+        Ok(_) => crate::http::account::view::back("link-failed"),
         Err(e) => errors::server_page(e),
     }
 }
@@ -281,21 +227,21 @@ pub async fn cancel(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
 
 /// `POST /account/federation/{id}/link`: the signed-in user links an upstream account.
 pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<String>, body: Bytes) -> HttpResponse {
-    let (v, _) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, _) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
     // A link is a way in that outlives a password change: as for an authenticator app
     // or a passkey, the person proves again who they are first.
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         if crate::crypto::password::has_password(&v.user.password_hash) {
-            return errors::redirect(&crate::http::account::confirm::confirm_url("link"));
+            return errors::redirect(&crate::http::account::reauth::confirm_url("link"));
         }
-        return crate::http::account::back("link-reauth");
+        return crate::http::account::view::back("link-reauth");
     }
     let p = match fed::find(&state.ctx(), &path).await {
         Ok(Some(p)) => p,
-        Ok(None) => return crate::http::account::back("link-failed"),
+        Ok(None) => return crate::http::account::view::back("link-failed"),
         Err(e) => return errors::server_page(e),
     };
     let (value, new_cookie) = browser_cookie(&req, &state);
@@ -312,7 +258,7 @@ pub async fn link(req: HttpRequest, state: web::Data<AppState>, path: web::Path<
     .await
     {
         Ok(url) => to_upstream(&url),
-        Err(Begin::Unavailable(_)) => crate::http::account::back("link-unavailable"),
+        Err(Begin::Unavailable(_)) => crate::http::account::view::back("link-unavailable"),
         Err(Begin::Expired) => resume_error(ResumeError::Expired),
         Err(Begin::Server(e)) => errors::server_page(e),
     };
@@ -327,14 +273,14 @@ pub async fn unlink(
     path: web::Path<String>,
     body: Bytes,
 ) -> HttpResponse {
-    let (v, _) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, _) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
     match identity::unlink(&state.ctx(), v.user.id, &path).await {
-        Ok(Unlink::Done) => crate::http::account::back("unlinked"),
-        Ok(Unlink::NotLinked) => crate::http::account::back("link-failed"),
-        Ok(Unlink::LastWay) => crate::http::account::back("unlink-last"),
+        Ok(Unlink::Done) => crate::http::account::view::back("unlinked"),
+        Ok(Unlink::NotLinked) => crate::http::account::view::back("link-failed"),
+        Ok(Unlink::LastWay) => crate::http::account::view::back("unlink-last"),
         Err(e) => errors::server_page(e),
     }
 }
@@ -346,12 +292,4 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/login/cancel", web::post().to(cancel))
         .route("/account/federation/{id}/link", web::post().to(link))
         .route("/account/federation/{id}/unlink", web::post().to(unlink));
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_unreachable_text_names_the_provider() {
-        assert!(super::unreachable_text("Company SSO").starts_with("Company SSO cannot be reached"));
-    }
 }

@@ -9,7 +9,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::auth::limits::Bucket;
 use crate::forward_auth::{self as fa, Decision, Refusal, Target};
-use crate::http::protocol::authorize::login_page;
+use crate::http::signin::login_form::login_page;
 use crate::http::{cookies, errors, guard, pages, params, signin::portal};
 use crate::signin::Pending;
 use crate::state::AppState;
@@ -164,20 +164,6 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
         }
         Err(e) => errors::server_page(e),
     }
-}
-
-/// The forward-auth cookie's own name, domain and path, expired: what sign-out sends.
-pub fn removal(state: &AppState) -> Cookie<'static> {
-    let mut cookie = Cookie::build(fa::COOKIE, "")
-        .path("/")
-        .http_only(true)
-        .same_site(SameSite::Lax)
-        .max_age(Duration::ZERO)
-        .finish();
-    if let Some(domain) = &state.settings.forward_auth_cookie_domain {
-        cookie.set_domain(domain.clone());
-    }
-    cookie
 }
 
 fn refused_page(why: &str) -> HttpResponse {

@@ -15,9 +15,9 @@ use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
 use crate::db::users::User;
+use crate::http::errors::resume_page as resume_error;
 use crate::http::guard::ip_text;
-use crate::http::protocol::authorize::bad_request_page;
-use crate::http::signin::login::resume_error;
+use crate::http::pages::bad_request_page;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::i18n::t;
 use crate::signin::link::{self as signin, CodeCheck, LinkUse, LinkView};
@@ -301,10 +301,10 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
 /// After a right code or a confirmed link: the second factor if the account has one
 /// (and this browser is not trusted), else the sign-in completes.
 async fn go_on(req: &HttpRequest, state: &AppState, request_id: &str, pending: Pending, user: &User) -> HttpResponse {
-    let browser = crate::http::signin::login::browser(req, state);
+    let browser = crate::http::signin::steps::browser(req, state);
     let cx = state.ctx();
     match crate::signin::first::after_factor(&cx, request_id, pending, user, First::Mail, None, &browser).await {
-        Ok(step) => crate::http::signin::login::next(state, step).await,
-        Err(e) => crate::http::signin::login::refused(e),
+        Ok(step) => crate::http::signin::steps::next(state, step).await,
+        Err(e) => crate::http::signin::steps::refused(e),
     }
 }

@@ -5,147 +5,26 @@
 
 use std::collections::HashMap;
 
-use actix_web::http::{header, StatusCode};
+use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use askama::Template;
 
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
-use crate::http::guard::{ip_text, user_agent};
-use crate::http::protocol::authorize::{bad_request_page, client_name, denied, respond, show_consent};
+use crate::http::errors::{respond, resume_page as resume_error};
+use crate::http::pages::bad_request_page;
+use crate::http::signin::login_form::{about, buttons, purpose};
+use crate::http::signin::steps::{browser, mfa_page, next, refused, unverified_page};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::lifecycle::email_mfa::Sent;
-use crate::signin::complete::{Done, Then};
 use crate::signin::consent::Decision;
 use crate::signin::first::{NotSignedIn, PasswordForm};
-use crate::signin::second::{CodeForm, Factor, Page, Refused};
-use crate::signin::{Browser, Next, Pending, ResumeError};
+use crate::signin::second::CodeForm;
+use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
-
-#[derive(Template)]
-#[template(path = "mfa.html")]
-struct MfaPage<'a> {
-    request_id: &'a str,
-    csrf: &'a str,
-    error: Option<&'a str>,
-    /// Codes by mail: where they go (masked); `None` for an authenticator app.
-    email_to: Option<String>,
-    /// After "Send a new code".
-    notice: Option<&'a str>,
-    /// Why no code was mailed just now.
-    mail_error: Option<String>,
-    remember: bool,
-}
-
-/// Why no code went out, in words; `None` when one did.
-fn mail_problem(sent: Sent) -> Option<String> {
-    match sent {
-        Sent::Yes => None,
-        Sent::TooSoon(wait) => Some(crate::i18n::t().fill(crate::i18n::t().mfa_too_soon, "seconds", wait)),
-        Sent::Limited => Some(crate::i18n::t().mfa_limited.into()),
-        Sent::Unverified => Some(crate::i18n::t().mfa_unverified.into()),
-        Sent::Off => Some(crate::i18n::t().mfa_mail_off.into()),
-    }
-}
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
     params::require_form(req).and_then(|_| params::unique_form(body)).ok()
-}
-
-/// What the login form says the sign-in is for (also `signup`'s forms).
-pub(crate) async fn purpose(state: &AppState, pending: &Pending) -> String {
-    match pending {
-        Pending::Login(r) => {
-            crate::http::branding::for_client(&r.client_id);
-            client_name(state, &r.client_id).await
-        }
-        Pending::Portal(_) => {
-            let t = crate::i18n::t();
-            t.fill(t.signin_for_account, "org", crate::http::branding::shown().org_name)
-        }
-        _ => crate::i18n::t().signin_for_device.to_string(),
-    }
-}
-
-/// The second-factor page for a parked step.
-fn mfa_page(page: &Page, status: StatusCode) -> HttpResponse {
-    let t = crate::i18n::t();
-    let email_to = match &page.factor {
-        Factor::Mail(to) => Some(to.clone().unwrap_or_else(|| t.mfa_no_address.into())),
-        Factor::App => None,
-    };
-    let error = page.wrong.then_some(match email_to {
-        Some(_) => t.mfa_wrong_mailed,
-        None => t.mfa_wrong_app,
-    });
-    let view = MfaPage {
-        request_id: &page.request_id,
-        csrf: &page.csrf,
-        error,
-        email_to,
-        notice: page.resent.then_some(t.mfa_resent),
-        mail_error: page.unsent.and_then(mail_problem),
-        remember: page.remember,
-    };
-    pages::render(status, &view)
-}
-
-/// What the browser brings to the journey: its address, user agent and cookies.
-pub(crate) fn browser(req: &HttpRequest, state: &AppState) -> Browser {
-    Browser {
-        ip: ip_text(req, state),
-        user_agent: user_agent(req),
-        binding: params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v)),
-        device: params::cookie(req, cookies::device_name(state)),
-        session: params::cookie(req, cookies::session_name(state)).map(|v| TokenHash::of(&v)),
-    }
-}
-
-/// A step of the journey that did not go on, as a page.
-pub(crate) fn refused(refusal: Refused) -> HttpResponse {
-    match refusal {
-        Refused::Resume(e) => resume_error(e),
-        Refused::Limited(wait) => guard::too_many_page(wait),
-        Refused::Locked => pages::error_page(
-            StatusCode::TOO_MANY_REQUESTS,
-            crate::i18n::t().err_too_many_title,
-            crate::i18n::t().mfa_locked,
-            crate::i18n::t().mfa_locked_hint,
-        ),
-        Refused::Server(e) => errors::server_page(e),
-    }
-}
-
-/// The next step of a sign-in, rendered.
-pub(crate) async fn next(state: &AppState, next: Next) -> HttpResponse {
-    match next {
-        Next::SecondFactor(page) => mfa_page(&page, StatusCode::OK),
-        Next::WrongCode(page) => mfa_page(&page, StatusCode::UNAUTHORIZED),
-        Next::Done(done) => signed_in(state, *done).await,
-    }
-}
-
-/// A completed sign-in: where it leads, with the session and device cookies.
-pub(crate) async fn signed_in(state: &AppState, done: Done) -> HttpResponse {
-    let mut resp = match &done.then {
-        Then::Respond(r) if !r.form_post => HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, r.url()))
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .finish(),
-        Then::Respond(r) => respond(r),
-        Then::Consent {
-            request,
-            user_id,
-            parked,
-        } => show_consent(state, request, *user_id, parked).await,
-        Then::Denied { client_id, response } => denied(state, client_id, response).await,
-        Then::Device(code) => crate::http::protocol::device::after_login(code),
-        Then::Portal(path) => errors::redirect(path),
-    };
-    let _ = resp.add_cookie(&cookies::session(state, done.session_cookie.expose().to_string()));
-    let _ = resp.add_cookie(&cookies::device(state, done.device_cookie));
-    resp
 }
 
 pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
@@ -172,7 +51,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
             *resp.status_mut() = StatusCode::UNAUTHORIZED;
             resp
         }
-        Err(NotSignedIn::Unverified { sent }) => crate::http::signin::signup::unverified_page(sent),
+        Err(NotSignedIn::Unverified { sent }) => unverified_page(sent),
         Err(NotSignedIn::Refused(e)) => refused(e),
     }
 }
@@ -229,7 +108,7 @@ async fn login_form(
     error: Option<&str>,
 ) -> HttpResponse {
     let page = pages::LoginPage {
-        about: crate::http::protocol::registered_logo::about(state, pending).await,
+        about: about(state, pending).await,
         client_name: &purpose(state, pending).await,
         request_id: params::field(form, "request_id"),
         csrf: params::field(form, "csrf"),
@@ -237,7 +116,7 @@ async fn login_form(
         error,
         mail: state.settings.smtp.is_some(),
         signup: crate::lifecycle::signup::open(&state.settings),
-        providers: crate::http::signin::federation::buttons(state).await,
+        providers: buttons(state).await,
         cancel: None,
         step,
     };
@@ -337,5 +216,3 @@ pub async fn consent(req: HttpRequest, state: web::Data<AppState>, body: Bytes) 
         Err(e) => resume_error(e),
     }
 }
-
-pub use crate::http::errors::resume_page as resume_error;

@@ -4,16 +4,14 @@
 use actix_web::http::{header, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
-use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::limits::Bucket;
-use crate::auth::passkeys::{self, Assertion, Made, PasskeyError};
+use crate::auth::passkeys::{self, Assertion};
 use crate::crypto::TokenHash;
-use crate::domain::Problems;
-use crate::http::signin::login::resume_error;
-use crate::http::signin::portal::{self, Viewer};
+use crate::http::errors::resume_page as resume_error;
+use crate::http::signin::passkey_forms::{form_of, json_error, json_viewer};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::signin::passkey::Refusal;
 use crate::signin::Pending;
@@ -27,10 +25,6 @@ pub async fn script() -> HttpResponse {
         .body(include_str!("../../../static/passkey.js"))
 }
 
-fn json_error(status: StatusCode, description: &str) -> HttpResponse {
-    errors::json_error(status, "invalid_request", description, None)
-}
-
 /// Adding a passkey needs a recent sign-in or password confirmation; the page's
 /// script follows `confirm` to the confirmation page.
 fn reauth_required() -> HttpResponse {
@@ -39,28 +33,8 @@ fn reauth_required() -> HttpResponse {
     b.json(json!({
         "error": "reauthentication_required",
         "error_description": "confirm your password first",
-        "confirm": crate::http::account::confirm::confirm_url("passkey"),
+        "confirm": crate::http::account::reauth::confirm_url("passkey"),
     }))
-}
-
-/// The signed-in viewer of a JSON call with the session's CSRF token in the header.
-pub(crate) async fn json_viewer(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
-    if let Some(refused) = guard::cross_origin(req, state) {
-        return Err(refused);
-    }
-    let Some(v) = portal::viewer(req, state).await? else {
-        return Err(json_error(
-            StatusCode::UNAUTHORIZED,
-            "your session has ended; sign in again",
-        ));
-    };
-    if !portal::csrf_header_ok(req, &v) {
-        return Err(json_error(
-            StatusCode::FORBIDDEN,
-            "the request could not be verified; reload the page",
-        ));
-    }
-    Ok(v)
 }
 
 pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -68,7 +42,7 @@ pub async fn registration_options(req: HttpRequest, state: web::Data<AppState>) 
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         return reauth_required();
     }
     match passkeys::registration_options(&state.ctx(), &v.user).await {
@@ -94,7 +68,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
         Ok(v) => v,
         Err(resp) => return resp,
     };
-    if !crate::http::account::confirm::recently_authenticated(&state, &v) {
+    if !crate::http::account::reauth::recently_authenticated(&state, &v) {
         return reauth_required();
     }
     let Ok(r) = serde_json::from_slice::<Registration>(&body) else {
@@ -111,7 +85,7 @@ pub async fn register(req: HttpRequest, state: web::Data<AppState>, body: Bytes)
 }
 
 pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> HttpResponse {
-    let (v, form) = match crate::http::account::posted(&req, &state, &body).await {
+    let (v, form) = match crate::http::account::forms::posted(&req, &state, &body).await {
         Ok(p) => p,
         Err(resp) => return resp,
     };
@@ -132,49 +106,6 @@ pub async fn remove(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         ),
         Err(e) => errors::server_page(e),
     }
-}
-
-/// The form of a page that makes a passkey through a mailed link.
-pub fn link_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
-    form_of(req, body)
-}
-
-/// A link page's options request that was not a form.
-pub fn bad_json() -> HttpResponse {
-    json_error(
-        StatusCode::BAD_REQUEST,
-        "the form was not sent correctly; reload the page",
-    )
-}
-
-/// Options for a passkey made through a mailed link, or `None` for a dead link.
-pub fn options_json(options: Option<Value>) -> HttpResponse {
-    match options {
-        Some(o) => {
-            let mut b = HttpResponse::Ok();
-            errors::no_store(&mut b);
-            b.json(o)
-        }
-        None => json_error(StatusCode::GONE, crate::i18n::t().acct_passkey_link_dead),
-    }
-}
-
-/// The first thing to correct before a passkey can be made (a username, say), for the
-/// page's script to show.
-pub fn problem_json(problems: &Problems) -> HttpResponse {
-    let said = problems.values().next().map(String::as_str).unwrap_or_default();
-    json_error(StatusCode::BAD_REQUEST, said)
-}
-
-/// The new credential a link page posted, verified (its challenge is spent with the
-/// use case's own changes).
-pub fn made(state: &AppState, form: &HashMap<String, String>) -> Result<Made, PasskeyError> {
-    let get = |n: &str| params::field(form, n);
-    passkeys::verify_creation(&state.ctx(), get("name"), get("client_data"), get("attestation_object"))
-}
-
-fn form_of(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
-    params::require_form(req).and_then(|_| params::unique_form(body)).ok()
 }
 
 /// Options for signing in with a passkey, bound to the login form's parked request.
@@ -211,7 +142,7 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return refused;
     }
     let Some(form) = form_of(&req, &body) else {
-        return crate::http::protocol::authorize::bad_request_page(crate::i18n::t().passkey_bad_form);
+        return pages::bad_request_page(crate::i18n::t().passkey_bad_form);
     };
     let get = |n: &str| params::field(&form, n);
     let assertion = Assertion {
@@ -220,11 +151,11 @@ pub async fn login(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         authenticator_data: get("authenticator_data"),
         signature: get("signature"),
     };
-    let browser = crate::http::signin::login::browser(&req, &state);
+    let browser = crate::http::signin::steps::browser(&req, &state);
     let names = (get("request_id"), get("csrf"));
     let t = crate::i18n::t();
     match crate::signin::passkey::sign_in(&state.ctx(), names, &assertion, &browser).await {
-        Ok(done) => crate::http::signin::login::signed_in(&state, done).await,
+        Ok(done) => crate::http::signin::steps::signed_in(&state, done).await,
         Err(Refusal::Resume(e)) => resume_error(e),
         Err(Refusal::Assertion(why)) => pages::error_page(
             StatusCode::UNAUTHORIZED,

@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use subtle::ConstantTimeEq;
 
 use crate::db::{sessions::Session, users::User};
-use crate::http::protocol::authorize::login_page;
+use crate::http::signin::login_form::login_page;
 use crate::http::{cookies, errors, pages, params};
 use crate::signin::Pending;
 use crate::state::AppState;

@@ -12,52 +12,18 @@ use crate::auth::limits::Bucket;
 use crate::auth::passkeys::PasskeyError;
 use crate::crypto::TokenHash;
 use crate::domain::Problems;
-use crate::http::protocol::authorize::{bad_request_page, browser_cookie, client_name, set_browser};
-use crate::http::signin::login::{purpose, resume_error};
-use crate::http::{cookies, errors, guard, pages, params, signin::passkeys, signin::portal};
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::errors::resume_page as resume_error;
+use crate::http::pages::bad_request_page;
+use crate::http::signin::login_form::purpose;
+use crate::http::signin::passkey_forms as passkeys;
+use crate::http::signin::signup_form::SignupPage;
+use crate::http::{cookies, errors, guard, pages, params, signin::portal};
 use crate::i18n::t;
 use crate::lifecycle::signup::{self, Form, Outcome};
 use crate::lifecycle::verify::{self, Confirmed};
-use crate::oidc::authorize::AuthRequest;
-use crate::oidc::Ctx;
 use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
-
-#[derive(Template)]
-#[template(path = "signup.html")]
-struct SignupPage<'a> {
-    sent: bool,
-    client_name: Option<&'a str>,
-    request_id: &'a str,
-    csrf: &'a str,
-    username: &'a str,
-    email: &'a str,
-    name: &'a str,
-    domains: String,
-    problems: Problems,
-    /// `--passkey-mode passkey-only`: no password fields.
-    passkey_only: bool,
-    /// The person asked for a passkey instead of a password.
-    passkey: bool,
-}
-
-impl<'a> SignupPage<'a> {
-    fn empty(state: &AppState, client_name: Option<&'a str>, request_id: &'a str, csrf: &'a str) -> Self {
-        Self {
-            sent: false,
-            client_name,
-            request_id,
-            csrf,
-            username: "",
-            email: "",
-            name: "",
-            domains: state.settings.signup_domains.join(", "),
-            problems: Problems::default(),
-            passkey_only: state.settings.passkey_mode.passkey_only(),
-            passkey: false,
-        }
-    }
-}
 
 #[derive(Template)]
 #[template(path = "verify.html")]
@@ -155,22 +121,6 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         StatusCode::OK,
         &SignupPage::empty(&state, Some(&name), request_id, csrf),
     )
-}
-
-/// Initiating User Registration via OpenID Connect 1.0 §4.1: an authorization request
-/// with `prompt=create` opens the sign-up form, its request parked as for the login
-/// form, so that the new account's first sign-in answers the client.
-pub async fn create(req: &HttpRequest, state: &AppState, cx: &Ctx<'_>, request: &AuthRequest) -> HttpResponse {
-    let (value, new_cookie) = browser_cookie(req, state);
-    let parked = match crate::signin::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
-        Ok(p) => p,
-        Err(e) => return errors::server_page(e),
-    };
-    let name = client_name(state, &request.client_id).await;
-    let page = SignupPage::empty(state, Some(&name), parked.request_id.expose(), parked.csrf.expose());
-    let mut resp = pages::render(StatusCode::OK, &page);
-    set_browser(&mut resp, state, new_cookie);
-    resp
 }
 
 /// `POST /signup`: creates the account and answers "check your mail", the same
@@ -463,7 +413,7 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         Err(e) => return resume_error(e),
     };
     let page = pages::LoginPage {
-        about: crate::http::protocol::registered_logo::about(&state, &pending).await,
+        about: crate::http::signin::login_form::about(&state, &pending).await,
         client_name: &purpose(&state, &pending).await,
         request_id,
         csrf,
@@ -471,25 +421,9 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         error: None,
         mail: state.settings.smtp.is_some(),
         signup: signup::open(&state.settings),
-        providers: crate::http::signin::federation::buttons(&state).await,
+        providers: crate::http::signin::login_form::buttons(&state).await,
         cancel: None,
         step: pages::LoginStep::first(&state.settings),
     };
     pages::render(StatusCode::OK, &page)
-}
-
-/// An open sign-up's correct password before its address is confirmed: the page says
-/// a new link went out (`sent`), or that the last one still works.
-pub fn unverified_page(sent: bool) -> HttpResponse {
-    let hint = if sent {
-        t().acct_unverified_sent
-    } else {
-        t().acct_unverified_not_sent
-    };
-    pages::error_page(
-        StatusCode::FORBIDDEN,
-        t().acct_unverified_title,
-        t().acct_unverified,
-        hint,
-    )
 }
