@@ -9,7 +9,9 @@ use crate::context::Ctx;
 use crate::crypto::Secret;
 use crate::db::{self, clients::Client};
 use crate::oidc::client_cache::ClientCache;
-pub use crate::oidc::client_spec::{build, spec_of, view, ClientSpec, ALGS, AUTH_METHODS, GRANT_TYPES};
+pub use crate::oidc::client_spec::{
+    build, spec_of, view, ClientSpec, FieldKind, ALGS, AUTH_METHODS, FIELDS, GRANT_TYPES,
+};
 
 fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>, db::DbError> {
     for g in groups {
