@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::{invalid, Actor, AdminError, ListQuery, Listed};
 use crate::context::Ctx;
 use crate::crypto::Secret;
+pub use crate::db::clients::{DEFAULT_ALG, DEFAULT_GRANT_TYPES};
 use crate::db::{self, clients::Client};
 use crate::oidc::client_cache::ClientCache;
 pub use crate::oidc::client_spec::{
