@@ -10,7 +10,7 @@ use super::file::{ClientDecl, Desired, ProviderDecl};
 use super::node::Problem;
 use super::step::{changed, missing_group, Action, ClientStep, Current, Final, Step};
 use crate::admin::claims::RuleSpec;
-use crate::admin::clients::spec_of;
+use crate::admin::clients::{auth_family, spec_of};
 use crate::context::Ctx;
 use crate::crypto::sealed;
 use crate::db::{apps::App, clients::Client, providers::Provider};
@@ -58,14 +58,6 @@ fn view(c: &Client) -> Map<String, Value> {
             m
         }
         _ => Map::new(),
-    }
-}
-
-/// The authentication an edit may not move a client out of (`admin::clients::update`).
-fn family(method: &str) -> &str {
-    match method {
-        "client_secret_basic" | "client_secret_post" => "secret",
-        other => other,
     }
 }
 
@@ -150,7 +142,7 @@ fn clients(now: &Current, want: &Desired, fin: &Final, prune: bool, out: &mut Re
 /// its claim mapping, its secret; `None` when nothing does.
 fn client_change(existing: &Client, d: &ClientDecl) -> Result<Option<Step>, Problem> {
     let id = &d.built.client_id;
-    if family(&existing.auth_method) != family(&d.built.auth_method) {
+    if auth_family(&existing.auth_method) != auth_family(&d.built.auth_method) {
         let field = if d.place.has("token_endpoint_auth_method") {
             "token_endpoint_auth_method"
         } else {

@@ -130,6 +130,16 @@ pub const FIELDS: &[(&str, FieldKind)] = &[
     ("initiate_login_uri", FieldKind::Text),
 ];
 
+/// The authentication an edit may not move a client out of: a shared secret sent as
+/// such (basic or post), or else the method itself. Changing family means registering
+/// a new client (the admin API, apply and RFC 7592 updates all refuse it).
+pub fn auth_family(method: &str) -> &str {
+    match method {
+        "client_secret_basic" | "client_secret_post" => "secret",
+        other => other,
+    }
+}
+
 /// The specification that would recreate `c` (for editing).
 pub fn spec_of(c: &Client) -> ClientSpec {
     ClientSpec {
