@@ -6,10 +6,13 @@ use serde_json::{json, Value};
 
 use super::{invalid, Actor, AdminError, ListQuery, Listed};
 use crate::context::Ctx;
+pub use crate::db::clients::{DEFAULT_ALG, DEFAULT_GRANT_TYPES};
 use crate::db::{self, clients::Client};
 use crate::domain::Secret;
 use crate::oidc::client_cache::ClientCache;
-pub use crate::oidc::client_spec::{build, spec_of, view, ClientSpec, ALGS, AUTH_METHODS, GRANT_TYPES};
+pub use crate::oidc::client_spec::{
+    auth_family, build, spec_of, view, ClientSpec, FieldKind, ALGS, AUTH_METHODS, FIELDS, GRANT_TYPES,
+};
 
 fn unknown_group(conn: &db::Tx<'_>, groups: &[String]) -> Result<Option<String>, db::DbError> {
     for g in groups {
@@ -109,20 +112,7 @@ pub async fn update(
     let mut spec = spec.clone();
     spec.client_id = existing.client_id.clone();
     let (mut client, _) = build(&spec, existing.created_at).map_err(AdminError::Invalid)?;
-    let family = |m: &str| {
-        match m {
-            "client_secret_basic" | "client_secret_post" => "secret",
-            other => {
-                if other == "client_secret_jwt" {
-                    "hmac"
-                } else {
-                    other
-                }
-            }
-        }
-        .to_string()
-    };
-    if family(&client.auth_method) != family(&existing.auth_method) {
+    if auth_family(&client.auth_method) != auth_family(&existing.auth_method) {
         return Err(invalid(
             "token_endpoint_auth_method",
             format!(

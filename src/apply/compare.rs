@@ -10,7 +10,7 @@ use super::file::{ClientDecl, Desired, ProviderDecl};
 use super::node::Problem;
 use super::step::{changed, missing_group, Action, ClientStep, Current, Final, Step};
 use crate::admin::claims::RuleSpec;
-use crate::admin::clients::spec_of;
+use crate::admin::clients::{auth_family, spec_of};
 use crate::context::Ctx;
 use crate::crypto::sealed;
 use crate::db::{apps::App, clients::Client, providers::Provider};
@@ -61,14 +61,6 @@ fn view(c: &Client) -> Map<String, Value> {
     }
 }
 
-/// The authentication an edit may not move a client out of (`admin::clients::update`).
-fn family(method: &str) -> &str {
-    match method {
-        "client_secret_basic" | "client_secret_post" => "secret",
-        other => other,
-    }
-}
-
 fn rule_groups(rules: &[RuleSpec]) -> impl Iterator<Item = String> + '_ {
     rules
         .iter()
@@ -92,84 +84,42 @@ fn check_groups(d: &ClientDecl, fin: &Final) -> Result<(), Problem> {
     Ok(())
 }
 
+/// Names the groups a stored client keeps referring to (its allowed groups and those
+/// of its claim rules).
+fn names_stored(out: &mut Registrations, c: &Client) {
+    let specs: Vec<RuleSpec> = c.claim_rules.iter().map(RuleSpec::of).collect();
+    let groups: Vec<String> = c.allowed_groups.iter().cloned().chain(rule_groups(&specs)).collect();
+    names(out, format!("client `{}`", c.client_id), groups);
+}
+
 fn clients(now: &Current, want: &Desired, fin: &Final, prune: bool, out: &mut Registrations) -> Result<(), Problem> {
     let Some(declared) = &want.clients else {
         for c in &now.clients {
-            let specs: Vec<RuleSpec> = c.claim_rules.iter().map(RuleSpec::of).collect();
-            let groups: Vec<String> = c.allowed_groups.iter().cloned().chain(rule_groups(&specs)).collect();
-            names(out, format!("client `{}`", c.client_id), groups);
+            names_stored(out, c);
         }
         return Ok(());
     };
     for d in declared {
         check_groups(d, fin)?;
-        let id = d.built.client_id.clone();
         names(
             out,
-            format!("client `{id}`"),
+            format!("client `{}`", d.built.client_id),
             d.built.allowed_groups.iter().cloned().chain(rule_groups(&d.claims)),
         );
-        let secret = d.secret.as_ref().map(|s| s.value.clone());
-        let Some(existing) = now.clients.iter().find(|c| c.client_id == id) else {
-            out.changes.push(Step {
-                lines: vec![format!("+ client {id}")],
+        match now.clients.iter().find(|c| c.client_id == d.built.client_id) {
+            None => out.changes.push(Step {
+                lines: vec![format!("+ client {}", d.built.client_id)],
                 action: Action::Client(Box::new(ClientStep {
-                    id,
+                    id: d.built.client_id.clone(),
                     new: true,
                     spec: Some(d.spec.clone()),
                     preset: d.preset.clone(),
                     claims: Some(d.claims.clone()),
-                    secret,
+                    secret: d.secret.as_ref().map(|s| s.value.clone()),
                     method: d.built.auth_method.clone(),
                 })),
-            });
-            continue;
-        };
-        if family(&existing.auth_method) != family(&d.built.auth_method) {
-            let field = if d.place.has("token_endpoint_auth_method") {
-                "token_endpoint_auth_method"
-            } else {
-                "public"
-            };
-            return Err(d.place.problem(
-                field,
-                format!(
-                    "cannot change from {} to {}; register a new client",
-                    existing.auth_method, d.built.auth_method
-                ),
-            ));
-        }
-        let mut lines = Vec::new();
-        let (before, after) = (view(existing), view(&d.built));
-        for (field, a) in &after {
-            let b = before.get(field).unwrap_or(&Value::Null);
-            if a != b {
-                lines.push(changed("client", &id, field, b, a));
-            }
-        }
-        let spec = (!lines.is_empty()).then(|| d.spec.clone());
-        let stored: Vec<RuleSpec> = existing.claim_rules.iter().map(RuleSpec::of).collect();
-        let claims = (stored != d.claims).then(|| {
-            lines.push(changed("client", &id, "claims", &json!(stored), &json!(d.claims)));
-            d.claims.clone()
-        });
-        let secret = secret.filter(|s| existing.secret_hash != Some(s.hash()));
-        if secret.is_some() {
-            lines.push(format!("~ client {id}: secret changed"));
-        }
-        if !lines.is_empty() {
-            out.changes.push(Step {
-                lines,
-                action: Action::Client(Box::new(ClientStep {
-                    id,
-                    new: false,
-                    spec,
-                    preset: None,
-                    claims,
-                    secret,
-                    method: d.built.auth_method.clone(),
-                })),
-            });
+            }),
+            Some(existing) => out.changes.extend(client_change(existing, d)?),
         }
     }
     for c in &now.clients {
@@ -182,12 +132,64 @@ fn clients(now: &Current, want: &Desired, fin: &Final, prune: bool, out: &mut Re
                 action: Action::DeleteClient(c.client_id.clone()),
             });
         } else {
-            let specs: Vec<RuleSpec> = c.claim_rules.iter().map(RuleSpec::of).collect();
-            let groups: Vec<String> = c.allowed_groups.iter().cloned().chain(rule_groups(&specs)).collect();
-            names(out, format!("client `{}`", c.client_id), groups);
+            names_stored(out, c);
         }
     }
     Ok(())
+}
+
+/// What changes on a stored client the file declares: its settings field by field,
+/// its claim mapping, its secret; `None` when nothing does.
+fn client_change(existing: &Client, d: &ClientDecl) -> Result<Option<Step>, Problem> {
+    let id = &d.built.client_id;
+    if auth_family(&existing.auth_method) != auth_family(&d.built.auth_method) {
+        let field = if d.place.has("token_endpoint_auth_method") {
+            "token_endpoint_auth_method"
+        } else {
+            "public"
+        };
+        return Err(d.place.problem(
+            field,
+            format!(
+                "cannot change from {} to {}; register a new client",
+                existing.auth_method, d.built.auth_method
+            ),
+        ));
+    }
+    let mut lines = Vec::new();
+    let (before, after) = (view(existing), view(&d.built));
+    for (field, a) in &after {
+        let b = before.get(field).unwrap_or(&Value::Null);
+        if a != b {
+            lines.push(changed("client", id, field, b, a));
+        }
+    }
+    let spec = (!lines.is_empty()).then(|| d.spec.clone());
+    let stored: Vec<RuleSpec> = existing.claim_rules.iter().map(RuleSpec::of).collect();
+    let claims = (stored != d.claims).then(|| {
+        lines.push(changed("client", id, "claims", &json!(stored), &json!(d.claims)));
+        d.claims.clone()
+    });
+    let secret = d
+        .secret
+        .as_ref()
+        .map(|s| s.value.clone())
+        .filter(|s| existing.secret_hash != Some(s.hash()));
+    if secret.is_some() {
+        lines.push(format!("~ client {id}: secret changed"));
+    }
+    Ok((!lines.is_empty()).then(|| Step {
+        lines,
+        action: Action::Client(Box::new(ClientStep {
+            id: id.clone(),
+            new: false,
+            spec,
+            preset: None,
+            claims,
+            secret,
+            method: d.built.auth_method.clone(),
+        })),
+    }))
 }
 
 fn app_view(a: &App) -> Value {

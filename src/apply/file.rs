@@ -11,7 +11,7 @@ use super::keys::*;
 use super::node::{At, Fields, Kind, Node, Place, Problem};
 use super::secret::{self, SecretRef};
 use crate::admin::claims::{self, GroupValue, RuleSpec};
-use crate::admin::clients::{self, ClientSpec};
+use crate::admin::clients::{self, ClientSpec, FieldKind};
 use crate::admin::presets::{self, PresetRequest};
 use crate::admin::{apps, groups, providers, Problems};
 use crate::db::{apps::App, clients::Client, providers::Provider};
@@ -235,7 +235,7 @@ fn strings(v: Option<Vec<At<String>>>) -> Option<Vec<String>> {
 }
 
 fn client(node: &Node, path: String) -> Result<(String, ClientDecl), Problem> {
-    let f = Fields::new(node, path, CLIENT)?;
+    let f = Fields::new(node, path, &client_keys())?;
     for key in ["secret", "client_secret"] {
         if f.has(key) {
             return Err(f.place.problem(
@@ -315,15 +315,14 @@ fn client(node: &Node, path: String) -> Result<(String, ClientDecl), Problem> {
 /// put over it.
 fn client_spec(f: &Fields<'_>, id: &str) -> Result<(ClientSpec, Option<PresetRequest>), Problem> {
     let name = f.str("name")?.map(|n| n.v);
-    let preset = f.str("preset")?;
-    let (mut spec, request) = match preset {
+    let (spec, request) = match f.str("preset")? {
         Some(p) => {
             let req = PresetRequest {
                 preset: p.v,
                 client_id: id.to_string(),
                 app_url: f.str("app_url")?.map(|u| u.v).unwrap_or_default(),
                 app_key: f.str("app_key")?.map(|k| k.v),
-                name: name.clone(),
+                name,
             };
             let (_, spec, _, _) = presets::plan(&req).map_err(|p| first(&f.place, p, str::to_string))?;
             (spec, Some(req))
@@ -346,64 +345,34 @@ fn client_spec(f: &Fields<'_>, id: &str) -> Result<(ClientSpec, Option<PresetReq
             .place
             .problem("consent", "give `consent` or `consent_required`, not both"));
     }
-    macro_rules! set {
-        ($field:ident, $value:expr) => {
-            if let Some(v) = $value {
-                spec.$field = v;
-            }
+    Ok((given_over(f, spec)?, request))
+}
+
+/// `spec` with each setting the entry gives put over it, read as its kind
+/// (`clients::FIELDS`); `consent` is another name for `consent_required`.
+fn given_over(f: &Fields<'_>, spec: ClientSpec) -> Result<ClientSpec, Problem> {
+    let refused = |e: serde_json::Error| f.place.problem("", e.to_string());
+    let Value::Object(mut out) = serde_json::to_value(spec).map_err(refused)? else {
+        return Err(f.place.problem("", "refused"));
+    };
+    for (field, kind) in clients::FIELDS {
+        let key = if *field == "consent_required" && f.has("consent") {
+            "consent"
+        } else {
+            field
         };
-    }
-    // Flags named as the specification's fields.
-    macro_rules! flags {
-        ($($field:ident),+) => {
-            $(set!($field, f.bool(stringify!($field))?.map(|b| b.v));)+
+        let value = match kind {
+            FieldKind::Flag => f.bool(key)?.map(|b| Value::from(b.v)),
+            FieldKind::Text => f.str(key)?.map(|s| Value::from(s.v)),
+            FieldKind::List => f.strs(key)?.map(|l| l.into_iter().map(|s| Value::from(s.v)).collect()),
+            FieldKind::Seconds => f.int(key)?.map(|n| Value::from(n.v)),
+            FieldKind::Object => f.json(key)?.map(|j| j.v),
         };
+        if let Some(v) = value {
+            out.insert(field.to_string(), v);
+        }
     }
-    flags!(
-        public,
-        backchannel_logout_session_required,
-        admin,
-        require_pushed_authorization_requests,
-        require_signed_request_object,
-        dpop_bound_access_tokens,
-        frontchannel_logout_session_required,
-        introspect_any
-    );
-    set!(name, name.map(Some));
-    set!(redirect_uris, strings(f.strs("redirect_uris")?));
-    set!(post_logout_redirect_uris, strings(f.strs("post_logout_redirect_uris")?));
-    set!(
-        token_endpoint_auth_method,
-        f.str("token_endpoint_auth_method")?.map(|s| Some(s.v))
-    );
-    set!(jwks, f.json("jwks")?.map(|j| Some(j.v)));
-    set!(
-        id_token_signed_response_alg,
-        f.str("id_token_signed_response_alg")?.map(|s| Some(s.v))
-    );
-    set!(
-        consent_required,
-        f.bool("consent")?.or(f.bool("consent_required")?).map(|b| b.v)
-    );
-    set!(grant_types, strings(f.strs("grant_types")?));
-    set!(refresh_tokens, f.str("refresh_tokens")?.map(|s| Some(s.v)));
-    set!(
-        backchannel_logout_uri,
-        f.str("backchannel_logout_uri")?.map(|s| Some(s.v))
-    );
-    set!(allowed_groups, strings(f.strs("allowed_groups")?));
-    set!(access_token_ttl, f.int("access_token_ttl")?.map(|n| Some(n.v)));
-    set!(refresh_token_ttl, f.int("refresh_token_ttl")?.map(|n| Some(n.v)));
-    set!(grant_lifetime, f.int("grant_lifetime")?.map(|n| Some(n.v)));
-    set!(client_scopes, strings(f.strs("client_scopes")?));
-    set!(web_origins, strings(f.strs("web_origins")?));
-    set!(jwks_uri, f.str("jwks_uri")?.map(|s| Some(s.v)));
-    set!(
-        frontchannel_logout_uri,
-        f.str("frontchannel_logout_uri")?.map(|s| Some(s.v))
-    );
-    set!(initiate_login_uri, f.str("initiate_login_uri")?.map(|s| Some(s.v)));
-    Ok((spec, request))
+    serde_json::from_value(Value::Object(out)).map_err(refused)
 }
 
 fn rule(node: &Node, path: String) -> Result<(RuleSpec, Place), Problem> {

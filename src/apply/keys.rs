@@ -1,6 +1,8 @@
 //! The keys each table of an apply file may have (docs/APPLY.md lists them with their
 //! meaning); any other key is refused with its line.
 
+use crate::admin::clients::FIELDS;
+
 pub const TOP: &[&str] = &["groups", "users", "clients", "apps", "providers"];
 pub const GROUP: &[&str] = &["name", "members"];
 pub const USER: &[&str] = &[
@@ -14,45 +16,28 @@ pub const USER: &[&str] = &[
     "claims",
     "password",
 ];
-pub const CLIENT: &[&str] = &[
-    "client_id",
-    "name",
-    "public",
-    "redirect_uris",
-    "post_logout_redirect_uris",
-    "token_endpoint_auth_method",
-    "jwks",
-    "id_token_signed_response_alg",
-    "consent_required",
-    "consent",
-    "grant_types",
-    "refresh_tokens",
-    "backchannel_logout_uri",
-    "backchannel_logout_session_required",
-    "allowed_groups",
-    "access_token_ttl",
-    "refresh_token_ttl",
-    "grant_lifetime",
-    "admin",
-    "client_scopes",
-    "web_origins",
-    "require_pushed_authorization_requests",
-    "require_signed_request_object",
-    "dpop_bound_access_tokens",
-    "jwks_uri",
-    "frontchannel_logout_uri",
-    "frontchannel_logout_session_required",
-    "introspect_any",
-    "initiate_login_uri",
-    "secret_env",
-    "secret_file",
-    "preset",
-    "app_url",
-    "app_key",
-    "claims",
-    "secret",
-    "client_secret",
-];
+/// A client's keys: its specification's settings (`consent` is another name for
+/// `consent_required`) and the file's own (a preset, the secret's source, claims).
+pub fn client_keys() -> Vec<&'static str> {
+    let mut keys = vec!["client_id"];
+    for (field, _) in FIELDS {
+        keys.push(field);
+        if *field == "consent_required" {
+            keys.push("consent");
+        }
+    }
+    keys.extend([
+        "secret_env",
+        "secret_file",
+        "preset",
+        "app_url",
+        "app_key",
+        "claims",
+        "secret",
+        "client_secret",
+    ]);
+    keys
+}
 pub const RULE: &[&str] = &["claim", "source", "scope", "in", "values", "default"];
 pub const VALUE: &[&str] = &["group", "value"];
 pub const APP: &[&str] = &["id", "url", "allowed_groups", "require_mfa", "header_prefix"];

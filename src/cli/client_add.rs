@@ -4,7 +4,7 @@
 use clap::Args;
 use serde_json::json;
 
-use crate::admin::clients::{ClientSpec, AUTH_METHODS, GRANT_TYPES};
+use crate::admin::clients::{ClientSpec, ALGS, AUTH_METHODS, DEFAULT_ALG, GRANT_TYPES};
 use crate::domain::Secret;
 
 #[derive(Args)]
@@ -43,7 +43,7 @@ pub struct ClientAdd {
     #[arg(long, value_name = "JSON|@FILE")]
     pub(super) jwks: Option<String>,
     /// Signing algorithm for this client's ID and access tokens
-    #[arg(long, default_value = "RS256", value_parser = ["RS256", "ES256", "EdDSA"])]
+    #[arg(long, default_value = DEFAULT_ALG, value_parser = clap::builder::PossibleValuesParser::new(ALGS))]
     pub(super) id_token_alg: String,
     /// Ask the user to consent before the first sign-in (third-party clients)
     #[arg(long)]

@@ -64,65 +64,9 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             super::presets::list(json);
             Ok(())
         }
-        ClientCommand::Add(add) => {
-            let spec = spec(&add)?;
-            for g in &spec.allowed_groups {
-                crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
-            }
-            with_state(settings, async |state| {
-                super::users::ensure_groups(state, &spec.allowed_groups).await?;
-                let (client, secret) =
-                    admin::clients::create(&state.ctx(), &actor(), &spec)
-                        .await
-                        .map_err(|e| match e {
-                            admin::AdminError::Invalid(p) if p.contains_key("client_id") => {
-                                format!("a client with id {} already exists", spec.client_id)
-                            }
-                            other => admin_err(other, "client"),
-                        })?;
-                print_secret(&client.client_id, secret.as_ref(), add.json);
-                Ok(())
-            })
-        }
-        ClientCommand::List { json } => with_state(settings, async |state| {
-            let clients = admin::clients::all(&state.ctx())
-                .await
-                .map_err(|e| admin_err(e, "client"))?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::Value::from(clients.iter().map(view).collect::<Vec<_>>())
-                );
-            } else {
-                println!("{:<24} {:<20} {:<24} REDIRECT URIS", "CLIENT ID", "AUTH METHOD", "NAME");
-                for c in clients {
-                    println!(
-                        "{:<24} {:<20} {:<24} {}",
-                        c.client_id,
-                        c.auth_method,
-                        c.name,
-                        c.redirect_uris.join(" ")
-                    );
-                }
-            }
-            Ok(())
-        }),
-        ClientCommand::Show { client_id, json } => with_state(settings, async |state| {
-            let c = admin::clients::get(&state.ctx(), &client_id)
-                .await
-                .map_err(|e| match e {
-                    admin::AdminError::NotFound(_) => format!("no client with id {client_id}"),
-                    other => admin_err(other, "client"),
-                })?;
-            if json {
-                println!("{}", view(&c));
-            } else if let serde_json::Value::Object(fields) = view(&c) {
-                for (k, v) in fields {
-                    println!("{k:<28} {v}");
-                }
-            }
-            Ok(())
-        }),
+        ClientCommand::Add(add) => add_client(settings, &add),
+        ClientCommand::List { json } => list(settings, json),
+        ClientCommand::Show { client_id, json } => show(settings, &client_id, json),
         ClientCommand::RotateSecret { client_id, json } => with_state(settings, async |state| {
             let secret = admin::clients::rotate_secret(&state.ctx(), &state.clients, &actor(), &client_id)
                 .await
@@ -143,4 +87,70 @@ pub fn client(settings: &Settings, cmd: ClientCommand) -> Result<(), String> {
             Ok(())
         }),
     }
+}
+
+/// `client add` without a preset: the groups it names are made when missing.
+fn add_client(settings: &Settings, add: &ClientAdd) -> Result<(), String> {
+    let spec = spec(add)?;
+    for g in &spec.allowed_groups {
+        crate::admin::groups::check_name(g).map_err(|_| format!("`{g}` is not a group name"))?;
+    }
+    with_state(settings, async |state| {
+        super::users::ensure_groups(state, &spec.allowed_groups).await?;
+        let (client, secret) = admin::clients::create(&state.ctx(), &actor(), &spec)
+            .await
+            .map_err(|e| match e {
+                admin::AdminError::Invalid(p) if p.contains_key("client_id") => {
+                    format!("a client with id {} already exists", spec.client_id)
+                }
+                other => admin_err(other, "client"),
+            })?;
+        print_secret(&client.client_id, secret.as_ref(), add.json);
+        Ok(())
+    })
+}
+
+fn list(settings: &Settings, json: bool) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let clients = admin::clients::all(&state.ctx())
+            .await
+            .map_err(|e| admin_err(e, "client"))?;
+        if json {
+            println!(
+                "{}",
+                serde_json::Value::from(clients.iter().map(view).collect::<Vec<_>>())
+            );
+        } else {
+            println!("{:<24} {:<20} {:<24} REDIRECT URIS", "CLIENT ID", "AUTH METHOD", "NAME");
+            for c in clients {
+                println!(
+                    "{:<24} {:<20} {:<24} {}",
+                    c.client_id,
+                    c.auth_method,
+                    c.name,
+                    c.redirect_uris.join(" ")
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+fn show(settings: &Settings, client_id: &str, json: bool) -> Result<(), String> {
+    with_state(settings, async |state| {
+        let c = admin::clients::get(&state.ctx(), client_id)
+            .await
+            .map_err(|e| match e {
+                admin::AdminError::NotFound(_) => format!("no client with id {client_id}"),
+                other => admin_err(other, "client"),
+            })?;
+        if json {
+            println!("{}", view(&c));
+        } else if let serde_json::Value::Object(fields) = view(&c) {
+            for (k, v) in fields {
+                println!("{k:<28} {v}");
+            }
+        }
+        Ok(())
+    })
 }

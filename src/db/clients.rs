@@ -1,20 +1,22 @@
 //! Relying parties: registration, lookup, secret rotation and removal.
 
-use super::sql::{args, Row};
+use super::sql::{args, Row, ToValue};
 use super::{Claim, DbError, Tx};
 use crate::crypto::TokenHash;
 
 /// When a client gets refresh tokens (OpenID Connect Core §11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RefreshPolicy {
     /// With every code exchange: a first-party client the administrator registered.
+    #[default]
     Always,
     /// Only when the `offline_access` scope was requested and granted.
     OfflineAccess,
 }
 
-/// A registration. `Debug` leaves out the client_secret_jwt key.
-#[derive(Clone)]
+/// A registration. `Debug` leaves out the client_secret_jwt key. Its `Default` is a
+/// blank record to fill in; `Client::new` is a client with the registration defaults.
+#[derive(Clone, Default)]
 pub struct Client {
     pub client_id: String,
     pub name: String,
@@ -76,6 +78,11 @@ pub struct Client {
     pub initiate_login_uri: Option<String>,
 }
 
+/// The algorithm a client's ID tokens are signed with unless it names one.
+pub const DEFAULT_ALG: &str = "RS256";
+/// The grants a client may use unless it names them.
+pub const DEFAULT_GRANT_TYPES: &[&str] = &["authorization_code", "refresh_token"];
+
 /// Registered by an administrator: the CLI, the admin pages or API, `tessera apply`.
 pub const ORIGIN_ADMIN: &str = "admin";
 /// Registered through the RFC 7591 registration endpoint.
@@ -97,7 +104,7 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client with the defaults of `tessera client add`.
+    /// A client with the defaults of `tessera client add`: the only place they are set.
     pub fn new(client_id: &str, name: &str, secret_hash: Option<TokenHash>, redirect_uris: Vec<String>) -> Self {
         let public = secret_hash.is_none();
         Self {
@@ -105,37 +112,12 @@ impl Client {
             name: name.to_string(),
             secret_hash,
             redirect_uris,
-            post_logout_redirect_uris: Vec::new(),
-            created_at: 0,
             auth_method: if public { "none" } else { "client_secret_basic" }.to_string(),
-            id_token_alg: "RS256".to_string(),
-            consent_required: false,
-            grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+            id_token_alg: DEFAULT_ALG.to_string(),
+            grant_types: DEFAULT_GRANT_TYPES.iter().map(|g| g.to_string()).collect(),
             refresh: RefreshPolicy::Always,
-            jwks: None,
-            secret_for_hmac: None,
-            backchannel_logout_uri: None,
-            backchannel_logout_session_required: false,
-            allowed_groups: Vec::new(),
-            access_token_ttl: None,
-            refresh_token_ttl: None,
-            admin: false,
-            client_scopes: Vec::new(),
-            web_origins: Vec::new(),
-            grant_lifetime: None,
-            claim_rules: Vec::new(),
-            require_par: false,
-            require_signed_request_object: false,
-            dpop_bound: false,
-            jwks_uri: None,
-            frontchannel_logout_uri: None,
-            frontchannel_logout_session_required: false,
             origin: ORIGIN_ADMIN.to_string(),
-            registration_token_hash: None,
-            registration_metadata: None,
-            metadata_expires_at: None,
-            introspect_any: false,
-            initiate_login_uri: None,
+            ..Self::default()
         }
     }
 
@@ -148,114 +130,150 @@ impl Client {
     }
 }
 
-const COLUMNS: &str = "client_id, name, secret_hash, redirect_uris, post_logout_redirect_uris, created_at,
-    token_endpoint_auth_method, id_token_alg, consent_required, grant_types, always_issue_refresh, jwks,
-    secret_for_hmac, backchannel_logout_uri, backchannel_logout_session_required, access_token_ttl,
-    refresh_token_ttl, admin, client_scopes, web_origins, grant_lifetime, require_pushed_authorization_requests,
-    require_signed_request_object, dpop_bound_access_tokens, jwks_uri, frontchannel_logout_uri,
-    frontchannel_logout_session_required, origin, registration_token_hash, registration_metadata, metadata_expires_at,
-    introspect_any, initiate_login_uri";
-
-fn json_list(text: String, column: &str) -> Result<Vec<String>, DbError> {
-    serde_json::from_str(&text).map_err(|e| DbError::Corrupt(format!("clients.{column} is not a JSON list: {e}")))
-}
-
-fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
-    let secret: Option<Vec<u8>> = r.get(2)?;
-    let always: bool = r.get(10)?;
-    Ok(Client {
-        client_id: r.get(0)?,
-        name: r.get(1)?,
-        secret_hash: secret.as_deref().and_then(TokenHash::from_slice),
-        redirect_uris: json_list(r.get(3)?, "redirect_uris")?,
-        post_logout_redirect_uris: json_list(r.get(4)?, "post_logout_redirect_uris")?,
-        created_at: r.get(5)?,
-        auth_method: r.get(6)?,
-        id_token_alg: r.get(7)?,
-        consent_required: r.get(8)?,
-        grant_types: json_list(r.get(9)?, "grant_types")?,
-        refresh: if always {
+/// A column read into its field: as stored (`as_is`), a JSON list (`list`), a token
+/// digest (`digest`) or the refresh policy as its flag (`policy`).
+macro_rules! decode {
+    (as_is, $r:expr, $i:expr, $column:expr) => {
+        $r.get($i)?
+    };
+    (list, $r:expr, $i:expr, $column:expr) => {
+        json_list($r.get($i)?, $column)?
+    };
+    (digest, $r:expr, $i:expr, $column:expr) => {
+        $r.get::<Option<Vec<u8>>>($i)?
+            .as_deref()
+            .and_then(TokenHash::from_slice)
+    };
+    (policy, $r:expr, $i:expr, $column:expr) => {
+        if $r.get::<bool>($i)? {
             RefreshPolicy::Always
         } else {
             RefreshPolicy::OfflineAccess
-        },
-        jwks: r.get(11)?,
-        secret_for_hmac: r.get(12)?,
-        backchannel_logout_uri: r.get(13)?,
-        backchannel_logout_session_required: r.get(14)?,
-        // Filled from client_allowed_groups by `with_groups`.
-        allowed_groups: Vec::new(),
-        access_token_ttl: r.get(15)?,
-        refresh_token_ttl: r.get(16)?,
-        admin: r.get(17)?,
-        client_scopes: json_list(r.get(18)?, "client_scopes")?,
-        web_origins: json_list(r.get(19)?, "web_origins")?,
-        grant_lifetime: r.get(20)?,
-        // Filled from client_claims by `with_groups`.
-        claim_rules: Vec::new(),
-        require_par: r.get(21)?,
-        require_signed_request_object: r.get(22)?,
-        dpop_bound: r.get(23)?,
-        jwks_uri: r.get(24)?,
-        frontchannel_logout_uri: r.get(25)?,
-        frontchannel_logout_session_required: r.get(26)?,
-        origin: r.get(27)?,
-        registration_token_hash: r.get::<Option<Vec<u8>>>(28)?.as_deref().and_then(TokenHash::from_slice),
-        registration_metadata: r.get(29)?,
-        metadata_expires_at: r.get(30)?,
-        introspect_any: r.get(31)?,
-        initiate_login_uri: r.get(32)?,
-    })
+        }
+    };
+}
+
+/// A field as its column stores it (the inverse of `decode!`).
+macro_rules! encode {
+    (as_is, $v:expr) => {
+        Box::new(&$v)
+    };
+    (list, $v:expr) => {
+        Box::new(to_json(&$v))
+    };
+    (digest, $v:expr) => {
+        Box::new($v.as_ref().map(|h| h.as_bytes().to_vec()))
+    };
+    (policy, $v:expr) => {
+        Box::new($v == RefreshPolicy::Always)
+    };
+}
+
+/// Whether `update` rewrites a column.
+macro_rules! rewritten {
+    (edit) => {
+        true
+    };
+    (keep) => {
+        false
+    };
+}
+
+/// The `clients` table, each column once with the field it holds, how it is stored,
+/// and whether an edit rewrites it (`edit`) or it is written once (`keep`). Reading,
+/// registering and editing all follow this list, on both engines; the fields named
+/// `elsewhere` live in tables of their own (`with_groups`).
+macro_rules! columns {
+    (elsewhere: $($other:ident),+; $($column:ident => $field:ident: $how:ident $edit:ident,)+) => {
+        /// Each column's name and whether `update` rewrites it, in `from_row`'s order.
+        const COLUMNS: &[(&str, bool)] = &[$((stringify!($column), rewritten!($edit))),+];
+
+        fn from_row(r: &Row<'_>) -> Result<Client, DbError> {
+            let mut index = 0;
+            let mut next = || {
+                index += 1;
+                index - 1
+            };
+            Ok(Client {
+                $($field: decode!($how, r, next(), stringify!($column)),)+
+                $($other: Vec::new(),)+
+            })
+        }
+
+        /// The values of `COLUMNS` for `c`, in order.
+        fn cells(c: &Client) -> Vec<Box<dyn ToValue + '_>> {
+            vec![$(encode!($how, c.$field)),+]
+        }
+    };
+}
+
+columns! {
+    elsewhere: allowed_groups, claim_rules;
+    client_id => client_id: as_is keep,
+    name => name: as_is edit,
+    secret_hash => secret_hash: digest keep,
+    redirect_uris => redirect_uris: list edit,
+    post_logout_redirect_uris => post_logout_redirect_uris: list edit,
+    created_at => created_at: as_is keep,
+    token_endpoint_auth_method => auth_method: as_is edit,
+    id_token_alg => id_token_alg: as_is edit,
+    consent_required => consent_required: as_is edit,
+    grant_types => grant_types: list edit,
+    always_issue_refresh => refresh: policy edit,
+    jwks => jwks: as_is edit,
+    secret_for_hmac => secret_for_hmac: as_is keep,
+    backchannel_logout_uri => backchannel_logout_uri: as_is edit,
+    backchannel_logout_session_required => backchannel_logout_session_required: as_is edit,
+    access_token_ttl => access_token_ttl: as_is edit,
+    refresh_token_ttl => refresh_token_ttl: as_is edit,
+    admin => admin: as_is edit,
+    client_scopes => client_scopes: list edit,
+    web_origins => web_origins: list edit,
+    grant_lifetime => grant_lifetime: as_is edit,
+    require_pushed_authorization_requests => require_par: as_is edit,
+    require_signed_request_object => require_signed_request_object: as_is edit,
+    dpop_bound_access_tokens => dpop_bound: as_is edit,
+    jwks_uri => jwks_uri: as_is edit,
+    frontchannel_logout_uri => frontchannel_logout_uri: as_is edit,
+    frontchannel_logout_session_required => frontchannel_logout_session_required: as_is edit,
+    origin => origin: as_is keep,
+    registration_token_hash => registration_token_hash: digest keep,
+    registration_metadata => registration_metadata: as_is edit,
+    metadata_expires_at => metadata_expires_at: as_is edit,
+    introspect_any => introspect_any: as_is edit,
+    initiate_login_uri => initiate_login_uri: as_is edit,
+}
+
+/// The columns for a `SELECT`.
+fn column_list() -> String {
+    COLUMNS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
+fn json_list(text: String, column: &str) -> Result<Vec<String>, DbError> {
+    serde_json::from_str(&text).map_err(|e| DbError::Corrupt(format!("clients.{column} is not a JSON list: {e}")))
 }
 
 fn to_json(list: &[String]) -> String {
     serde_json::Value::from(list.to_vec()).to_string()
 }
 
+/// `cells` as statement arguments.
+fn bound<'c>(cells: &'c [Box<dyn ToValue + 'c>]) -> Vec<&'c dyn ToValue> {
+    cells.iter().map(|c| &**c as &dyn ToValue).collect()
+}
+
 /// Registers a client; `DbError::Conflict` when the id is taken.
 pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
-    conn.exec(
-        &format!(
-            "INSERT INTO clients ({COLUMNS}, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                 ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?6)"
-        ),
-        args![
-            c.client_id,
-            c.name,
-            c.secret_hash.as_ref().map(|h| h.as_bytes().to_vec()),
-            to_json(&c.redirect_uris),
-            to_json(&c.post_logout_redirect_uris),
-            c.created_at,
-            c.auth_method,
-            c.id_token_alg,
-            c.consent_required,
-            to_json(&c.grant_types),
-            c.refresh == RefreshPolicy::Always,
-            c.jwks,
-            c.secret_for_hmac,
-            c.backchannel_logout_uri,
-            c.backchannel_logout_session_required,
-            c.access_token_ttl,
-            c.refresh_token_ttl,
-            c.admin,
-            to_json(&c.client_scopes),
-            to_json(&c.web_origins),
-            c.grant_lifetime,
-            c.require_par,
-            c.require_signed_request_object,
-            c.dpop_bound,
-            c.jwks_uri,
-            c.frontchannel_logout_uri,
-            c.frontchannel_logout_session_required,
-            c.origin,
-            c.registration_token_hash.as_ref().map(|h| h.as_bytes().to_vec()),
-            c.registration_metadata,
-            c.metadata_expires_at,
-            c.introspect_any,
-            c.initiate_login_uri,
-        ],
-    )?;
+    let mut cells = cells(c);
+    // A new registration was last changed when it was made.
+    cells.push(Box::new(c.created_at));
+    let placeholders: Vec<String> = (1..=cells.len()).map(|i| format!("?{i}")).collect();
+    let sql = format!(
+        "INSERT INTO clients ({}, updated_at) VALUES ({})",
+        column_list(),
+        placeholders.join(", ")
+    );
+    conn.exec(&sql, &bound(&cells))?;
     set_allowed_groups(conn, &c.client_id, &c.allowed_groups)?;
     // A registration may come with its claim mapping (an app preset's).
     super::claim_rules::replace(conn, &c.client_id, &c.claim_rules)
@@ -264,49 +282,16 @@ pub fn insert(conn: &Tx<'_>, c: &Client) -> Result<(), DbError> {
 /// Replaces every editable setting of an existing client (not its id, secret or
 /// creation time); `false` when there is no such client.
 pub fn update(conn: &Tx<'_>, c: &Client, now: i64) -> Result<bool, DbError> {
-    let n = conn.exec(
-        "UPDATE clients SET name = ?2, redirect_uris = ?3, post_logout_redirect_uris = ?4,
-            token_endpoint_auth_method = ?5, id_token_alg = ?6, consent_required = ?7, grant_types = ?8,
-            always_issue_refresh = ?9, jwks = ?10, backchannel_logout_uri = ?11,
-            backchannel_logout_session_required = ?12, access_token_ttl = ?13,
-            refresh_token_ttl = ?14, admin = ?15, updated_at = ?16, client_scopes = ?17, web_origins = ?18,
-            grant_lifetime = ?19, require_pushed_authorization_requests = ?20, require_signed_request_object = ?21,
-            dpop_bound_access_tokens = ?22, jwks_uri = ?23, frontchannel_logout_uri = ?24,
-            frontchannel_logout_session_required = ?25, registration_metadata = ?26, metadata_expires_at = ?27,
-            introspect_any = ?28, initiate_login_uri = ?29
-         WHERE client_id = ?1",
-        args![
-            c.client_id,
-            c.name,
-            to_json(&c.redirect_uris),
-            to_json(&c.post_logout_redirect_uris),
-            c.auth_method,
-            c.id_token_alg,
-            c.consent_required,
-            to_json(&c.grant_types),
-            c.refresh == RefreshPolicy::Always,
-            c.jwks,
-            c.backchannel_logout_uri,
-            c.backchannel_logout_session_required,
-            c.access_token_ttl,
-            c.refresh_token_ttl,
-            c.admin,
-            now,
-            to_json(&c.client_scopes),
-            to_json(&c.web_origins),
-            c.grant_lifetime,
-            c.require_par,
-            c.require_signed_request_object,
-            c.dpop_bound,
-            c.jwks_uri,
-            c.frontchannel_logout_uri,
-            c.frontchannel_logout_session_required,
-            c.registration_metadata,
-            c.metadata_expires_at,
-            c.introspect_any,
-            c.initiate_login_uri
-        ],
-    )?;
+    let mut args: Vec<Box<dyn ToValue + '_>> = vec![Box::new(&c.client_id)];
+    let mut set = Vec::new();
+    for ((name, _), cell) in COLUMNS.iter().zip(cells(c)).filter(|((_, edit), _)| *edit) {
+        args.push(cell);
+        set.push(format!("{name} = ?{}", args.len()));
+    }
+    args.push(Box::new(now));
+    set.push(format!("updated_at = ?{}", args.len()));
+    let sql = format!("UPDATE clients SET {} WHERE client_id = ?1", set.join(", "));
+    let n = conn.exec(&sql, &bound(&args))?;
     if n != 1 {
         return Ok(false);
     }
@@ -378,14 +363,14 @@ pub fn group_allowed(conn: &Tx<'_>, client_id: &str, user_id: i64) -> Result<boo
 }
 
 pub fn find(conn: &Tx<'_>, client_id: &str) -> Result<Option<Client>, DbError> {
-    let sql = format!("SELECT {COLUMNS} FROM clients WHERE client_id = ?1");
+    let sql = format!("SELECT {} FROM clients WHERE client_id = ?1", column_list());
     conn.row(&sql, args![client_id], from_row)?
         .map(|c| with_groups(conn, c))
         .transpose()
 }
 
 pub fn list(conn: &Tx<'_>) -> Result<Vec<Client>, DbError> {
-    let sql = format!("SELECT {COLUMNS} FROM clients ORDER BY client_id");
+    let sql = format!("SELECT {} FROM clients ORDER BY client_id", column_list());
     conn.rows(&sql, args![], from_row)?
         .into_iter()
         .map(|c| with_groups(conn, c))
@@ -469,7 +454,10 @@ pub fn search(
         args![pattern],
         |r| r.get(0),
     )?;
-    let sql = format!("SELECT {COLUMNS} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3");
+    let sql = format!(
+        "SELECT {} FROM clients WHERE {condition} ORDER BY client_id {order} LIMIT ?2 OFFSET ?3",
+        column_list()
+    );
     let clients = conn
         .rows(&sql, args![pattern, limit, offset], from_row)?
         .into_iter()

@@ -6,7 +6,7 @@
 use actix_web::cookie::{time::Duration, Cookie, SameSite};
 use actix_web::{HttpRequest, HttpResponse};
 
-use crate::crypto::Secret;
+use crate::domain::Secret;
 use crate::state::AppState;
 
 pub fn session_name(state: &AppState) -> &'static str {

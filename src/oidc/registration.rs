@@ -13,6 +13,7 @@ mod uris;
 use serde_json::{json, Map, Value};
 use subtle::ConstantTimeEq;
 
+use super::client_spec::auth_family;
 use super::{Ctx, ErrorCode, OAuthError};
 use crate::audit::Event;
 use crate::config::Registration;
@@ -259,13 +260,6 @@ pub async fn read(cx: &Ctx<'_>, client_id: &str, bearer: Option<&str>) -> Result
     Ok(information(cx, &client, None, bearer.unwrap_or_default()))
 }
 
-fn family(method: &str) -> &str {
-    match method {
-        "client_secret_basic" | "client_secret_post" => "secret",
-        other => other,
-    }
-}
-
 /// RFC 7592 §2.2: replaces the client's metadata with what is sent. The client_id
 /// must be the client's, a client_secret sent must be its secret; the secret stays,
 /// and the registration access token is rotated (the new one is in the answer).
@@ -298,7 +292,7 @@ pub async fn update(
         }
     }
     let (mut client, _) = client_of(&m, client_id, existing.created_at)?;
-    if family(&client.auth_method) != family(&existing.auth_method) {
+    if auth_family(&client.auth_method) != auth_family(&existing.auth_method) {
         return Err(metadata_error(format!(
             "token_endpoint_auth_method: cannot change from {} to {}; register a new client",
             existing.auth_method, client.auth_method

@@ -187,7 +187,10 @@ pub async fn client_new(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
         Err(resp) => return resp,
     };
     let spec = ClientSpec {
-        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        grant_types: admin::clients::DEFAULT_GRANT_TYPES
+            .iter()
+            .map(|g| g.to_string())
+            .collect(),
         ..ClientSpec::default()
     };
     let view = ClientView {
