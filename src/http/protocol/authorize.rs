@@ -139,7 +139,7 @@ pub async fn login_page(
 }
 
 /// The login form for a parked step.
-async fn login_form(
+pub(crate) async fn login_form(
     state: &AppState,
     parked: &Parked,
     pending: &Pending,
