@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub mod authorize;
 pub mod complete;
 pub mod consent;
+pub mod device;
 pub mod first;
 pub mod forward;
 pub mod link;
