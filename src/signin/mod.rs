@@ -21,6 +21,7 @@ pub mod passkey;
 pub mod portal;
 pub mod second;
 pub mod session;
+pub mod signup;
 pub mod upstream;
 
 pub use parked::{consume, park, park_mfa, park_named, park_next, resume, resume_named, Parked, Pending, ResumeError};
