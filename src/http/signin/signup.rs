@@ -18,9 +18,8 @@ use crate::i18n::t;
 use crate::lifecycle::signup::{self, Form, Outcome};
 use crate::lifecycle::verify::{self, Confirmed};
 use crate::oidc::authorize::AuthRequest;
-use crate::oidc::Ctx;
 use crate::signin::signup::{Confirmation, Proof, Shown, Visit};
-use crate::signin::Pending;
+use crate::signin::Parked;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -148,17 +147,10 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
 /// Initiating User Registration via OpenID Connect 1.0 §4.1: an authorization request
 /// with `prompt=create` opens the sign-up form, its request parked as for the login
 /// form, so that the new account's first sign-in answers the client.
-pub async fn create(req: &HttpRequest, state: &AppState, cx: &Ctx<'_>, request: &AuthRequest) -> HttpResponse {
-    let (value, new_cookie) = browser_cookie(req, state);
-    let parked = match crate::signin::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
-        Ok(p) => p,
-        Err(e) => return errors::server_page(e),
-    };
+pub async fn create(state: &AppState, request: &AuthRequest, parked: &Parked) -> HttpResponse {
     let name = client_name(state, &request.client_id).await;
     let page = SignupPage::empty(state, Some(&name), parked.request_id.expose(), parked.csrf.expose());
-    let mut resp = pages::render(StatusCode::OK, &page);
-    set_browser(&mut resp, state, new_cookie);
-    resp
+    pages::render(StatusCode::OK, &page)
 }
 
 /// `POST /signup`: creates the account and answers "check your mail", the same
