@@ -449,7 +449,7 @@ pub async fn unlink(cx: &Ctx<'_>, actor: &Actor, user_id: i64, provider_id: &str
             // opened end too (with back-channel logout to the clients).
             let opened = db::sessions::federated(c, &pid, Some(&link.subject), None, now, i64::MAX)?;
             for (sid, uid) in &opened {
-                crate::oidc::logout::end_in(c, sid, *uid, now)?;
+                db::logout::end_session(c, sid, *uid, now)?;
             }
             actor
                 .event("admin.identity_unlinked")

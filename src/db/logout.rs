@@ -1,4 +1,5 @@
-//! Back-Channel Logout deliveries waiting to be sent, and who must be told.
+//! Ending a session with a Back-Channel Logout queued for each client that must be
+//! told, and the deliveries waiting to be sent.
 
 use super::sql::args;
 use super::{DbError, Tx};
@@ -128,4 +129,31 @@ pub fn end_session_by_sid(conn: &Tx<'_>, sid: &str, now: i64) -> Result<bool, Db
         "UPDATE sessions SET ended_at = ?2 WHERE sid = ?1 AND ended_at IS NULL",
         args![sid, now],
     )? == 1)
+}
+
+/// How long undelivered logout tokens are retried.
+const DELIVERY_WINDOW: i64 = 24 * 3600;
+
+/// Ends session `sid` of user `uid` inside the caller's transaction (the caller wakes
+/// the deliverer after it commits): the session ends, its grants not for offline use
+/// are revoked and each client with a back-channel endpoint is queued a logout. The
+/// token itself is signed when it is sent, so every retry carries a fresh one.
+pub fn end_session(conn: &Tx<'_>, sid: &str, uid: i64, now: i64) -> Result<(), DbError> {
+    let audience = audience_of_session(conn, sid)?;
+    let sub = super::users::find_by_id(conn, uid)?.map(|u| u.sub);
+    end_session_by_sid(conn, sid, now)?;
+    revoke_session_grants(conn, sid, now)?;
+    for a in &audience {
+        enqueue(conn, a, sub.as_deref(), sid, now, now + DELIVERY_WINDOW)?;
+    }
+    Ok(())
+}
+
+/// Ends every live session of a user inside the caller's transaction, as `end_session`.
+pub fn end_all_sessions(conn: &Tx<'_>, uid: i64, now: i64) -> Result<usize, DbError> {
+    let live = super::sessions::live_sids(conn, uid, now)?;
+    for sid in &live {
+        end_session(conn, sid, uid, now)?;
+    }
+    Ok(live.len())
 }

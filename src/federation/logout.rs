@@ -59,7 +59,7 @@ pub async fn backchannel(
         .write(move |c| {
             let sessions = db::sessions::federated(c, &pid, sub.as_deref(), sid.as_deref(), now, issued + SKEW)?;
             for (local_sid, uid) in &sessions {
-                crate::oidc::logout::end_in(c, local_sid, *uid, now)?;
+                db::logout::end_session(c, local_sid, *uid, now)?;
             }
             if !sessions.is_empty() {
                 Event::new("federation.logout")

@@ -377,7 +377,7 @@ async fn spend(cx: &Ctx<'_>, token: &str, ip: &str, new: Replacement) -> Result<
             )?;
             super::devices::untrust_all(c, uid)?;
             // Whoever knew the old password is out, in this same transaction.
-            crate::oidc::logout::end_all_in(c, uid, now)?;
+            db::logout::end_all_sessions(c, uid, now)?;
             db::grants::revoke_user_grants(c, uid, None, now)?;
             Event::new("password.reset")
                 .actor(&user.username)

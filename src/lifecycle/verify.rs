@@ -22,7 +22,6 @@ use crate::db::{self, email_tokens, users::User, DbError, Tx};
 use crate::error::Internal;
 use crate::mail::message::Message;
 use crate::mail::outbox::{self, greeting, queue, Mail, Queued};
-use crate::signin::Pending;
 
 use super::{link_token, wake};
 
@@ -291,11 +290,11 @@ pub async fn passkey_options(cx: &Ctx<'_>, token: &str) -> Result<Option<Value>,
 pub enum Confirmed {
     /// Unknown, used, voided, expired, or for an address the account no longer has.
     Dead,
-    /// The address is verified; `resume` is the sign-in the sign-up came from, when it
-    /// is still waiting.
+    /// The address is verified; `resume` names the parked sign-in the sign-up came from
+    /// (its digest), which the sign-in journey takes up again if it is still waiting.
     Verified {
         username: String,
-        resume: Option<Box<Pending>>,
+        resume: Option<TokenHash>,
     },
     /// A pending change took effect: the account's address is now the new one, verified.
     Changed { username: String },
@@ -393,7 +392,7 @@ pub async fn confirm(
                 });
             }
             Ok(Confirmed::Verified {
-                resume: resumable(c, &t.data, now)?.map(Box::new),
+                resume: request_of(&t.data),
                 username: user.username,
             })
         })
@@ -402,19 +401,6 @@ pub async fn confirm(
         wake(cx);
     }
     Ok(done)
-}
-
-/// The sign-in step the sign-up was started from, if it is still parked and unused.
-fn resumable(conn: &Tx<'_>, data: &str, now: i64) -> Result<Option<Pending>, DbError> {
-    let Some(request) = request_of(data) else {
-        return Ok(None);
-    };
-    let Some(parked) = db::sessions::find_login_request(conn, &request, now)? else {
-        return Ok(None);
-    };
-    Ok(serde_json::from_str::<Pending>(&parked.params)
-        .ok()
-        .filter(|p| matches!(p, Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))))
 }
 
 /// What happened to a correct password for an account that still owes verification.

@@ -126,32 +126,9 @@ pub fn confirmation_token(session_cookie: &str) -> String {
 pub async fn end_session(cx: &Ctx<'_>, session: &Session) -> Result<(), Internal> {
     let now = cx.now;
     let (sid, uid) = (session.sid.clone(), session.user_id);
-    cx.db.write(move |c| end_in(c, &sid, uid, now)).await?;
+    cx.db.write(move |c| db::logout::end_session(c, &sid, uid, now)).await?;
     cx.logout_wakeup.notify_one();
     Ok(())
-}
-
-/// `end_session` inside the caller's transaction (the caller wakes the deliverer
-/// after it commits): the session ends, its grants not for offline use are revoked
-/// and each client with a back-channel endpoint is queued a logout.
-pub fn end_in(c: &db::Tx<'_>, sid: &str, uid: i64, now: i64) -> Result<(), db::DbError> {
-    let audience = db::logout::audience_of_session(c, sid)?;
-    let sub = db::users::find_by_id(c, uid)?.map(|u| u.sub);
-    db::logout::end_session_by_sid(c, sid, now)?;
-    db::logout::revoke_session_grants(c, sid, now)?;
-    for a in &audience {
-        db::logout::enqueue(c, a, sub.as_deref(), sid, now, now + DELIVERY_WINDOW)?;
-    }
-    Ok(())
-}
-
-/// Ends every live session of a user inside the caller's transaction, as `end_in`.
-pub fn end_all_in(c: &db::Tx<'_>, uid: i64, now: i64) -> Result<usize, db::DbError> {
-    let live = db::sessions::live_sids(c, uid, now)?;
-    for sid in &live {
-        end_in(c, sid, uid, now)?;
-    }
-    Ok(live.len())
 }
 
 /// Ends each listed session as `end_session` does, back-channel logout included.
@@ -165,8 +142,6 @@ pub async fn end_listed(cx: &Ctx<'_>, sessions: &[db::sessions::SessionInfo]) ->
 /// How long a deliverer holds the deliveries it claimed before another node may.
 const DELIVERY_LEASE: i64 = 300;
 
-/// How long undelivered logout tokens are retried.
-const DELIVERY_WINDOW: i64 = 24 * 3600;
 pub const EVENT: &str = "http://schemas.openid.net/event/backchannel-logout";
 
 /// Back-Channel Logout §2.4: a JWT with the logout event, never a nonce.

@@ -16,8 +16,10 @@ pub enum Start {
     Respond(AuthResponse),
     /// Signed in, but not allowed to use this client.
     Denied(AuthResponse),
-    /// Sign-up first (Initiating User Registration via OpenID Connect 1.0 §4.1).
-    SignUp,
+    /// Sign-up first (Initiating User Registration via OpenID Connect 1.0 §4.1): the
+    /// sign-up form, the request parked under `parked` as for the login form, so that
+    /// the new account's first sign-in answers the client.
+    SignUp(Parked),
     /// Sign in first: the login form, parked under `parked`.
     Login(Parked),
     /// Straight to the upstream `idp` names: the browser goes to this URL.
@@ -46,7 +48,10 @@ pub async fn start(
     // Without open sign-up the request goes on as if `create` were absent (discovery
     // does not offer it).
     if request.prompt.create && crate::lifecycle::signup::open(cx.settings) {
-        return Ok((Box::new(request), Start::SignUp));
+        let parked = crate::signin::park(cx, &Pending::Login(request.clone()), binding)
+            .await
+            .map_err(AuthorizeError::Server)?;
+        return Ok((Box::new(request), Start::SignUp(parked)));
     }
     let session = crate::signin::current_session(cx, session_cookie)
         .await

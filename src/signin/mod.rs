@@ -12,12 +12,16 @@ use serde::{Deserialize, Serialize};
 pub mod authorize;
 pub mod complete;
 pub mod consent;
+pub mod device;
 pub mod first;
+pub mod forward;
 pub mod link;
 pub mod parked;
 pub mod passkey;
+pub mod portal;
 pub mod second;
 pub mod session;
+pub mod signup;
 pub mod upstream;
 
 pub use parked::{consume, park, park_mfa, park_named, park_next, resume, resume_named, Parked, Pending, ResumeError};

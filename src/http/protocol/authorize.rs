@@ -49,7 +49,7 @@ async fn authorize(req: &HttpRequest, state: &AppState, raw: &[u8]) -> HttpRespo
     let mut resp = match start {
         Start::Respond(resp) => return respond(&resp),
         Start::Denied(resp) => return denied(state, &request.client_id, &resp).await,
-        Start::SignUp => return crate::http::signin::signup_form::create(req, state, &cx, &request).await,
+        Start::SignUp(parked) => crate::http::signin::signup_form::create(state, &request, &parked).await,
         Start::Login(parked) => {
             let client_name = client_name(state, &request.client_id).await;
             crate::http::branding::for_client(&request.client_id);

@@ -11,10 +11,11 @@ use crate::http::cookies::{browser_cookie, set_browser};
 use crate::http::errors::resume_page as resume_error;
 use crate::http::pages::bad_request_page;
 use crate::http::protocol::credentials::authenticated;
-use crate::http::signin::login_form::login_page;
+use crate::http::signin::login_form::login_form;
 use crate::http::{cookies, errors, guard, pages, params};
-use crate::oidc::device;
-use crate::signin::{Pending, ResumeError};
+use crate::oidc::device as oidc_device;
+use crate::signin::device::{self, Choice, Decided, Lookup, Refused};
+use crate::signin::Parked;
 use crate::state::AppState;
 
 /// RFC 8628 §3.1: the device's request for codes, with client authentication.
@@ -25,7 +26,7 @@ pub async fn authorization(req: HttpRequest, state: web::Data<AppState>, body: B
     }
     let result = async {
         let (client, form) = authenticated(&req, &cx, &body).await?;
-        device::start(&cx, &client, &form).await
+        oidc_device::start(&cx, &client, &form).await
     }
     .await;
     match result {
@@ -73,48 +74,43 @@ pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
     if let Some(limited) = guard::limit_page(&req, &state, Bucket::Device) {
         return limited;
     }
-    let Some(code) = device::normalize(&typed) else {
+    let Some(code) = oidc_device::normalize(&typed) else {
         return entry_page(&typed, Some(crate::i18n::t().device_malformed));
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
-        Ok(s) => s,
-        Err(e) => return errors::server_page(e),
-    };
-    let found = match device::pending(&cx, &code).await {
-        Ok(f) => f,
-        Err(e) => return errors::server_page(e),
-    };
-    let Some((request, client)) = found else {
-        return entry_page(&typed, Some(crate::i18n::t().device_unknown));
-    };
-    let Some(session) = session else {
-        return login_page(&req, &state, &cx, Pending::DeviceLogin(code), &client.name, "").await;
-    };
-    match device::admits(&cx, &client.client_id, session.user_id).await {
-        Ok(true) => {}
-        Ok(false) => return not_admitted(&client.name),
-        Err(e) => return errors::server_page(e),
-    }
     let (browser, new_cookie) = browser_cookie(&req, &state);
-    let parked = match crate::signin::park(&cx, &Pending::DeviceApprove(code.clone()), &TokenHash::of(&browser)).await {
-        Ok(p) => p,
+    let binding = TokenHash::of(&browser);
+    let mut resp = match device::look_up(&cx, &code, cookie.as_deref(), &binding).await {
+        Ok(Lookup::Unknown) => return entry_page(&typed, Some(crate::i18n::t().device_unknown)),
+        Ok(Lookup::Login(parked, pending, client_name)) => {
+            login_form(&state, &parked, &pending, &client_name, "").await
+        }
+        Ok(Lookup::NotAdmitted(client_name)) => return not_admitted(&client_name),
+        Ok(Lookup::Approve {
+            parked,
+            client_name,
+            scope,
+        }) => approve_page(&code, &client_name, &scope, &parked),
         Err(e) => return errors::server_page(e),
     };
-    let shown = device::display(&code);
+    set_browser(&mut resp, &state, new_cookie);
+    resp
+}
+
+/// The approval page for a user code, parked under `parked`.
+fn approve_page(code: &str, client_name: &str, scope: &str, parked: &Parked) -> HttpResponse {
+    let shown = oidc_device::display(code);
     let page = pages::DevicePage {
         approve: true,
-        client_name: &client.name,
+        client_name,
         user_code: &shown,
-        scopes: request.scope.split(' ').filter_map(pages::describe_scope).collect(),
+        scopes: scope.split(' ').filter_map(pages::describe_scope).collect(),
         claims: Vec::new(),
         request_id: parked.request_id.expose(),
         csrf: parked.csrf.expose(),
         error: None,
     };
-    let mut resp = pages::render(StatusCode::OK, &page);
-    set_browser(&mut resp, &state, new_cookie);
-    resp
+    pages::render(StatusCode::OK, &page)
 }
 
 /// The approval form's target.
@@ -129,52 +125,35 @@ pub async fn decide(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
     };
     let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    let code = match crate::signin::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
-        Ok(Pending::DeviceApprove(code)) => code,
-        Ok(_) => return resume_error(ResumeError::Expired),
-        Err(e) => return resume_error(e),
-    };
-    let approve = match get("decision") {
-        "allow" => true,
-        "deny" => false,
-        _ => return bad_request_page(crate::i18n::t().err_approval_choice),
+    let choice = Choice {
+        request_id: get("request_id"),
+        csrf: get("csrf"),
+        approve: match get("decision") {
+            "allow" => Some(true),
+            "deny" => Some(false),
+            _ => None,
+        },
     };
     let cookie = params::cookie(&req, cookies::session_name(&state));
-    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return resume_error(ResumeError::Expired),
-        Err(e) => return errors::server_page(e),
-    };
-    if let Err(e) = crate::signin::consume(&cx, get("request_id")).await {
-        return resume_error(e);
-    }
-    if approve {
-        let client = match device::pending(&cx, &code).await {
-            Ok(Some((_, client))) => client,
-            Ok(None) => return entry_page("", Some(crate::i18n::t().device_unknown)),
-            Err(e) => return errors::server_page(e),
-        };
-        match device::admits(&cx, &client.client_id, session.user_id).await {
-            Ok(true) => {}
-            Ok(false) => return not_admitted(&client.name),
-            Err(e) => return errors::server_page(e),
-        }
-    }
-    match device::decide(&cx, &code, &session, approve).await {
-        Ok(true) if approve => pages::error_page(
+    let t = crate::i18n::t();
+    match device::decide(&cx, &choice, browser.as_ref(), cookie.as_deref()).await {
+        Ok(Decided::Approved) => pages::error_page(
             StatusCode::OK,
-            crate::i18n::t().device_connected_title,
-            crate::i18n::t().device_done,
-            crate::i18n::t().device_done_hint,
+            t.device_connected_title,
+            t.device_done,
+            t.device_done_hint,
         ),
-        Ok(true) => pages::error_page(
+        Ok(Decided::Denied) => pages::error_page(
             StatusCode::OK,
-            crate::i18n::t().device_denied_title,
-            crate::i18n::t().device_denied,
-            crate::i18n::t().common_close_page,
+            t.device_denied_title,
+            t.device_denied,
+            t.common_close_page,
         ),
-        Ok(false) => entry_page("", Some(crate::i18n::t().device_unknown)),
-        Err(e) => errors::server_page(e),
+        Ok(Decided::Unknown) => entry_page("", Some(t.device_unknown)),
+        Ok(Decided::NotAdmitted(client_name)) => not_admitted(&client_name),
+        Err(Refused::Resume(e)) => resume_error(e),
+        Err(Refused::Choice) => bad_request_page(t.err_approval_choice),
+        Err(Refused::Server(e)) => errors::server_page(e),
     }
 }
 

@@ -7,11 +7,12 @@ use actix_web::cookie::{time::Duration, Cookie, SameSite};
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::auth::limits::Bucket;
+use crate::crypto::TokenHash;
+use crate::domain::Secret;
 use crate::forward_auth::{self as fa, Decision, Refusal, Target};
-use crate::http::signin::login_form::login_page;
+use crate::http::cookies::browser_cookie;
 use crate::http::{cookies, errors, guard, pages, params, signin::portal};
-use crate::signin::Pending;
+use crate::signin::forward::{Cookies, Presented, SignIn};
 use crate::state::AppState;
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -112,24 +113,14 @@ async fn answer(req: &HttpRequest, state: &AppState, flavour: Flavour) -> HttpRe
     }
     let ip = guard::ip_text(req, state);
     // Two `tessera_fa` cookies: the answer is the one for a browser that carries none.
-    let cookie = match cookies::sent(req, fa::COOKIE) {
-        cookies::Sent::One(v) => Some(v),
-        cookies::Sent::Absent => None,
-        cookies::Sent::Several => {
-            fa::several_cookies(&state.ctx(), &target, &ip).await;
-            None
-        }
+    let sent = cookies::sent(req, fa::COOKIE);
+    let cookie = match &sent {
+        cookies::Sent::One(v) => Presented::One(v),
+        cookies::Sent::Absent => Presented::Absent,
+        cookies::Sent::Several => Presented::Several,
     };
-    match fa::decide(
-        &state.ctx(),
-        &state.forward_auth,
-        &target,
-        pinned.first().map(String::as_str),
-        cookie.as_deref(),
-        &ip,
-    )
-    .await
-    {
+    let asked = (&target, pinned.first().map(String::as_str));
+    match crate::signin::forward::check(&state.ctx(), &state.forward_auth, asked, cookie, &ip).await {
         Ok(Decision::Allow(headers)) => {
             let mut resp = HttpResponse::Ok();
             resp.insert_header((header::CACHE_CONTROL, "no-store"));
@@ -189,46 +180,46 @@ pub async fn sign_in(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     if req.query_string().len() > 3 * 4096 {
         return refused_page(crate::i18n::t().fwd_too_long);
     }
-    let (target, app) = match fa::return_target(&state.ctx(), &rd).await {
-        Ok(Ok(found)) => found,
-        Ok(Err(Refusal::Malformed(why))) => {
-            return refused_page(&crate::i18n::t().fill(crate::i18n::t().fwd_malformed, "why", why))
-        }
-        Ok(Err(Refusal::Unregistered)) => return refused_page(crate::i18n::t().fwd_unknown),
-        Ok(Err(Refusal::OtherScheme)) => return refused_page(crate::i18n::t().fwd_scheme),
-        Ok(Err(Refusal::OutsideCookieDomain)) => return refused_page(crate::i18n::t().fwd_domain),
-        Err(e) => return errors::server_page(e),
-    };
-    let viewer = match portal::viewer(&req, &state).await {
-        Ok(v) => v,
-        Err(resp) => return resp,
-    };
-    let Some(viewer) = viewer else {
-        // Showing the form parks a login request (a write): limited like /authorize.
-        if let Some(limited) = guard::limit_page(&req, &state, Bucket::Authorize) {
-            return limited;
-        }
-        let back = format!("/authz/sign-in?{}", req.query_string());
-        let cx = state.ctx();
-        return login_page(&req, &state, &cx, Pending::Portal(back), &app.id, "").await;
-    };
+    let session = params::cookie(&req, cookies::session_name(&state));
     // With two cookies, neither is renewed: a fresh token is issued.
     let presented = params::cookie(&req, fa::COOKIE);
-    let (token, max_age) = match fa::issue(&state.ctx(), &viewer.session, presented.as_deref()).await {
-        Ok(t) => t,
-        Err(e) => return errors::server_page(e),
+    let held = Cookies {
+        session: session.as_deref(),
+        forward_auth: presented.as_deref(),
     };
+    let back = format!("/authz/sign-in?{}", req.query_string());
+    let (binding, new_cookie) = browser_cookie(&req, &state);
+    let from = (guard::client_ip(&req, &state), &TokenHash::of(&binding));
+    let t = crate::i18n::t();
+    match crate::signin::forward::sign_in(&state.limits, &state.ctx(), (&rd, back), &held, from).await {
+        Ok(SignIn::Refused(Refusal::Malformed(why))) => refused_page(&t.fill(t.fwd_malformed, "why", why)),
+        Ok(SignIn::Refused(Refusal::Unregistered)) => refused_page(t.fwd_unknown),
+        Ok(SignIn::Refused(Refusal::OtherScheme)) => refused_page(t.fwd_scheme),
+        Ok(SignIn::Refused(Refusal::OutsideCookieDomain)) => refused_page(t.fwd_domain),
+        Ok(SignIn::First(login, app)) => portal::sign_in_page(&state, login, &app, new_cookie).await,
+        Ok(SignIn::Back {
+            token,
+            max_age,
+            secure,
+            target,
+        }) => back_to_app(&state, &token, max_age, secure, target.as_str()),
+        Err(e) => errors::server_page(e),
+    }
+}
+
+/// The forward-auth cookie set on the apps' domain, and the browser back to the app.
+fn back_to_app(state: &AppState, token: &Secret, max_age: i64, secure: bool, target: &str) -> HttpResponse {
     let mut cookie = Cookie::build(fa::COOKIE, token.expose().to_string())
         .path("/")
         .http_only(true)
-        .secure(fa::app_is_https(&app))
+        .secure(secure)
         .same_site(SameSite::Lax)
         .max_age(Duration::seconds(max_age))
         .finish();
     if let Some(domain) = &state.settings.forward_auth_cookie_domain {
         cookie.set_domain(domain.clone());
     }
-    let mut resp = errors::redirect(target.as_str());
+    let mut resp = errors::redirect(target);
     let _ = resp.add_cookie(&cookie);
     resp
 }

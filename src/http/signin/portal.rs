@@ -6,10 +6,12 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 use subtle::ConstantTimeEq;
 
+use crate::crypto::TokenHash;
 use crate::db::{sessions::Session, users::User};
-use crate::http::signin::login_form::login_page;
-use crate::http::{cookies, errors, pages, params};
-use crate::signin::Pending;
+use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::signin::login_form::login_form;
+use crate::http::{cookies, errors, guard, pages, params};
+use crate::signin::portal::{Entry, Login};
 use crate::state::AppState;
 
 /// The signed-in person looking at a page.
@@ -39,28 +41,25 @@ pub fn csrf_header_ok(req: &HttpRequest, viewer: &Viewer) -> bool {
 
 /// The viewer, if the request carries a live session.
 pub async fn viewer(req: &HttpRequest, state: &AppState) -> Result<Option<Viewer>, HttpResponse> {
-    let cx = state.ctx();
     let cookie = params::cookie(req, cookies::session_name(state));
-    let session = match crate::signin::current_session(&cx, cookie.as_deref()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(errors::server_page(e)),
-    };
-    let user = crate::account::signed_in_user(&state.ctx(), session.user_id).await;
-    match user {
-        Ok(Some(user)) => Ok(Some(Viewer {
-            session,
-            user,
-            csrf: csrf_for(cookie.as_deref().unwrap_or_default()),
-        })),
-        Ok(None) => Ok(None),
+    match crate::signin::portal::viewer(&state.ctx(), cookie.as_deref()).await {
+        Ok(found) => Ok(found.map(|(session, user)| seen(session, user, cookie.as_deref()))),
         Err(e) => Err(errors::server_page(e)),
+    }
+}
+
+/// The viewer of a session, with the CSRF token its cookie gives.
+fn seen(session: Session, user: User, cookie: Option<&str>) -> Viewer {
+    Viewer {
+        session,
+        user,
+        csrf: csrf_for(cookie.unwrap_or_default()),
     }
 }
 
 /// Pages may only come back to Tessera's own portal paths after sign-in (and to the
 /// page confirming a change of address, which needs the account signed in).
-fn return_path(req: &HttpRequest) -> String {
+pub(crate) fn return_path(req: &HttpRequest) -> String {
     let path = req.path();
     let ok = (path == "/account"
         || path.starts_with("/account/")
@@ -80,26 +79,47 @@ fn return_path(req: &HttpRequest) -> String {
 
 /// The viewer, or the login form that leads back here (GET) / an expired page (POST).
 pub async fn require(req: &HttpRequest, state: &AppState) -> Result<Viewer, HttpResponse> {
-    if let Some(v) = viewer(req, state).await? {
-        return Ok(v);
-    }
-    if req.method() == actix_web::http::Method::GET {
-        // Showing the form parks a login request (a write): limited like /authorize.
-        if let Some(limited) = crate::http::guard::limit_page(req, state, crate::auth::limits::Bucket::Authorize) {
-            return Err(limited);
-        }
-        let pending = Pending::Portal(return_path(req));
-        let t = crate::i18n::t();
-        let purpose = t.fill(t.acct_portal_purpose, "org", crate::http::branding::shown().org_name);
-        return Err(login_page(req, state, &state.ctx(), pending, &purpose, "").await);
-    }
+    let cookie = params::cookie(req, cookies::session_name(state));
+    let back = (req.method() == actix_web::http::Method::GET).then(|| return_path(req));
+    let (binding, new_cookie) = browser_cookie(req, state);
+    let from = (guard::client_ip(req, state), &TokenHash::of(&binding));
+    let entry = crate::signin::portal::enter(&state.limits, &state.ctx(), cookie.as_deref(), from, back).await;
     let t = crate::i18n::t();
-    Err(pages::error_page(
-        StatusCode::UNAUTHORIZED,
-        t.acct_signed_out_title,
-        t.acct_signed_out,
-        t.acct_signed_out_hint,
-    ))
+    match entry {
+        Ok(Entry::SignedIn(found)) => {
+            let (session, user) = *found;
+            Ok(seen(session, user, cookie.as_deref()))
+        }
+        Ok(Entry::SignIn(login)) => {
+            let purpose = t.fill(t.acct_portal_purpose, "org", crate::http::branding::shown().org_name);
+            Err(sign_in_page(state, login, &purpose, new_cookie).await)
+        }
+        Ok(Entry::SignedOut) => Err(pages::error_page(
+            StatusCode::UNAUTHORIZED,
+            t.acct_signed_out_title,
+            t.acct_signed_out,
+            t.acct_signed_out_hint,
+        )),
+        Err(e) => Err(errors::server_page(e)),
+    }
+}
+
+/// The login form parked before one of Tessera's own pages (`purpose` names what the
+/// sign-in is for), with the browser cookie it is bound to when new; or the wait.
+pub(crate) async fn sign_in_page(
+    state: &AppState,
+    login: Login,
+    purpose: &str,
+    new_cookie: Option<String>,
+) -> HttpResponse {
+    match login {
+        Login::Parked(parked, pending) => {
+            let mut resp = login_form(state, &parked, &pending, purpose, "").await;
+            set_browser(&mut resp, state, new_cookie);
+            resp
+        }
+        Login::Limited(wait) => guard::too_many_page(wait),
+    }
 }
 
 /// An administrator, or 403 for anyone else.

@@ -9,7 +9,6 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::auth::limits::Bucket;
-use crate::auth::passkeys::PasskeyError;
 use crate::crypto::TokenHash;
 use crate::domain::Problems;
 use crate::http::cookies::{browser_cookie, set_browser};
@@ -22,7 +21,7 @@ use crate::http::{cookies, errors, guard, pages, params, signin::portal};
 use crate::i18n::t;
 use crate::lifecycle::signup::{self, Form, Outcome};
 use crate::lifecycle::verify::{self, Confirmed};
-use crate::signin::{Pending, ResumeError};
+use crate::signin::signup::{Confirmation, Proof, Shown, Visit};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -73,19 +72,6 @@ fn browser(req: &HttpRequest, state: &AppState) -> Option<TokenHash> {
     params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v))
 }
 
-/// The parked sign-in a form names, checked against this browser and its CSRF token.
-async fn parked_sign_in(
-    req: &HttpRequest,
-    state: &AppState,
-    request_id: &str,
-    csrf: &str,
-) -> Result<Pending, ResumeError> {
-    match crate::signin::resume(&state.ctx(), request_id, csrf, browser(req, state).as_ref()).await? {
-        p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => Ok(p),
-        _ => Err(ResumeError::Expired),
-    }
-}
-
 /// `GET /signup`: the form on its own (after sign-up, the person signs in at `/account`).
 pub async fn page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if !signup::open(&state.settings) {
@@ -112,7 +98,8 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
         return bad_request_page(t().acct_error_signin_form);
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
+    let names = (request_id, csrf);
+    let pending = match crate::signin::signup::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
         Ok(p) => p,
         Err(e) => return resume_error(e),
     };
@@ -137,26 +124,6 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         return bad_request_page(t().acct_error_signup_form);
     };
     let get = |n: &str| params::field(&fields, n);
-    let (request_id, csrf) = (get("request_id"), get("csrf"));
-    let (mut client, mut request) = (None, None);
-    if !request_id.is_empty() {
-        match parked_sign_in(&req, &state, request_id, csrf).await {
-            Ok(p) => {
-                client = Some(purpose(&state, &p).await);
-                request = Some(TokenHash::of(request_id));
-            }
-            // The sign-in expired while the form was filled in: the account is still
-            // made, and the person signs in afresh once verified.
-            Err(ResumeError::Expired) => {}
-            Err(e) => return resume_error(e),
-        }
-    }
-    // A page shown again carries the parked sign-in only while it is still waiting.
-    let (request_id, csrf) = if request.is_some() {
-        (request_id, csrf)
-    } else {
-        ("", "")
-    };
     let typed = Form {
         username: get("username"),
         email: get("email"),
@@ -167,10 +134,20 @@ pub async fn submit(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -
         passkey: state.settings.passkey_mode.passkey_only() || get("credential") == "passkey",
     };
     let ip = guard::ip_text(&req, &state);
-    let (status, sent, problems) = match signup::submit(&state.ctx(), typed, request, &ip).await {
-        Ok(Outcome::Sent) => (StatusCode::OK, true, Problems::default()),
-        Ok(Outcome::Invalid(problems)) => (StatusCode::BAD_REQUEST, false, problems),
-        Err(e) => return errors::server_page(e),
+    let names = (get("request_id"), get("csrf"));
+    let binding = browser(&req, &state);
+    let submitted = match crate::signin::signup::submit(&state.ctx(), typed, names, binding.as_ref(), &ip).await {
+        Ok(s) => s,
+        Err(e) => return resume_error(e),
+    };
+    let (status, sent, problems) = match submitted.outcome {
+        Outcome::Sent => (StatusCode::OK, true, Problems::default()),
+        Outcome::Invalid(problems) => (StatusCode::BAD_REQUEST, false, problems),
+    };
+    // A page shown again carries the parked sign-in only while it is still waiting.
+    let (client, (request_id, csrf)) = match &submitted.from {
+        Some(p) => (Some(purpose(&state, p).await), names),
+        None => (None, ("", "")),
     };
     let page = SignupPage {
         sent,
@@ -198,12 +175,29 @@ pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         return limited;
     }
     let token = params::link_token(&req);
-    let found = match verify::usable(&state.ctx(), &token).await {
-        Ok(Some(found)) => found,
-        Ok(None) => return dead_link(),
+    let wants_sign_in =
+        url::form_urlencoded::parse(req.query_string().as_bytes()).any(|(k, v)| k == "signin" && v == "1");
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let (binding, new_cookie) = browser_cookie(&req, &state);
+    let binding = TokenHash::of(&binding);
+    let visit = Visit {
+        session_cookie: cookie.as_deref(),
+        // The portal's sign-in form, coming back to this page (token included).
+        sign_in: wants_sign_in.then(|| (guard::client_ip(&req, &state), &binding, portal::return_path(&req))),
+    };
+    let (found, sign_in) = match crate::signin::signup::show(&state.limits, &state.ctx(), &token, visit).await {
+        Ok(Shown::Confirm(found)) => (found, None),
+        Ok(Shown::SignInFirst(found)) => (found, Some(sign_in_link(&token))),
+        Ok(Shown::SignIn(login)) => {
+            let t = t();
+            let purpose = t.fill(t.acct_portal_purpose, "org", crate::http::branding::shown().org_name);
+            return portal::sign_in_page(&state, login, &purpose, new_cookie).await;
+        }
+        Ok(Shown::OtherAccount) => return other_account(),
+        Ok(Shown::Dead) => return dead_link(),
         Err(e) => return errors::server_page(e),
     };
-    let mut page = VerifyPage {
+    let page = VerifyPage {
         verified: false,
         token: &token,
         username: &found.username,
@@ -211,27 +205,11 @@ pub async fn verify_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRe
         request_id: "",
         csrf: "",
         change: found.change_for.is_some(),
-        sign_in: "",
+        sign_in: sign_in.as_deref().unwrap_or_default(),
         passkey: found.needs_passkey,
         error: "",
     };
-    let Some(owner) = found.change_for else {
-        return pages::render(StatusCode::OK, &page);
-    };
-    let wants_sign_in =
-        url::form_urlencoded::parse(req.query_string().as_bytes()).any(|(k, v)| k == "signin" && v == "1");
-    match portal::viewer(&req, &state).await {
-        Ok(Some(v)) if v.user.id == owner => pages::render(StatusCode::OK, &page),
-        Ok(Some(_)) => other_account(),
-        // The portal's sign-in form, coming back to this page (token included).
-        Ok(None) if wants_sign_in => portal::require(&req, &state).await.err().unwrap_or_else(dead_link),
-        Ok(None) => {
-            let link = sign_in_link(&token);
-            page.sign_in = &link;
-            pages::render(StatusCode::OK, &page)
-        }
-        Err(resp) => resp,
-    }
+    pages::render(StatusCode::OK, &page)
 }
 
 /// The verify page again, by way of the portal's sign-in form.
@@ -263,14 +241,11 @@ pub async fn verify_confirm(req: HttpRequest, state: web::Data<AppState>, body: 
     let Some(fields) = form(&req, &body) else {
         return dead_link();
     };
-    let ip = guard::ip_text(&req, &state);
-    let viewer = match portal::viewer(&req, &state).await {
-        Ok(v) => v.map(|v| v.user.id),
-        Err(resp) => return resp,
+    let cookie = params::cookie(&req, cookies::session_name(&state));
+    let proof = Proof::Button {
+        session_cookie: cookie.as_deref(),
     };
-    let token = params::field(&fields, "token");
-    let result = verify::confirm(&state.ctx(), token, &ip, viewer, None).await;
-    confirmed(&req, &state, token, result).await
+    confirm(&req, &state, params::field(&fields, "token"), proof).await
 }
 
 /// `POST /email/verify/passkey/options`: the passkey that confirms a sign-up made
@@ -299,17 +274,24 @@ pub async fn verify_passkey(req: HttpRequest, state: web::Data<AppState>, body: 
     let Some(fields) = passkeys::link_form(&req, &body) else {
         return dead_link();
     };
-    let ip = guard::ip_text(&req, &state);
-    let token = params::field(&fields, "token");
-    let result = match passkeys::made(&state, &fields) {
-        Ok(made) => verify::confirm(&state.ctx(), token, &ip, None, Some(made)).await,
-        Err(PasskeyError::Refused(why)) => {
-            let page = VerifyPage::passkey_again(token, why);
-            return pages::render(StatusCode::BAD_REQUEST, &page);
-        }
-        Err(PasskeyError::Server(e)) => return errors::server_page(e),
+    let get = |n: &str| params::field(&fields, n);
+    let proof = Proof::Passkey {
+        name: get("name"),
+        client_data: get("client_data"),
+        attestation_object: get("attestation_object"),
     };
-    confirmed(&req, &state, token, result).await
+    confirm(&req, &state, get("token"), proof).await
+}
+
+/// Confirms the link `token` by `proof`, in this browser, and shows what came of it.
+async fn confirm(req: &HttpRequest, state: &AppState, token: &str, proof: Proof<'_>) -> HttpResponse {
+    let ip = guard::ip_text(req, state);
+    let (binding, new_cookie) = browser_cookie(req, state);
+    let from = (ip.as_str(), &TokenHash::of(&binding));
+    match crate::signin::signup::confirm(&state.ctx(), token, proof, from).await {
+        Ok(c) => confirmed(state, token, c, new_cookie),
+        Err(e) => errors::server_page(e),
+    }
 }
 
 impl<'a> VerifyPage<'a> {
@@ -332,16 +314,11 @@ impl<'a> VerifyPage<'a> {
 
 /// The page after "Confirm" (or the passkey made): verified, and the sign-in the
 /// sign-up came from parked again for this browser when it is still waiting.
-async fn confirmed(
-    req: &HttpRequest,
-    state: &AppState,
-    token: &str,
-    result: Result<Confirmed, crate::error::Internal>,
-) -> HttpResponse {
-    let (username, resume, change) = match result {
-        Ok(Confirmed::Verified { username, resume }) => (username, resume, false),
-        Ok(Confirmed::Changed { username }) => (username, None, true),
-        Ok(Confirmed::SignInFirst) => {
+fn confirmed(state: &AppState, token: &str, done: Confirmation, new_cookie: Option<String>) -> HttpResponse {
+    let (username, change) = match done.confirmed {
+        Confirmed::Verified { username, .. } => (username, false),
+        Confirmed::Changed { username } => (username, true),
+        Confirmed::SignInFirst => {
             let link = sign_in_link(token);
             return pages::render(
                 StatusCode::UNAUTHORIZED,
@@ -359,12 +336,11 @@ async fn confirmed(
                 },
             );
         }
-        Ok(Confirmed::Passkey(why)) => {
+        Confirmed::Passkey(why) => {
             return pages::render(StatusCode::BAD_REQUEST, &VerifyPage::passkey_again(token, why))
         }
-        Ok(Confirmed::OtherAccount) => return other_account(),
-        Ok(Confirmed::Dead) => return dead_link(),
-        Err(e) => return errors::server_page(e),
+        Confirmed::OtherAccount => return other_account(),
+        Confirmed::Dead => return dead_link(),
     };
     let mut page = VerifyPage {
         verified: true,
@@ -378,24 +354,14 @@ async fn confirmed(
         passkey: false,
         error: "",
     };
-    let Some(pending) = resume else {
+    let Some(parked) = done.parked else {
         return pages::render(StatusCode::OK, &page);
     };
-    let (value, new_cookie) = browser_cookie(req, state);
-    match crate::signin::park(&state.ctx(), pending.as_ref(), &TokenHash::of(&value)).await {
-        Ok(parked) => {
-            page.request_id = parked.request_id.expose();
-            page.csrf = parked.csrf.expose();
-            let mut resp = pages::render(StatusCode::OK, &page);
-            set_browser(&mut resp, state, new_cookie);
-            resp
-        }
-        Err(e) => {
-            // The address is verified whatever happens now: the plain page still says so.
-            tracing::warn!(error = ?e, "cannot park the sign-in after a verification");
-            pages::render(StatusCode::OK, &page)
-        }
-    }
+    page.request_id = parked.request_id.expose();
+    page.csrf = parked.csrf.expose();
+    let mut resp = pages::render(StatusCode::OK, &page);
+    set_browser(&mut resp, state, new_cookie);
+    resp
 }
 
 /// `POST /signup/continue`: the login form for a parked sign-in (after confirming an
@@ -408,7 +374,8 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
         return bad_request_page(t().acct_error_form);
     };
     let (request_id, csrf) = (params::field(&fields, "request_id"), params::field(&fields, "csrf"));
-    let pending = match parked_sign_in(&req, &state, request_id, csrf).await {
+    let names = (request_id, csrf);
+    let pending = match crate::signin::signup::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
         Ok(p) => p,
         Err(e) => return resume_error(e),
     };

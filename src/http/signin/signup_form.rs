@@ -3,17 +3,14 @@
 //! 1.0 §4.1).
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 use askama::Template;
 
-use crate::crypto::TokenHash;
 use crate::domain::Problems;
-use crate::http::cookies::{browser_cookie, set_browser};
+use crate::http::pages;
 use crate::http::signin::login_form::client_name;
-use crate::http::{errors, pages};
 use crate::oidc::authorize::AuthRequest;
-use crate::oidc::Ctx;
-use crate::signin::Pending;
+use crate::signin::Parked;
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -55,15 +52,8 @@ impl<'a> SignupPage<'a> {
 /// Initiating User Registration via OpenID Connect 1.0 §4.1: an authorization request
 /// with `prompt=create` opens the sign-up form, its request parked as for the login
 /// form, so that the new account's first sign-in answers the client.
-pub async fn create(req: &HttpRequest, state: &AppState, cx: &Ctx<'_>, request: &AuthRequest) -> HttpResponse {
-    let (value, new_cookie) = browser_cookie(req, state);
-    let parked = match crate::signin::park(cx, &Pending::Login(request.clone()), &TokenHash::of(&value)).await {
-        Ok(p) => p,
-        Err(e) => return errors::server_page(e),
-    };
+pub async fn create(state: &AppState, request: &AuthRequest, parked: &Parked) -> HttpResponse {
     let name = client_name(state, &request.client_id).await;
     let page = SignupPage::empty(state, Some(&name), parked.request_id.expose(), parked.csrf.expose());
-    let mut resp = pages::render(StatusCode::OK, &page);
-    set_browser(&mut resp, state, new_cookie);
-    resp
+    pages::render(StatusCode::OK, &page)
 }
