@@ -59,12 +59,7 @@ async fn exists(app: &TestApp, username: &str) -> bool {
 
 async fn refresh(s: &Setup, tokens: &Value) -> reqwest::Response {
     let r = tokens["refresh_token"].as_str().expect("a refresh token");
-    s.app
-        .token(
-            Some(("app", &s.secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", r)],
-        )
-        .await
+    s.app.refresh(("app", &s.secret), r, &[]).await
 }
 
 #[tokio::test]

@@ -2,8 +2,7 @@
 //! runs it (secret from standard input, never printed, sealed with the master key),
 //! the admin API under `/admin/api/providers`, and the pages `/admin/providers`.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 use tessera::admin::Actor;
@@ -17,27 +16,16 @@ const KEY: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
 /// The binary on the app's database; the outcome unread.
 fn tessera(app: &TestApp, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(app.db_args())
-        .args(args)
-        .env_remove("TESSERA_ISSUER")
-        .env_remove("TESSERA_MASTER_KEY")
-        .envs(env.iter().copied())
-        .env("TESSERA_BCRYPT_COST", "4")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        // A command refused before it reads its input closes the pipe.
-        if let Err(e) = input.write_all(text.as_bytes()) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-        }
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
+    run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(app.db_args())
+            .args(args)
+            .env_remove("TESSERA_ISSUER")
+            .env_remove("TESSERA_MASTER_KEY")
+            .envs(env.iter().copied())
+            .env("TESSERA_BCRYPT_COST", "4"),
+        stdin,
+    )
 }
 
 fn stdout(o: &Output) -> String {
@@ -116,7 +104,30 @@ async fn the_command_line_adds_lists_shows_and_deletes_providers() {
     );
     assert!(p.jit && p.link_by_email && p.require_local_mfa);
 
-    // GitHub needs no issuer; the master key seals the secret.
+    add_a_github_provider_sealed(&app).await;
+    the_providers_are_listed_without_secrets(&app, &env);
+    acme_is_shown_with_its_settings(&app);
+
+    let del = tessera(&app, &["provider", "delete", "acme"], None, &[]);
+    assert!(del.status.success());
+    assert!(stored(&app, "acme").await.is_none());
+    let gone = refused(&tessera(&app, &["provider", "show", "acme"], None, &[]));
+    assert_eq!(gone, "error: no provider with id acme");
+    assert_eq!(
+        refused(&tessera(&app, &["provider", "delete", "acme"], None, &[])),
+        "error: no provider with id acme"
+    );
+    let audit = app.audit().await;
+    let by_cli = |event: &str| {
+        audit
+            .iter()
+            .any(|(e, a, t)| e == event && a.as_deref() == Some("cli") && t.as_deref() == Some("provider:acme"))
+    };
+    assert!(by_cli("admin.provider_created") && by_cli("admin.provider_deleted"));
+}
+
+/// GitHub needs no issuer; the master key seals the secret.
+async fn add_a_github_provider_sealed(app: &TestApp) {
     let gh = [
         "provider",
         "add",
@@ -127,14 +138,17 @@ async fn the_command_line_adds_lists_shows_and_deletes_providers() {
         "Iv1.abc",
         "--client-secret-stdin",
     ];
-    let out = tessera(&app, &gh, Some("gh-secret-value\n"), &[("TESSERA_MASTER_KEY", KEY)]);
+    let out = tessera(app, &gh, Some("gh-secret-value\n"), &[("TESSERA_MASTER_KEY", KEY)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let gh_stored = stored(&app, "gh").await.unwrap();
+    let gh_stored = stored(app, "gh").await.unwrap();
     assert!(gh_stored.client_secret.starts_with("sealed:v1:"), "sealed at rest");
     assert!(!gh_stored.client_secret.contains("gh-secret-value"));
     assert_eq!(gh_stored.scope, "read:user user:email");
+}
 
-    let list = tessera(&app, &["provider", "list", "--json"], None, &env);
+/// `provider list`, as JSON and as a table, without any secret.
+fn the_providers_are_listed_without_secrets(app: &TestApp, env: &[(&str, &str)]) {
+    let list = tessera(app, &["provider", "list", "--json"], None, env);
     assert!(list.status.success());
     let text = stdout(&list);
     assert!(!text.contains(SECRET) && !text.contains("sealed:") && !text.contains("client_secret"));
@@ -153,13 +167,17 @@ async fn the_command_line_adds_lists_shows_and_deletes_providers() {
     assert_eq!(items[1]["id"], "gh");
     assert_eq!(items[1]["issuer"], Value::Null);
 
-    let table = stdout(&tessera(&app, &["provider", "list"], None, &[]));
+    let table = stdout(&tessera(app, &["provider", "list"], None, &[]));
     let row = table.lines().find(|l| l.starts_with("acme ")).expect("a row for acme");
     assert!(row.contains("oidc") && row.contains("Acme SSO") && row.contains("https://login.acme.example/realms/main"));
     assert!(table.lines().any(|l| l.starts_with("gh ") && l.contains("github.com")));
+}
 
+/// `provider show` gives acme's addresses for another issuer and its settings, no
+/// secret.
+fn acme_is_shown_with_its_settings(app: &TestApp) {
     let show = tessera(
-        &app,
+        app,
         &[
             "provider",
             "show",
@@ -186,23 +204,6 @@ async fn the_command_line_adds_lists_shows_and_deletes_providers() {
         .lines()
         .any(|l| l.starts_with("linked_accounts") && l.trim_end().ends_with(" 0")));
     assert!(!shown.contains(SECRET) && !shown.contains("client_secret"));
-
-    let del = tessera(&app, &["provider", "delete", "acme"], None, &[]);
-    assert!(del.status.success());
-    assert!(stored(&app, "acme").await.is_none());
-    let gone = refused(&tessera(&app, &["provider", "show", "acme"], None, &[]));
-    assert_eq!(gone, "error: no provider with id acme");
-    assert_eq!(
-        refused(&tessera(&app, &["provider", "delete", "acme"], None, &[])),
-        "error: no provider with id acme"
-    );
-    let audit = app.audit().await;
-    let by_cli = |event: &str| {
-        audit
-            .iter()
-            .any(|(e, a, t)| e == event && a.as_deref() == Some("cli") && t.as_deref() == Some("provider:acme"))
-    };
-    assert!(by_cli("admin.provider_created") && by_cli("admin.provider_deleted"));
 }
 
 #[tokio::test]
@@ -290,16 +291,7 @@ struct Api<'a> {
 
 impl Api<'_> {
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = plain_client()
-            .request(method, self.app.url(&format!("/admin/api{path}")))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+        self.app.admin_api(&self.token, method, path, body).await
     }
 }
 

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use tessera::config::Signup;
-use tessera::db::{self, users::User};
+use tessera::db;
 use tessera::lifecycle::verify::LINK_TTL;
 
 use crate::helpers::{
@@ -21,15 +21,6 @@ const SECRET: &str = "a long sign-up secret";
 
 async fn open_signup() -> (TestApp, SmtpSink) {
     spawn_mail(|s| s.signup = Signup::Open).await
-}
-
-async fn user(app: &TestApp, username: &str) -> Option<User> {
-    let name = username.to_string();
-    app.state
-        .db
-        .read(move |c| db::users::find_by_username(c, &name))
-        .await
-        .unwrap()
 }
 
 async fn must_verify(app: &TestApp, user_id: i64) -> bool {
@@ -147,7 +138,7 @@ async fn open_sign_up_from_the_login_page_mails_a_link_and_then_signs_in_to_the_
     let (status, page) = sign_up(&app, &b, &parked, "grace", "grace@example.org").await;
     assert_eq!(status, 200, "{page}");
     assert!(text_of(&page, "signup-sent").unwrap().contains("grace@example.org"));
-    let grace = user(&app, "grace").await.expect("the account exists");
+    let grace = app.user("grace").await.expect("the account exists");
     assert!(!grace.email_verified && must_verify(&app, grace.id).await);
     assert_eq!(grace.name.as_deref(), Some("New Person"));
     assert!(events(&app).await.contains(&"account.signup".to_string()));
@@ -165,7 +156,7 @@ async fn open_sign_up_from_the_login_page_mails_a_link_and_then_signs_in_to_the_
     );
     let (status, confirmed) = confirm(&app, &b, &link).await;
     assert_eq!(status, 200, "{confirmed}");
-    let grace = user(&app, "grace").await.unwrap();
+    let grace = app.user("grace").await.unwrap();
     assert!(grace.email_verified && !must_verify(&app, grace.id).await);
     assert!(events(&app).await.contains(&"account.email_verified".to_string()));
 
@@ -318,7 +309,7 @@ async fn sign_up_is_limited_to_the_configured_domains_without_regard_to_case() {
     let (status, page) = sign_up(&app, &b, &HashMap::new(), "eve", "eve@example.com").await;
     assert_eq!(status, 400);
     assert!(text_of(&page, "email-error").unwrap().contains("example.org"), "{page}");
-    assert!(user(&app, "eve").await.is_none());
+    assert!(app.user("eve").await.is_none());
     assert_eq!(outbox_rows(&app).await, 0);
     let (status, _) = sign_up(&app, &b, &HashMap::new(), "eve", "Eve@EXAMPLE.Org").await;
     assert_eq!(status, 200);
@@ -358,7 +349,7 @@ async fn the_form_checks_each_field_with_the_setup_rules() {
         .unwrap();
     let page = resp.text().await.unwrap();
     assert!(text_of(&page, "password-error").unwrap().contains("username"), "{page}");
-    assert!(user(&app, "ana").await.is_none());
+    assert!(app.user("ana").await.is_none());
     assert_eq!(outbox_rows(&app).await, 0);
 }
 
@@ -376,7 +367,7 @@ async fn a_taken_address_gets_the_same_answer_and_its_owner_is_told() {
         fresh.replace("newbie@example.org", "ADDRESS"),
         "the answer says nothing of the account"
     );
-    assert!(user(&app, "copycat").await.is_none(), "no second account");
+    assert!(app.user("copycat").await.is_none(), "no second account");
     let told = sink.nth("ada@example.com", 1).await;
     assert!(
         told.subject().contains("Someone tried to sign up"),
@@ -430,7 +421,7 @@ async fn with_sign_up_off_the_pages_are_not_found_and_nothing_offers_it() {
         assert_eq!(start.status(), 404);
         let (status, _) = sign_up(app, &b, &parked, "zed", "zed@example.org").await;
         assert_eq!(status, 404);
-        assert!(user(app, "zed").await.is_none());
+        assert!(app.user("zed").await.is_none());
         // prompt=create behaves as if it were absent: the login page.
         let create = b
             .get(app.authorize_url("app", &[("prompt", "create")]))
@@ -484,7 +475,7 @@ async fn a_changed_address_waits_for_its_link_in_the_signed_in_browser_and_the_o
         "/account?done=profile-verify"
     );
     // Only pending: the account keeps its confirmed address.
-    let ada = user(&app, "ada").await.unwrap();
+    let ada = app.user("ada").await.unwrap();
     assert_eq!(ada.email.as_deref(), Some("ada@example.com"));
     assert!(ada.email_verified, "the current address stays confirmed");
     let page = b.get(app.url("/account?done=profile-verify")).send().await.unwrap();
@@ -520,7 +511,7 @@ async fn a_changed_address_waits_for_its_link_in_the_signed_in_browser_and_the_o
     assert!(text_of(&confirmed, "continue")
         .unwrap()
         .contains("Return to your account"));
-    let ada = user(&app, "ada").await.unwrap();
+    let ada = app.user("ada").await.unwrap();
     assert_eq!(ada.email.as_deref(), Some("ada@second.example"));
     assert!(ada.email_verified);
     let events = events(&app).await;
@@ -548,7 +539,7 @@ async fn a_changed_address_waits_for_its_link_in_the_signed_in_browser_and_the_o
         change_email(&app, &b, &csrf, "ada@second.example").await,
         "/account?done=profile"
     );
-    assert!(user(&app, "ada").await.unwrap().email_verified);
+    assert!(app.user("ada").await.unwrap().email_verified);
     assert_eq!(outbox_rows(&app).await, rows);
 }
 
@@ -581,10 +572,7 @@ async fn a_change_link_opened_signed_out_asks_for_sign_in_and_comes_back_to_conf
     assert_eq!(back, href, "back to the same page, token and all");
     let (status, _) = confirm(&app, &other, &app.url(&back)).await;
     assert_eq!(status, 200);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@new.example")
-    );
+    assert_eq!(app.user("ada").await.unwrap().email.as_deref(), Some("ada@new.example"));
 }
 
 #[tokio::test]
@@ -610,17 +598,11 @@ async fn a_change_link_opened_as_another_account_is_forbidden_and_changes_nothin
         .await
         .unwrap();
     assert_eq!(pressed.status(), 403);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@example.com")
-    );
+    assert_eq!(app.user("ada").await.unwrap().email.as_deref(), Some("ada@example.com"));
     // The link still works for ada herself.
     let (status, _) = confirm(&app, &b, &link).await;
     assert_eq!(status, 200);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@new.example")
-    );
+    assert_eq!(app.user("ada").await.unwrap().email.as_deref(), Some("ada@new.example"));
 }
 
 #[tokio::test]
@@ -634,7 +616,7 @@ async fn without_mail_a_changed_address_stays_unverified_and_nothing_is_queued()
         change_email(&app, &b, &csrf, "ada@new.example").await,
         "/account?done=profile"
     );
-    let ada = user(&app, "ada").await.unwrap();
+    let ada = app.user("ada").await.unwrap();
     assert_eq!(
         ada.email.as_deref(),
         Some("ada@new.example"),
@@ -684,7 +666,7 @@ async fn expired_reused_and_forged_links_are_refused_with_a_readable_page() {
         .await
         .unwrap();
     refused(posted).await;
-    let max = user(&app, "max").await.unwrap();
+    let max = app.user("max").await.unwrap();
     assert!(!max.email_verified && must_verify(&app, max.id).await);
 
     // A fresh link (from signing in) works once; used again it is refused.
@@ -746,7 +728,7 @@ async fn a_sign_up_form_with_a_forged_request_is_refused() {
     assert_eq!(start.status(), 403);
     let (status, _) = sign_up(&app, &b, &parked, "mallory", "mallory@example.org").await;
     assert_eq!(status, 403);
-    assert!(user(&app, "mallory").await.is_none());
+    assert!(app.user("mallory").await.is_none());
 }
 
 #[tokio::test]
@@ -774,7 +756,7 @@ async fn a_sign_in_that_expired_meanwhile_still_makes_the_account_and_ends_on_a_
     app.clock.advance(login_request + 1);
     let (status, page) = sign_up(&app, &b, &parked, "late", "late@example.org").await;
     assert_eq!(status, 200, "{page}");
-    assert!(user(&app, "late").await.is_some());
+    assert!(app.user("late").await.is_some());
 
     // Expired before the link was followed: verified, then a plain "Sign in".
     let parked = create(b.clone()).await;
@@ -785,5 +767,5 @@ async fn a_sign_in_that_expired_meanwhile_still_makes_the_account_and_ends_on_a_
     assert_eq!(status, 200);
     assert!(!confirmed.contains("Continue to sign in"), "{confirmed}");
     assert_eq!(text_of(&confirmed, "continue").as_deref(), Some("Sign in"));
-    assert!(user(&app, "later").await.unwrap().email_verified);
+    assert!(app.user("later").await.unwrap().email_verified);
 }

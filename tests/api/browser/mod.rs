@@ -55,7 +55,7 @@ fn serve(db: &std::path::Path, port: u16, env: &[(&str, &str)]) -> std::process:
 }
 
 /// A server process, stopped however the test ends.
-struct Running(std::process::Child);
+pub(crate) struct Running(std::process::Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -66,17 +66,18 @@ impl Drop for Running {
 
 /// The binary serving `db` on `port` as `issuer`, once its banner says it listens.
 fn serve_as(db: &std::path::Path, port: u16, issuer: &str) -> Running {
-    let mut server = Running(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(db)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--issuer", issuer])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut command = Command::new(BIN);
+    command
+        .arg("--db")
+        .arg(db)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--issuer", issuer]);
+    listening(&mut command, issuer)
+}
+
+/// `command` (a `tessera serve` as `issuer`) started, once its banner says it listens.
+pub(crate) fn listening(command: &mut Command, issuer: &str) -> Running {
+    let mut server = Running(command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap());
     // The banner comes once the server is listening.
     let mut lines = BufReader::new(server.0.stdout.take().unwrap()).lines();
     let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("issuer:"));
@@ -86,7 +87,7 @@ fn serve_as(db: &std::path::Path, port: u16, issuer: &str) -> Running {
 }
 
 /// `n` free ports, all different.
-fn free_ports(n: usize) -> Vec<u16> {
+pub(crate) fn free_ports(n: usize) -> Vec<u16> {
     let mut ports = Vec::new();
     while ports.len() < n {
         let p = free_port();
@@ -98,14 +99,14 @@ fn free_ports(n: usize) -> Vec<u16> {
 }
 
 /// test-artifacts/`name`/, emptied, for a script's screenshots.
-fn shots_dir(name: &str) -> String {
+pub(crate) fn shots_dir(name: &str) -> String {
     let shots = format!("{}/test-artifacts/{name}", env!("CARGO_MANIFEST_DIR"));
     let _ = std::fs::remove_dir_all(&shots);
     shots
 }
 
 /// `node` running tests/browser/`script` in Chromium, screenshots going to `shots`.
-fn node(script: &str, shots: &str) -> Command {
+pub(crate) fn node(script: &str, shots: &str) -> Command {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut node = Command::new("node");
     node.arg(format!("{root}/tests/browser/{script}"))
@@ -116,7 +117,7 @@ fn node(script: &str, shots: &str) -> Command {
 }
 
 /// Checks a script succeeded (`what` names it in the failure) and printed `done`.
-fn assert_journey(out: &std::process::Output, stdout: &str, what: &str, done: &str) {
+pub(crate) fn assert_journey(out: &std::process::Output, stdout: &str, what: &str, done: &str) {
     assert!(
         out.status.success(),
         "{what} failed:\n{stdout}\n{}",
@@ -126,12 +127,12 @@ fn assert_journey(out: &std::process::Output, stdout: &str, what: &str, done: &s
 }
 
 /// How many screenshots a script left.
-fn screenshots(shots: &str) -> usize {
+pub(crate) fn screenshots(shots: &str) -> usize {
     std::fs::read_dir(shots).unwrap().count()
 }
 
 /// The `tessera` command on `db` with `args`, `stdin` written to it; its output.
-fn cli_on(db: &std::path::Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> String {
+pub(crate) fn cli_on(db: &std::path::Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> String {
     let db = db.to_str().unwrap();
     let args: Vec<&str> = ["--db", db].into_iter().chain(args.iter().copied()).collect();
     crate::helpers::tessera_ok(&args, env, stdin)

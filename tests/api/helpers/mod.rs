@@ -292,6 +292,21 @@ impl TestApp {
         self.state.db.read(move |c| db::clients::find(c, &id)).await.unwrap()
     }
 
+    /// How many passkeys the person `user_id` has.
+    pub async fn passkey_count(&self, user_id: i64) -> i64 {
+        self.state
+            .db
+            .read(move |c| db::passkeys::count_for_user(c, user_id))
+            .await
+            .unwrap()
+    }
+
+    /// A virtual authenticator for this app's WebAuthn relying party.
+    pub fn authenticator(&self) -> tessera::crypto::webauthn_testing::Authenticator {
+        let rp = tessera::crypto::webauthn::RelyingParty::of_issuer(&self.address).unwrap();
+        tessera::crypto::webauthn_testing::Authenticator::new(&rp).unwrap()
+    }
+
     /// Registers a client; returns its secret (None for a public client).
     pub async fn add_client(&self, id: &str, public: bool) -> Option<String> {
         self.add_client_with(id, public, |_| {}).await

@@ -113,6 +113,26 @@ impl Portal<'_> {
 }
 
 impl TestApp {
+    /// A call to the admin API at `/admin/api{path}` with `token`: the status and the
+    /// JSON body (null when there is none).
+    pub async fn admin_api(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let mut req = super::plain_client()
+            .request(method, self.url(&format!("/admin/api{path}")))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
     /// `admin_browser` as a `Portal`.
     pub async fn admin_portal(&self) -> Portal<'_> {
         let (b, csrf) = self.admin_browser().await;

@@ -161,6 +161,14 @@ impl TestApp {
         resp.json().await.unwrap()
     }
 
+    /// A refresh at the token endpoint by the client `basic` with `refresh_token`, and
+    /// `extra` parameters after it.
+    pub async fn refresh(&self, basic: (&str, &str), refresh_token: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+        let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
+        form.extend_from_slice(extra);
+        self.token(Some(basic), &form).await
+    }
+
     pub async fn token(&self, basic: Option<(&str, &str)>, form: &[(&str, &str)]) -> reqwest::Response {
         self.post_form("/token", basic, form).await
     }

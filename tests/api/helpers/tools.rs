@@ -61,3 +61,25 @@ pub fn tessera_ok(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> S
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Runs `command` (a `tessera` invocation) with `stdin` written to it and its output
+/// collected. A command that fails before reading its input closes the pipe: that is
+/// the outcome under test, not a failure of the harness.
+pub fn run_with_stdin(command: &mut std::process::Command, stdin: Option<&str>) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        if let Err(e) = input.write_all(text.as_bytes()) {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+        }
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}

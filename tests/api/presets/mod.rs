@@ -9,9 +9,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use crate::admin_api::admin_token;
-use crate::helpers::{
-    browser, jwt_parts, location, plain_client, spawn_app, tessera_ok, text_of, Pkce, Portal, TestApp, PASSWORD,
-};
+use crate::helpers::{browser, jwt_parts, location, spawn_app, tessera_ok, text_of, Pkce, Portal, TestApp, PASSWORD};
 
 mod check;
 mod expected;
@@ -22,13 +20,8 @@ use expected::EXPECTED;
 use parse::parse;
 
 async fn api(app: &TestApp, token: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = plain_client().request(method, app.url(path)).bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    let under_api = path.strip_prefix("/admin/api").expect("an admin API path");
+    app.admin_api(token, method, under_api, body).await
 }
 
 #[tokio::test]
