@@ -30,18 +30,17 @@ struct Api<'a> {
     token: String,
 }
 
-impl Api<'_> {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = plain_client()
-            .request(method, self.app.url(&format!("/admin/api{path}")))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(&b);
+impl<'a> Api<'a> {
+    /// The API as the admin client `ops` calls it.
+    async fn new(app: &'a TestApp) -> Api<'a> {
+        Api {
+            app,
+            token: admin_token(app).await,
         }
-        let resp = req.send().await.unwrap();
-        let status = resp.status().as_u16();
-        let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.app.admin_api(&self.token, method, path, body).await
     }
     async fn get(&self, path: &str) -> (u16, Value) {
         self.call(reqwest::Method::GET, path, None).await
@@ -190,14 +189,26 @@ async fn only_admins_and_admin_clients_reach_the_api() {
 #[tokio::test]
 async fn users_are_created_listed_edited_and_removed() {
     let app = spawn_app().await;
-    let api = Api {
-        app: &app,
-        token: admin_token(&app).await,
-    };
+    let api = Api::new(&app).await;
     app.add_user("root").await;
     let (s, _) = api.post("/groups", json!({"name": "staff"})).await;
     assert_eq!(s, 201);
+    let bob = create_users(&api).await;
+    page_and_search_users(&api).await;
+    edit_and_remove_a_user(&api, bob["id"].as_i64().unwrap()).await;
 
+    let audit: Vec<_> = app.audit().await;
+    let updated = audit.iter().find(|e| e.0 == "admin.user_updated").unwrap();
+    assert_eq!(updated.1.as_deref(), Some("client:ops"));
+    assert_eq!(updated.2.as_deref(), Some("bob"));
+    let (_, entries) = api.get("/audit?event=admin.user_updated").await;
+    let detail = &entries["items"][0]["detail"];
+    assert_eq!(detail["before"]["name"], Value::Null);
+    assert_eq!(detail["after"]["name"], "Bob B");
+}
+
+/// Bad creations refused by field, then bob and five more people; bob as created.
+async fn create_users(api: &Api<'_>) -> Value {
     let (s, body) = api.post("/users", json!({"username": "x"})).await;
     assert_eq!(s, 400);
     assert!(body["fields"]["password"].is_string());
@@ -233,7 +244,11 @@ async fn users_are_created_listed_edited_and_removed() {
         )
         .await;
     }
+    bob
+}
 
+/// The list sorts, pages and searches; a bad sort key or page size is refused.
+async fn page_and_search_users(api: &Api<'_>) {
     let (_, page) = api.get("/users?sort=-username&limit=2&offset=1").await;
     assert_eq!(page["total"], 7);
     let names: Vec<_> = page["items"]
@@ -247,8 +262,11 @@ async fn users_are_created_listed_edited_and_removed() {
     assert_eq!(found["total"], 1);
     assert_eq!(api.get("/users?sort=password_hash").await.0, 400);
     assert_eq!(api.get("/users?limit=500").await.0, 400);
+}
 
-    let id = bob["id"].as_i64().unwrap();
+/// A person edited (a new username or unknown field refused), their password set,
+/// disabled, enabled, unlocked, and deleted.
+async fn edit_and_remove_a_user(api: &Api<'_>, id: i64) {
     let (s, edited) = api
         .patch(&format!("/users/{id}"), json!({"name": "Bob B", "groups": []}))
         .await;
@@ -279,24 +297,12 @@ async fn users_are_created_listed_edited_and_removed() {
     assert_eq!(api.delete(&format!("/users/{id}")).await.0, 204);
     assert_eq!(api.get(&format!("/users/{id}")).await.0, 404);
     assert_eq!(api.get("/users/not-a-number").await.0, 404);
-
-    let audit: Vec<_> = app.audit().await;
-    let updated = audit.iter().find(|e| e.0 == "admin.user_updated").unwrap();
-    assert_eq!(updated.1.as_deref(), Some("client:ops"));
-    assert_eq!(updated.2.as_deref(), Some("bob"));
-    let (_, entries) = api.get("/audit?event=admin.user_updated").await;
-    let detail = &entries["items"][0]["detail"];
-    assert_eq!(detail["before"]["name"], Value::Null);
-    assert_eq!(detail["after"]["name"], "Bob B");
 }
 
 #[tokio::test]
 async fn the_last_administrator_cannot_be_removed_and_sessions_can_be_ended() {
     let app = spawn_app().await;
-    let api = Api {
-        app: &app,
-        token: admin_token(&app).await,
-    };
+    let api = Api::new(&app).await;
     let root = app.add_user("root").await;
     app.make_admin(root.id).await;
     let (s, body) = api.post(&format!("/users/{}/disable", root.id), json!({})).await;
@@ -324,10 +330,19 @@ async fn the_last_administrator_cannot_be_removed_and_sessions_can_be_ended() {
 #[tokio::test]
 async fn clients_groups_keys_and_audit_through_the_api() {
     let app = spawn_app().await;
-    let api = Api {
-        app: &app,
-        token: admin_token(&app).await,
-    };
+    let api = Api::new(&app).await;
+    let first_secret = register_a_client(&api).await;
+    edit_and_rotate_a_client(&api, &first_secret).await;
+    manage_a_group(&api).await;
+    rotate_a_key(&api).await;
+    assert_eq!(api.delete("/clients/web").await.0, 204);
+    assert_eq!(api.get("/clients/web").await.0, 404);
+    read_the_audit(&api).await;
+}
+
+/// Client `web` registered after two refusals (and a second time refused); its
+/// first secret.
+async fn register_a_client(api: &Api<'_>) -> String {
     let (s, body) = api
         .post(
             "/clients",
@@ -363,7 +378,13 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     let (_, shown) = api.get("/clients/web").await;
     assert!(shown.get("client_secret").is_none(), "a secret is shown once");
     assert_eq!(shown["access_token_ttl"], 120);
+    first_secret
+}
 
+/// The client's token lifetime applies, edits are checked, and a new secret retires
+/// the first.
+async fn edit_and_rotate_a_client(api: &Api<'_>, first_secret: &str) {
+    let app = api.app;
     // Client credentials tokens follow the client's own lifetime.
     api.patch(
         "/clients/web",
@@ -371,7 +392,7 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     )
     .await;
     let resp = app
-        .token(Some(("web", &first_secret)), &[("grant_type", "client_credentials")])
+        .token(Some(("web", first_secret)), &[("grant_type", "client_credentials")])
         .await;
     assert_eq!(resp.json::<Value>().await.unwrap()["expires_in"], 120);
 
@@ -388,17 +409,21 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     let new_secret = rotated["client_secret"].as_str().unwrap();
     assert_ne!(new_secret, first_secret);
     let old = app
-        .token(Some(("web", &first_secret)), &[("grant_type", "client_credentials")])
+        .token(Some(("web", first_secret)), &[("grant_type", "client_credentials")])
         .await;
     assert_eq!(old.status(), 401);
     let (_, list) = api.get("/clients?q=we").await;
     assert_eq!(list["total"], 1);
+}
 
+/// A group created (a duplicate and a bad name refused), a member added and removed,
+/// renamed, deleted.
+async fn manage_a_group(api: &Api<'_>) {
     let (_, staff) = api.post("/groups", json!({"name": "staff"})).await;
     let gid = staff["id"].as_i64().unwrap();
     assert_eq!(api.post("/groups", json!({"name": "staff"})).await.0, 400);
     assert_eq!(api.post("/groups", json!({"name": "bad/name"})).await.0, 400);
-    app.add_user("ada").await;
+    api.app.add_user("ada").await;
     let (s, g) = api
         .call(reqwest::Method::PUT, &format!("/groups/{gid}/members/ada"), None)
         .await;
@@ -417,7 +442,12 @@ async fn clients_groups_keys_and_audit_through_the_api() {
     assert_eq!(g["members"], 0);
     assert_eq!(api.delete(&format!("/groups/{gid}")).await.0, 204);
     assert_eq!(api.get(&format!("/groups/{gid}")).await.0, 404);
+}
 
+/// A rotated key is published at once, signs after the publish delay, and the one
+/// it replaces is retiring.
+async fn rotate_a_key(api: &Api<'_>) {
+    let app = api.app;
     let (_, keys) = api.get("/keys").await;
     let before = keys.as_array().unwrap().len();
     let rotated_from = app.clock.now();
@@ -441,21 +471,16 @@ async fn clients_groups_keys_and_audit_through_the_api() {
         .find(|k| k["alg"] == "ES256" && k["kid"] != key["kid"] && k["status"] != "retired")
         .unwrap();
     assert_eq!(previous["status"], "retiring");
-    let jwks: Value = plain_client()
-        .get(app.url("/jwks"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks = app.get_json("/jwks").await;
     assert!(
         jwks["keys"].as_array().unwrap().iter().any(|k| k["kid"] == key["kid"]),
         "published at once"
     );
+}
 
-    assert_eq!(api.delete("/clients/web").await.0, 204);
-    assert_eq!(api.get("/clients/web").await.0, 404);
+/// The audit trail: newest first, filtered by event and by who, with the client's
+/// address on token events; and the stats.
+async fn read_the_audit(api: &Api<'_>) {
     let (_, audit) = api.get("/audit?event=admin.&limit=3").await;
     assert_eq!(audit["items"].as_array().unwrap().len(), 3);
     assert!(audit["total"].as_i64().unwrap() >= 10);
@@ -480,10 +505,7 @@ async fn clients_groups_keys_and_audit_through_the_api() {
 #[tokio::test]
 async fn a_client_with_allowed_groups_refuses_others_and_says_why() {
     let app = spawn_app().await;
-    let api = Api {
-        app: &app,
-        token: admin_token(&app).await,
-    };
+    let api = Api::new(&app).await;
     app.add_user("ada").await;
     api.post("/groups", json!({"name": "staff"})).await;
     let secret = app

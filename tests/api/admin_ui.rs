@@ -84,23 +84,27 @@ async fn every_admin_page_refuses_non_admins() {
 #[tokio::test]
 async fn administrators_manage_users_through_the_pages() {
     let app = spawn_app().await;
-    let (b, csrf) = app.admin_browser().await;
-    let page = b.get(app.url("/admin")).send().await.unwrap().text().await.unwrap();
+    let p = app.admin_portal().await;
+    let page = p.page("/admin").await;
     assert_eq!(text_of(&page, "stat-users").as_deref(), Some("1"));
+    let user_path = create_bob(&p).await;
+    edit_bob(&p, &user_path).await;
+    set_bobs_password_and_end_his_session(&p, &user_path).await;
+    delete_bob(&p, &user_path).await;
+    read_the_audit_page(&p).await;
+}
 
-    let refused = b
-        .post(app.url("/admin/users"))
-        .form(&[("username", "bob"), ("password", "long enough pw")])
-        .send()
-        .await
-        .unwrap();
+/// Creating `bob`: refused without CSRF, the form's errors, then created and listed;
+/// his page's path.
+async fn create_bob(p: &Portal<'_>) -> String {
+    let refused =
+        p.b.post(p.app.url("/admin/users"))
+            .form(&[("username", "bob"), ("password", "long enough pw")])
+            .send()
+            .await
+            .unwrap();
     assert_eq!(refused.status(), 403, "no CSRF token");
-    let missing = b
-        .post(app.url("/admin/users"))
-        .form(&[("csrf", csrf.as_str()), ("username", "bob"), ("email", "nope")])
-        .send()
-        .await
-        .unwrap();
+    let missing = p.post("/admin/users", &[("username", "bob"), ("email", "nope")]).await;
     assert_eq!(missing.status(), 400);
     let html = missing.text().await.unwrap();
     assert!(
@@ -114,129 +118,81 @@ async fn administrators_manage_users_through_the_pages() {
         "the form keeps what was typed"
     );
 
-    let created = b
-        .post(app.url("/admin/users"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("username", "bob"),
-            ("email", "bob@example.com"),
-            ("password", "long enough pw"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let created = p
+        .post(
+            "/admin/users",
+            &[
+                ("username", "bob"),
+                ("email", "bob@example.com"),
+                ("password", "long enough pw"),
+            ],
+        )
+        .await;
     assert_eq!(created.status(), 302);
     let user_path = location(&created).split('?').next().unwrap().to_string();
-    let list = b
-        .get(app.url("/admin/users?q=bob"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let list = p.page("/admin/users?q=bob").await;
     assert!(list.contains(&format!("href=\"{user_path}\"")));
+    user_path
+}
 
-    let g = b
-        .post(app.url("/admin/groups"))
-        .form(&[("csrf", csrf.as_str()), ("name", "staff")])
-        .send()
-        .await
-        .unwrap();
+/// Bob's details, groups and claims saved (bad claims refused), and the account actions.
+async fn edit_bob(p: &Portal<'_>, user_path: &str) {
+    let g = p.post("/admin/groups", &[("name", "staff")]).await;
     assert_eq!(g.status(), 302);
-    let saved = b
-        .post(app.url(&user_path))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("name", "Bob"),
-            ("email", "bob@example.com"),
-            ("groups", "staff"),
-            ("claims", "{\"given_name\": \"Bob\"}"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let saved = p
+        .post(
+            user_path,
+            &[
+                ("name", "Bob"),
+                ("email", "bob@example.com"),
+                ("groups", "staff"),
+                ("claims", "{\"given_name\": \"Bob\"}"),
+            ],
+        )
+        .await;
     assert_eq!(saved.status(), 302);
-    let html = b.get(app.url(&user_path)).send().await.unwrap().text().await.unwrap();
+    let html = p.page(user_path).await;
     assert!(html.contains("value=\"staff\" checked"));
-    let bad_claims = b
-        .post(app.url(&user_path))
-        .form(&[("csrf", csrf.as_str()), ("claims", "[1]")])
-        .send()
-        .await
-        .unwrap();
+    let bad_claims = p.post(user_path, &[("claims", "[1]")]).await;
     assert_eq!(bad_claims.status(), 400);
     assert!(text_of(&bad_claims.text().await.unwrap(), "claims-error").is_some());
 
     for action in ["disable", "enable", "unlock"] {
-        let r = b
-            .post(app.url(&format!("{user_path}/{action}")))
-            .form(&[("csrf", csrf.as_str())])
-            .send()
-            .await
-            .unwrap();
+        let r = p.post(&format!("{user_path}/{action}"), &[]).await;
         assert_eq!(r.status(), 302, "{action}");
     }
-    let short = b
-        .post(app.url(&format!("{user_path}/password")))
-        .form(&[("csrf", csrf.as_str()), ("password", "x")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(short.status(), 400);
-    let set = b
-        .post(app.url(&format!("{user_path}/password")))
-        .form(&[("csrf", csrf.as_str()), ("password", "bob's new password")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(set.status(), 302);
-    let bob = browser();
-    app.portal_login(&bob, "bob", "bob's new password").await;
-    let html = b.get(app.url(&user_path)).send().await.unwrap().text().await.unwrap();
-    assert!(html.contains("/sessions/end"), "bob's session is listed");
-    let out = b
-        .post(app.url(&format!("{user_path}/sessions/end")))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(out.status(), 302);
-    assert!(bob
-        .get(app.url("/account"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-        .contains("your Tessera account"));
+}
 
-    let unconfirmed = b
-        .post(app.url(&format!("{user_path}/delete")))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
+/// A new password (a short one refused) that bob signs in with, and his session ended.
+async fn set_bobs_password_and_end_his_session(p: &Portal<'_>, user_path: &str) {
+    let password_path = format!("{user_path}/password");
+    let short = p.post(&password_path, &[("password", "x")]).await;
+    assert_eq!(short.status(), 400);
+    let set = p.post(&password_path, &[("password", "bob's new password")]).await;
+    assert_eq!(set.status(), 302);
+    let bob = p.app.portal("bob", "bob's new password").await;
+    let html = p.page(user_path).await;
+    assert!(html.contains("/sessions/end"), "bob's session is listed");
+    let out = p.post(&format!("{user_path}/sessions/end"), &[]).await;
+    assert_eq!(out.status(), 302);
+    assert!(bob.page("/account").await.contains("your Tessera account"));
+}
+
+/// Deleting bob needs the confirmation box; then his page is gone.
+async fn delete_bob(p: &Portal<'_>, user_path: &str) {
+    let delete_path = format!("{user_path}/delete");
+    let unconfirmed = p.post(&delete_path, &[]).await;
     assert_eq!(unconfirmed.status(), 400);
-    let deleted = b
-        .post(app.url(&format!("{user_path}/delete")))
-        .form(&[("csrf", csrf.as_str()), ("confirm", "on")])
-        .send()
-        .await
-        .unwrap();
+    let deleted = p.post(&delete_path, &[("confirm", "on")]).await;
     assert_eq!(deleted.status(), 302);
-    assert_eq!(b.get(app.url(&user_path)).send().await.unwrap().status(), 404);
-    let root_id = app.audit().await.len(); // touch the log before reading the page
+    assert_eq!(p.get(user_path).await.status(), 404);
+}
+
+/// The audit page lists the admin events, filters by event and date, explains a bad date.
+async fn read_the_audit_page(p: &Portal<'_>) {
+    let root_id = p.app.audit().await.len(); // touch the log before reading the page
     assert!(root_id > 0);
-    let audit = b
-        .get(app.url("/admin/audit?event=admin."))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let audit = p.page("/admin/audit?event=admin.").await;
     for e in [
         "admin.user_created",
         "admin.user_updated",
@@ -247,78 +203,66 @@ async fn administrators_manage_users_through_the_pages() {
         assert!(audit.contains(e), "{e} on the audit page");
     }
     assert!(!audit.contains("login.ok"), "filtered to admin events");
-    let today = &tessera::http::signin::portal::when(app.clock.now())[..10];
-    let dated = b
-        .get(app.url(&format!("/admin/audit?event=admin.&from={today}&to={today}")))
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        dated.text().await.unwrap().contains("admin.user_created"),
-        "today's events"
-    );
-    let old = b
-        .get(app.url("/admin/audit?from=2001-01-01&to=2001-12-31"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let today = &tessera::http::signin::portal::when(p.app.clock.now())[..10];
+    let dated = p
+        .page(&format!("/admin/audit?event=admin.&from={today}&to={today}"))
+        .await;
+    assert!(dated.contains("admin.user_created"), "today's events");
+    let old = p.page("/admin/audit?from=2001-01-01&to=2001-12-31").await;
     assert!(old.contains("0 event(s)"), "nothing in 2001");
-    let bad = b
-        .get(app.url("/admin/audit?from=someday"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let bad = p.page("/admin/audit?from=someday").await;
     assert!(bad.contains("a date like"), "a bad date is explained");
 }
 
 #[tokio::test]
 async fn administrators_register_clients_groups_and_keys_through_the_pages() {
     let app = spawn_app().await;
-    let (b, csrf) = app.admin_browser().await;
-    let form = b.get(app.url("/admin/clients/new")).send().await.unwrap();
+    let p = app.admin_portal().await;
+    register_and_retire_a_client(&p).await;
+    manage_a_group(&p).await;
+    rotate_a_key(&p).await;
+}
+
+/// The client form's errors, then a client registered, edited, its secret rotated
+/// (the old one refused) and deleted.
+async fn register_and_retire_a_client(p: &Portal<'_>) {
+    let app = p.app;
+    let form = p.get("/admin/clients/new").await;
     assert_eq!(form.status(), 200);
-    let bad = b
-        .post(app.url("/admin/clients"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("client_id", "grafana"),
-            ("kind", "confidential"),
-            ("grant_types", "authorization_code"),
-            ("redirect_uris", "not a uri"),
-            ("access_token_ttl", "soon"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let bad = p
+        .post(
+            "/admin/clients",
+            &[
+                ("client_id", "grafana"),
+                ("kind", "confidential"),
+                ("grant_types", "authorization_code"),
+                ("redirect_uris", "not a uri"),
+                ("access_token_ttl", "soon"),
+            ],
+        )
+        .await;
     assert_eq!(bad.status(), 400);
     let html = bad.text().await.unwrap();
     assert!(text_of(&html, "redirect_uris-error").is_some());
     assert!(text_of(&html, "access-error").is_some());
 
-    let created = b
-        .post(app.url("/admin/clients"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("client_id", "grafana"),
-            ("kind", "confidential"),
-            ("name", "Grafana"),
-            ("grant_types", "authorization_code"),
-            ("grant_types", "refresh_token"),
-            ("grant_types", "client_credentials"),
-            ("redirect_uris", "https://grafana.example/login/generic_oauth"),
-            ("id_token_signed_response_alg", "RS256"),
-            ("refresh_tokens", "always"),
-            ("access_token_ttl", "300"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let created = p
+        .post(
+            "/admin/clients",
+            &[
+                ("client_id", "grafana"),
+                ("kind", "confidential"),
+                ("name", "Grafana"),
+                ("grant_types", "authorization_code"),
+                ("grant_types", "refresh_token"),
+                ("grant_types", "client_credentials"),
+                ("redirect_uris", "https://grafana.example/login/generic_oauth"),
+                ("id_token_signed_response_alg", "RS256"),
+                ("refresh_tokens", "always"),
+                ("access_token_ttl", "300"),
+            ],
+        )
+        .await;
     assert_eq!(created.status(), 201);
     let html = created.text().await.unwrap();
     let secret = text_of(&html, "client-secret").expect("the secret is shown once");
@@ -326,46 +270,26 @@ async fn administrators_register_clients_groups_and_keys_through_the_pages() {
         .token(Some(("grafana", &secret)), &[("grant_type", "client_credentials")])
         .await;
     assert_eq!(token.json::<serde_json::Value>().await.unwrap()["expires_in"], 300);
-    let shown = b
-        .get(app.url("/admin/clients/grafana"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let shown = p.page("/admin/clients/grafana").await;
     assert!(!shown.contains(&secret), "not shown again");
 
-    let saved = b
-        .post(app.url("/admin/clients/grafana"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("name", "Grafana Prod"),
-            ("grant_types", "authorization_code"),
-            ("grant_types", "client_credentials"),
-            ("redirect_uris", "https://grafana.example/login/generic_oauth"),
-            ("id_token_signed_response_alg", "ES256"),
-            ("refresh_tokens", "always"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let saved = p
+        .post(
+            "/admin/clients/grafana",
+            &[
+                ("name", "Grafana Prod"),
+                ("grant_types", "authorization_code"),
+                ("grant_types", "client_credentials"),
+                ("redirect_uris", "https://grafana.example/login/generic_oauth"),
+                ("id_token_signed_response_alg", "ES256"),
+                ("refresh_tokens", "always"),
+            ],
+        )
+        .await;
     assert_eq!(saved.status(), 302);
-    let list = b
-        .get(app.url("/admin/clients"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let list = p.page("/admin/clients").await;
     assert!(list.contains("Grafana Prod"));
-    let rotated = b
-        .post(app.url("/admin/clients/grafana/secret"))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let rotated = p.post("/admin/clients/grafana/secret", &[]).await;
     let new_secret = text_of(&rotated.text().await.unwrap(), "client-secret").unwrap();
     assert_ne!(new_secret, secret);
     assert_eq!(
@@ -374,89 +298,38 @@ async fn administrators_register_clients_groups_and_keys_through_the_pages() {
             .status(),
         401
     );
-    let gone = b
-        .post(app.url("/admin/clients/grafana/delete"))
-        .form(&[("csrf", csrf.as_str()), ("confirm", "on")])
-        .send()
-        .await
-        .unwrap();
+    let gone = p.post("/admin/clients/grafana/delete", &[("confirm", "on")]).await;
     assert_eq!(gone.status(), 302);
-    assert_eq!(
-        b.get(app.url("/admin/clients/grafana")).send().await.unwrap().status(),
-        404
-    );
+    assert_eq!(p.get("/admin/clients/grafana").await.status(), 404);
+}
 
-    let dup = b
-        .post(app.url("/admin/groups"))
-        .form(&[("csrf", csrf.as_str()), ("name", "")])
-        .send()
-        .await
-        .unwrap();
+/// A group: an empty name refused, created, a member added (an unknown one refused),
+/// renamed and deleted.
+async fn manage_a_group(p: &Portal<'_>) {
+    let dup = p.post("/admin/groups", &[("name", "")]).await;
     assert_eq!(dup.status(), 400);
     assert!(text_of(&dup.text().await.unwrap(), "group-name-error").is_some());
-    let g = b
-        .post(app.url("/admin/groups"))
-        .form(&[("csrf", csrf.as_str()), ("name", "ops")])
-        .send()
-        .await
-        .unwrap();
+    let g = p.post("/admin/groups", &[("name", "ops")]).await;
     let group_path = location(&g).split('?').next().unwrap().to_string();
-    let add = b
-        .post(app.url(&format!("{group_path}/members/add")))
-        .form(&[("csrf", csrf.as_str()), ("username", "root")])
-        .send()
-        .await
-        .unwrap();
+    let members_add = format!("{group_path}/members/add");
+    let add = p.post(&members_add, &[("username", "root")]).await;
     assert_eq!(add.status(), 302);
-    let nobody = b
-        .post(app.url(&format!("{group_path}/members/add")))
-        .form(&[("csrf", csrf.as_str()), ("username", "ghost")])
-        .send()
-        .await
-        .unwrap();
+    let nobody = p.post(&members_add, &[("username", "ghost")]).await;
     assert_eq!(nobody.status(), 400);
-    let html = b.get(app.url(&group_path)).send().await.unwrap().text().await.unwrap();
+    let html = p.page(&group_path).await;
     assert!(html.contains(">root</a>"));
-    let renamed = b
-        .post(app.url(&group_path))
-        .form(&[("csrf", csrf.as_str()), ("name", "operations")])
-        .send()
-        .await
-        .unwrap();
+    let renamed = p.post(&group_path, &[("name", "operations")]).await;
     assert_eq!(renamed.status(), 302);
-    let deleted = b
-        .post(app.url(&format!("{group_path}/delete")))
-        .form(&[("csrf", csrf.as_str()), ("confirm", "on")])
-        .send()
-        .await
-        .unwrap();
+    let deleted = p.post(&format!("{group_path}/delete"), &[("confirm", "on")]).await;
     assert_eq!(deleted.status(), 302);
+}
 
-    let keys_before = b
-        .get(app.url("/admin/keys"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-        .matches("<tr>")
-        .count();
-    let rotate = b
-        .post(app.url("/admin/keys/rotate"))
-        .form(&[("csrf", csrf.as_str()), ("alg", "EdDSA")])
-        .send()
-        .await
-        .unwrap();
+/// Rotating in an EdDSA key adds a row to the keys page.
+async fn rotate_a_key(p: &Portal<'_>) {
+    let keys_before = p.page("/admin/keys").await.matches("<tr>").count();
+    let rotate = p.post("/admin/keys/rotate", &[("alg", "EdDSA")]).await;
     assert_eq!(rotate.status(), 302);
-    let keys_after = b
-        .get(app.url("/admin/keys"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let keys_after = p.page("/admin/keys").await;
     assert_eq!(keys_after.matches("<tr>").count(), keys_before + 1);
     assert!(keys_after.contains("EdDSA"));
 }

@@ -87,12 +87,7 @@ async fn sign_up_refuses_a_username_with_an_at_sign_and_creates_nothing() {
     assert_eq!(resp.status(), 400);
     let page = resp.text().await.unwrap();
     assert!(page.contains("may contain @ only when"), "{page}");
-    let found = app
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, ERIN))
-        .await
-        .unwrap();
+    let found = app.user(ERIN).await;
     assert!(found.is_none());
 }
 
@@ -163,12 +158,6 @@ async fn an_invitee_may_take_the_invited_address_as_username_but_no_other() {
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("may contain @ only when"));
     assert_eq!(accept(ERIN).await.status(), 200, "the link stays usable");
-    let erin = app
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, ERIN))
-        .await
-        .unwrap()
-        .unwrap();
+    let erin = app.user(ERIN).await.unwrap();
     assert!(erin.email_verified);
 }

@@ -139,128 +139,130 @@ async fn the_admin_page_stores_branding_that_takes_precedence_on_each_backend() 
         let page = b.get(app.url("/admin/branding")).send().await.unwrap();
         assert_eq!(page.status(), 200);
         assert!(login_page(&app, "rp").await.find("brand-logo").is_none(), "no logo yet");
-
-        let saved = upload(
-            &app,
-            &b,
-            "/admin/branding",
-            &[
-                ("csrf", &csrf),
-                ("org_name", "Acme Cooperative"),
-                ("accent_color", "#123abc"),
-                ("stylesheet", "main { border-top: 4px solid var(--accent); }"),
-            ],
-            Some(("logo", "acme.svg", SVG.as_bytes())),
-        )
-        .await;
-        assert_eq!(saved.status(), 302, "{}", saved.text().await.unwrap());
-        let page = login_page(&app, "rp").await;
-        let logo = attr(&page, "#brand-logo", "src").expect("the stored logo");
-        assert_eq!(attr(&page, "#brand-logo", "alt").as_deref(), Some("Acme Cooperative"));
-        let img = plain_client().get(app.url(&logo)).send().await.unwrap();
-        assert_eq!(img.headers()["content-type"], "image/svg+xml");
-        assert_eq!(img.text().await.unwrap(), SVG);
-        let theme = attr(&page, "link[href^='/branding/theme.css']", "href").unwrap();
-        let css = plain_client()
-            .get(app.url(&theme))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        assert!(css.contains("--accent: #123abc") && css.contains("border-top"), "{css}");
-        // The account's own sign-in names the stored organisation.
-        let portal = plain_client()
-            .get(app.url("/account"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        assert!(portal.contains("your Acme Cooperative account"), "{portal}");
-
-        // A drawing that would run script is refused, and nothing changes.
-        let evil = r#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
-        let refused = upload(
-            &app,
-            &b,
-            "/admin/branding",
-            &[("csrf", &csrf)],
-            Some(("logo", "x.svg", evil.as_bytes())),
-        )
-        .await;
-        assert_eq!(refused.status(), 400);
-        let text = refused.text().await.unwrap();
-        assert!(text_of(&text, "logo-error").is_some(), "{text}");
-        assert_eq!(
-            attr(&login_page(&app, "rp").await, "#brand-logo", "src"),
-            Some(logo.clone())
-        );
-        let bad_colour = upload(
-            &app,
-            &b,
-            "/admin/branding",
-            &[("csrf", &csrf), ("accent_color", "red")],
-            None,
-        )
-        .await;
-        assert_eq!(bad_colour.status(), 400);
-        // Without the CSRF token, nothing is stored.
-        let forged = upload(&app, &b, "/admin/branding", &[("org_name", "Evil")], None).await;
-        assert_eq!(forged.status(), 403);
-
-        // An application's logo shows on its sign-in page, not on another's.
-        let set = upload(
-            &app,
-            &b,
-            "/admin/branding/client-logo",
-            &[("csrf", &csrf), ("client_id", "rp")],
-            Some(("logo", "rp.png", PNG)),
-        )
-        .await;
-        assert_eq!(set.status(), 302);
-        let page = login_page(&app, "rp").await;
-        let client_logo = attr(&page, "#client-logo", "src").expect("rp's own logo");
-        let img = plain_client().get(app.url(&client_logo)).send().await.unwrap();
-        assert_eq!(img.bytes().await.unwrap().as_ref(), PNG);
-        assert!(attr(&login_page(&app, "other").await, "#client-logo", "src").is_none());
-        let unknown = upload(
-            &app,
-            &b,
-            "/admin/branding/client-logo",
-            &[("csrf", &csrf), ("client_id", "nobody")],
-            Some(("logo", "rp.png", PNG)),
-        )
-        .await;
-        assert_eq!(unknown.status(), 404);
-
-        // Emptied fields fall back to the defaults; removing the logo removes it.
-        let cleared = upload(
-            &app,
-            &b,
-            "/admin/branding",
-            &[
-                ("csrf", &csrf),
-                ("org_name", ""),
-                ("accent_color", ""),
-                ("stylesheet", ""),
-                ("remove_logo", "on"),
-            ],
-            None,
-        )
-        .await;
-        assert_eq!(cleared.status(), 302);
-        let page = login_page(&app, "rp").await;
-        assert!(attr(&page, "#brand-logo", "src").is_none());
-        assert!(attr(&page, "link[href^='/branding/theme.css']", "href").is_none());
-        let gone = plain_client().get(app.url("/branding/logo")).send().await.unwrap();
-        assert_eq!(gone.status(), 404);
+        let logo = store_branding(&app, &b, &csrf).await;
+        refuse_bad_branding(&app, &b, &csrf, &logo).await;
+        show_a_client_logo_on_its_page_only(&app, &b, &csrf).await;
+        clear_branding(&app, &b, &csrf).await;
         let events: Vec<String> = app.audit().await.into_iter().map(|(e, _, _)| e).collect();
         assert!(events.iter().any(|e| e == "admin.branding_changed"), "{events:?}");
         assert!(events.iter().any(|e| e == "admin.client_logo_changed"), "{events:?}");
     }
+}
+
+/// A name, colour, stylesheet and logo stored and shown on the sign-in and account
+/// pages; the logo's address.
+async fn store_branding(app: &TestApp, b: &reqwest::Client, csrf: &str) -> String {
+    let saved = upload(
+        app,
+        b,
+        "/admin/branding",
+        &[
+            ("csrf", csrf),
+            ("org_name", "Acme Cooperative"),
+            ("accent_color", "#123abc"),
+            ("stylesheet", "main { border-top: 4px solid var(--accent); }"),
+        ],
+        Some(("logo", "acme.svg", SVG.as_bytes())),
+    )
+    .await;
+    assert_eq!(saved.status(), 302, "{}", saved.text().await.unwrap());
+    let page = login_page(app, "rp").await;
+    let logo = attr(&page, "#brand-logo", "src").expect("the stored logo");
+    assert_eq!(attr(&page, "#brand-logo", "alt").as_deref(), Some("Acme Cooperative"));
+    let img = plain_client().get(app.url(&logo)).send().await.unwrap();
+    assert_eq!(img.headers()["content-type"], "image/svg+xml");
+    assert_eq!(img.text().await.unwrap(), SVG);
+    let theme = attr(&page, "link[href^='/branding/theme.css']", "href").unwrap();
+    let css = app.get_text(&theme).await;
+    assert!(css.contains("--accent: #123abc") && css.contains("border-top"), "{css}");
+    // The account's own sign-in names the stored organisation.
+    let portal = app.get_text("/account").await;
+    assert!(portal.contains("your Acme Cooperative account"), "{portal}");
+    logo
+}
+
+/// A scripted drawing, a bad colour and a form without CSRF change nothing.
+async fn refuse_bad_branding(app: &TestApp, b: &reqwest::Client, csrf: &str, logo: &str) {
+    // A drawing that would run script is refused, and nothing changes.
+    let evil = r#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
+    let refused = upload(
+        app,
+        b,
+        "/admin/branding",
+        &[("csrf", csrf)],
+        Some(("logo", "x.svg", evil.as_bytes())),
+    )
+    .await;
+    assert_eq!(refused.status(), 400);
+    let text = refused.text().await.unwrap();
+    assert!(text_of(&text, "logo-error").is_some(), "{text}");
+    assert_eq!(
+        attr(&login_page(app, "rp").await, "#brand-logo", "src"),
+        Some(logo.to_string())
+    );
+    let bad_colour = upload(
+        app,
+        b,
+        "/admin/branding",
+        &[("csrf", csrf), ("accent_color", "red")],
+        None,
+    )
+    .await;
+    assert_eq!(bad_colour.status(), 400);
+    // Without the CSRF token, nothing is stored.
+    let forged = upload(app, b, "/admin/branding", &[("org_name", "Evil")], None).await;
+    assert_eq!(forged.status(), 403);
+}
+
+/// An application's logo shows on its sign-in page, not on another's.
+async fn show_a_client_logo_on_its_page_only(app: &TestApp, b: &reqwest::Client, csrf: &str) {
+    let set = upload(
+        app,
+        b,
+        "/admin/branding/client-logo",
+        &[("csrf", csrf), ("client_id", "rp")],
+        Some(("logo", "rp.png", PNG)),
+    )
+    .await;
+    assert_eq!(set.status(), 302);
+    let page = login_page(app, "rp").await;
+    let client_logo = attr(&page, "#client-logo", "src").expect("rp's own logo");
+    let img = plain_client().get(app.url(&client_logo)).send().await.unwrap();
+    assert_eq!(img.bytes().await.unwrap().as_ref(), PNG);
+    assert!(attr(&login_page(app, "other").await, "#client-logo", "src").is_none());
+    let unknown = upload(
+        app,
+        b,
+        "/admin/branding/client-logo",
+        &[("csrf", csrf), ("client_id", "nobody")],
+        Some(("logo", "rp.png", PNG)),
+    )
+    .await;
+    assert_eq!(unknown.status(), 404);
+}
+
+/// Emptied fields fall back to the defaults; removing the logo removes it.
+async fn clear_branding(app: &TestApp, b: &reqwest::Client, csrf: &str) {
+    let cleared = upload(
+        app,
+        b,
+        "/admin/branding",
+        &[
+            ("csrf", csrf),
+            ("org_name", ""),
+            ("accent_color", ""),
+            ("stylesheet", ""),
+            ("remove_logo", "on"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(cleared.status(), 302);
+    let page = login_page(app, "rp").await;
+    assert!(attr(&page, "#brand-logo", "src").is_none());
+    assert!(attr(&page, "link[href^='/branding/theme.css']", "href").is_none());
+    let gone = plain_client().get(app.url("/branding/logo")).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
 }
 
 #[tokio::test]

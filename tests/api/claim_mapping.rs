@@ -224,57 +224,38 @@ fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `client claim set` mapping grafana's groups to its `role` claim.
+const GRAFANA_ROLE: &[&str] = &[
+    "client",
+    "claim",
+    "set",
+    "grafana",
+    "role",
+    "--from",
+    "group_values",
+    "--value",
+    "grafana-admins=Admin",
+    "--value",
+    "grafana-editors=Editor",
+    "--default",
+    "Viewer",
+    "--in",
+    "id_token,access_token",
+];
+
 #[tokio::test]
 async fn the_cli_sets_lists_and_deletes_rules_that_tokens_then_carry() {
     let app = spawn_app().await;
     let alice = app.add_user("alice").await;
     join(&app, alice.id, "grafana-editors").await;
     let secret = app.add_client("grafana", false).await.unwrap();
-    let (ok, out, err) = cli(
-        &app,
-        &[
-            "client",
-            "claim",
-            "set",
-            "grafana",
-            "role",
-            "--from",
-            "group_values",
-            "--value",
-            "grafana-admins=Admin",
-            "--value",
-            "grafana-editors=Editor",
-            "--default",
-            "Viewer",
-            "--in",
-            "id_token,access_token",
-        ],
-    );
+    let (ok, out, err) = cli(&app, GRAFANA_ROLE);
     assert!(!ok, "grafana-admins does not exist yet: {out}");
     assert!(err.contains("no group named `grafana-admins`"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     let bob = app.add_user("bob").await;
     join(&app, bob.id, "grafana-admins").await;
-    let (ok, out, err) = cli(
-        &app,
-        &[
-            "client",
-            "claim",
-            "set",
-            "grafana",
-            "role",
-            "--from",
-            "group_values",
-            "--value",
-            "grafana-admins=Admin",
-            "--value",
-            "grafana-editors=Editor",
-            "--default",
-            "Viewer",
-            "--in",
-            "id_token,access_token",
-        ],
-    );
+    let (ok, out, err) = cli(&app, GRAFANA_ROLE);
     assert!(ok, "{err}");
     assert!(out.contains("claim role of client grafana set"), "{out}");
     let (ok, out, _) = cli(&app, &["client", "claim", "list", "grafana", "--json"]);
@@ -301,40 +282,38 @@ async fn the_cli_sets_lists_and_deletes_rules_that_tokens_then_carry() {
     assert_eq!(seen.at["role"], "Editor");
     assert!(seen.userinfo.get("role").is_none());
 
-    let (ok, _, err) = cli(&app, &["client", "claim", "set", "grafana", "sub", "--from", "email"]);
+    the_cli_refuses_bad_rules_and_deletes_one(&app).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let seen = flow(&app, "grafana", &secret, "alice", "openid").await;
+    assert!(seen.id.get("role").is_none());
+}
+
+/// A protocol claim, an unknown client and a bad value refused; the rule deleted
+/// once, not twice.
+async fn the_cli_refuses_bad_rules_and_deletes_one(app: &TestApp) {
+    let (ok, _, err) = cli(app, &["client", "claim", "set", "grafana", "sub", "--from", "email"]);
     assert!(!ok);
     assert!(err.contains("`sub` is a protocol claim"), "{err}");
-    let (ok, _, err) = cli(&app, &["client", "claim", "set", "nobody", "x", "--from", "email"]);
+    let (ok, _, err) = cli(app, &["client", "claim", "set", "nobody", "x", "--from", "email"]);
     assert!(!ok && err.contains("no client with id nobody"), "{err}");
     let (ok, _, err) = cli(
-        &app,
+        app,
         &[
             "client", "claim", "set", "grafana", "x", "--from", "email", "--value", "junk",
         ],
     );
     assert!(!ok && err.contains("expected GROUP=VALUE"), "{err}");
 
-    let (ok, out, _) = cli(&app, &["client", "claim", "delete", "grafana", "role"]);
+    let (ok, out, _) = cli(app, &["client", "claim", "delete", "grafana", "role"]);
     assert!(ok && out.contains("deleted"));
-    let (ok, _, err) = cli(&app, &["client", "claim", "delete", "grafana", "role"]);
+    let (ok, _, err) = cli(app, &["client", "claim", "delete", "grafana", "role"]);
     assert!(!ok && err.contains("maps no claim role"), "{err}");
-    let (_, out, _) = cli(&app, &["client", "claim", "list", "grafana", "--json"]);
+    let (_, out, _) = cli(app, &["client", "claim", "list", "grafana", "--json"]);
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"items": []}));
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let seen = flow(&app, "grafana", &secret, "alice", "openid").await;
-    assert!(seen.id.get("role").is_none());
 }
 
 async fn api(app: &TestApp, token: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = plain_client()
-        .request(method, app.url(&format!("/admin/api{path}")))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    app.admin_api(token, method, path, body).await
 }
 
 #[tokio::test]
@@ -365,10 +344,35 @@ async fn the_admin_api_manages_the_table_and_refuses_bad_rules() {
     assert_eq!(seen.at["roles"], json!(["grafana-admins"]));
     assert_eq!(seen.id["role"], "Admin");
 
+    let v = replace_one_rule_and_add_one(&app, &token).await;
+    refuse_bad_rules(&app, &token, &v).await;
+
+    let (s, _) = api(&app, &token, Method::DELETE, "/clients/grafana/claims/mail", None).await;
+    assert_eq!(s, 204);
+    let (s, _) = api(&app, &token, Method::DELETE, "/clients/grafana/claims/mail", None).await;
+    assert_eq!(s, 404);
+    let (s, _) = api(&app, &token, Method::GET, "/clients/nobody/claims", None).await;
+    assert_eq!(s, 404);
+    let changes = app
+        .audit()
+        .await
+        .into_iter()
+        .filter(|(e, a, t)| {
+            e == "admin.client_claims_changed"
+                && a.as_deref() == Some("client:ops")
+                && t.as_deref() == Some("client:grafana")
+        })
+        .count();
+    assert_eq!(changes, 4, "one audit entry per change that happened");
+}
+
+/// One rule replaced in place, one added; the table as it then stands.
+async fn replace_one_rule_and_add_one(app: &TestApp, token: &str) -> Value {
+    use reqwest::Method;
     // One rule replaced in place, one added.
     let (s, v) = api(
-        &app,
-        &token,
+        app,
+        token,
         Method::PUT,
         "/clients/grafana/claims/roles",
         Some(json!({"source": "preferred_username", "in": ["userinfo"]})),
@@ -378,15 +382,15 @@ async fn the_admin_api_manages_the_table_and_refuses_bad_rules() {
     assert_eq!(v["items"][0]["claim"], "roles");
     assert_eq!(v["items"][0]["source"], "preferred_username");
     let (s, _) = api(
-        &app,
-        &token,
+        app,
+        token,
         Method::PUT,
         "/clients/grafana/claims/mail",
         Some(json!({"source": "email", "scope": "mail"})),
     )
     .await;
     assert_eq!(s, 200);
-    let (_, v) = api(&app, &token, Method::GET, "/clients/grafana/claims", None).await;
+    let (_, v) = api(app, token, Method::GET, "/clients/grafana/claims", None).await;
     let names: Vec<&str> = v["items"]
         .as_array()
         .unwrap()
@@ -395,6 +399,12 @@ async fn the_admin_api_manages_the_table_and_refuses_bad_rules() {
         .collect();
     assert_eq!(names, ["roles", "role", "mail"]);
 
+    v
+}
+
+/// Refusals: 400 with the field, nothing changed from `v`.
+async fn refuse_bad_rules(app: &TestApp, token: &str, v: &Value) {
+    use reqwest::Method;
     // Refusals: 400 with the field, nothing changed.
     for (path, body, field) in [
         ("/clients/grafana/claims/sub", json!({"source": "email"}), "claim"),
@@ -421,30 +431,12 @@ async fn the_admin_api_manages_the_table_and_refuses_bad_rules() {
             "claim",
         ),
     ] {
-        let (s, v) = api(&app, &token, Method::PUT, path, Some(body.clone())).await;
+        let (s, v) = api(app, token, Method::PUT, path, Some(body.clone())).await;
         assert_eq!(s, 400, "{body}: {v}");
         assert!(v.to_string().contains(field), "{body}: {v}");
     }
-    let (_, after) = api(&app, &token, Method::GET, "/clients/grafana/claims", None).await;
-    assert_eq!(after, v, "refused changes change nothing");
-
-    let (s, _) = api(&app, &token, Method::DELETE, "/clients/grafana/claims/mail", None).await;
-    assert_eq!(s, 204);
-    let (s, _) = api(&app, &token, Method::DELETE, "/clients/grafana/claims/mail", None).await;
-    assert_eq!(s, 404);
-    let (s, _) = api(&app, &token, Method::GET, "/clients/nobody/claims", None).await;
-    assert_eq!(s, 404);
-    let changes = app
-        .audit()
-        .await
-        .into_iter()
-        .filter(|(e, a, t)| {
-            e == "admin.client_claims_changed"
-                && a.as_deref() == Some("client:ops")
-                && t.as_deref() == Some("client:grafana")
-        })
-        .count();
-    assert_eq!(changes, 4, "one audit entry per change that happened");
+    let (_, after) = api(app, token, Method::GET, "/clients/grafana/claims", None).await;
+    assert_eq!(&after, v, "refused changes change nothing");
 }
 
 #[tokio::test]

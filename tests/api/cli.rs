@@ -1,7 +1,6 @@
 //! The `tessera` binary's administration commands, run as an operator runs them.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use tessera::db::testing;
 
@@ -10,27 +9,15 @@ fn tessera(db: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 fn tessera_with(db: &std::path::Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .envs(env.iter().copied())
-        .env("TESSERA_BCRYPT_COST", "4")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        // A command that fails before reading its input closes the pipe: that is
-        // the outcome under test, not a failure of the harness.
-        if let Err(e) = input.write_all(text.as_bytes()) {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
-        }
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
+    crate::helpers::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .envs(env.iter().copied())
+            .env("TESSERA_BCRYPT_COST", "4"),
+        stdin,
+    )
 }
 
 fn stdout(o: &Output) -> String {
@@ -94,9 +81,22 @@ fn users_and_clients_are_managed_from_the_command_line() {
     let users: serde_json::Value = serde_json::from_str(&stdout(&list)).unwrap();
     assert_eq!(users.as_array().unwrap().len(), 1);
     assert_eq!(users[0]["admin"], true);
-
-    let add = tessera(
+    manage_clients(&db);
+    let carol = tessera(
         &db,
+        &["user", "add", "carol", "--password-stdin"],
+        Some("s3cret-pass\n"),
+    );
+    assert!(carol.status.success(), "{}", stderr(&carol));
+    assert!(tessera(&db, &["user", "disable", "carol"], None).status.success());
+    assert!(!tessera(&db, &["user", "disable", "nobody"], None).status.success());
+}
+
+/// A client added, shown without its secret, its secret rotated; a bad redirect URI
+/// refused; a public client deleted once, not twice.
+fn manage_clients(db: &std::path::Path) {
+    let add = tessera(
+        db,
         &[
             "client",
             "add",
@@ -112,22 +112,18 @@ fn users_and_clients_are_managed_from_the_command_line() {
     let secret = created["client_secret"].as_str().unwrap().to_string();
     assert_eq!(secret.len(), 43);
 
-    let show = tessera(&db, &["client", "show", "grafana", "--json"], None);
+    let show = tessera(db, &["client", "show", "grafana", "--json"], None);
     let shown = stdout(&show);
     assert!(!shown.contains(&secret), "the secret is shown only once");
 
-    let rotated = tessera(&db, &["client", "rotate-secret", "grafana", "--json"], None);
+    let rotated = tessera(db, &["client", "rotate-secret", "grafana", "--json"], None);
     let rotated: serde_json::Value = serde_json::from_str(&stdout(&rotated)).unwrap();
     assert_ne!(rotated["client_secret"].as_str().unwrap(), secret);
 
-    let bad = tessera(
-        &db,
-        &["client", "add", "x", "--redirect-uri", "https://a/cb#frag"],
-        None,
-    );
+    let bad = tessera(db, &["client", "add", "x", "--redirect-uri", "https://a/cb#frag"], None);
     assert!(!bad.status.success());
     let public = tessera(
-        &db,
+        db,
         &[
             "client",
             "add",
@@ -142,16 +138,8 @@ fn users_and_clients_are_managed_from_the_command_line() {
     let public: serde_json::Value = serde_json::from_str(&stdout(&public)).unwrap();
     assert!(public["client_secret"].is_null());
 
-    assert!(tessera(&db, &["client", "delete", "spa"], None).status.success());
-    assert!(!tessera(&db, &["client", "delete", "spa"], None).status.success());
-    let carol = tessera(
-        &db,
-        &["user", "add", "carol", "--password-stdin"],
-        Some("s3cret-pass\n"),
-    );
-    assert!(carol.status.success(), "{}", stderr(&carol));
-    assert!(tessera(&db, &["user", "disable", "carol"], None).status.success());
-    assert!(!tessera(&db, &["user", "disable", "nobody"], None).status.success());
+    assert!(tessera(db, &["client", "delete", "spa"], None).status.success());
+    assert!(!tessera(db, &["client", "delete", "spa"], None).status.success());
 }
 
 #[test]
@@ -259,8 +247,14 @@ fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
         None,
     );
     assert!(String::from_utf8_lossy(&short_ttl.stderr).contains("access_token_ttl"));
+    group_rules_and_mfa_reset(&db);
+}
+
+/// A client limited to a group creates it, a person joins it; resetting a second
+/// factor nobody has, or for nobody.
+fn group_rules_and_mfa_reset(db: &std::path::Path) {
     let grouped = tessera(
-        &db,
+        db,
         &[
             "client",
             "add",
@@ -276,23 +270,23 @@ fn admin_clients_group_rules_and_mfa_reset_from_the_command_line() {
     assert!(grouped.status.success());
     assert!(String::from_utf8_lossy(&grouped.stderr).contains("group staff created"));
     let member = tessera(
-        &db,
+        db,
         &["user", "add", "bob", "--group", "staff", "--password-stdin"],
         Some("correct horse battery\n"),
     );
     assert!(member.status.success());
-    let users = stdout(&tessera(&db, &["user", "list", "--json"], None));
+    let users = stdout(&tessera(db, &["user", "list", "--json"], None));
     assert!(users.contains("bob"));
 
     let add = tessera(
-        &db,
+        db,
         &["user", "add", "alice", "--password-stdin"],
         Some("correct horse battery\n"),
     );
     assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
-    let none = tessera(&db, &["user", "reset-mfa", "alice"], None);
+    let none = tessera(db, &["user", "reset-mfa", "alice"], None);
     assert!(stdout(&none).contains("had no authenticator"));
-    let unknown = tessera(&db, &["user", "reset-mfa", "nobody"], None);
+    let unknown = tessera(db, &["user", "reset-mfa", "nobody"], None);
     assert!(!unknown.status.success());
 }
 

@@ -162,15 +162,7 @@ async fn client_secret_jwt_keys_are_sealed_and_long_enough_for_hs512() {
         .unwrap();
     let raw = secret.unwrap().expose().to_string();
     assert!(raw.len() >= 64, "an HS512 key needs 64 bytes: {}", raw.len());
-    let stored = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "hmac"))
-        .await
-        .unwrap()
-        .unwrap()
-        .secret_for_hmac
-        .unwrap();
+    let stored = app.client("hmac").await.unwrap().secret_for_hmac.unwrap();
     assert!(stored.starts_with("sealed:"), "stored sealed, not in clear");
     assert!(!stored.contains(&raw));
     for signer in [

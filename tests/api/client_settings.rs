@@ -8,15 +8,7 @@ use crate::admin_api::admin_token;
 use crate::helpers::*;
 
 async fn api(app: &TestApp, token: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = plain_client()
-        .request(method, app.url(&format!("/admin/api{path}")))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    app.admin_api(token, method, path, body).await
 }
 
 #[tokio::test]
@@ -51,16 +43,16 @@ async fn the_admin_api_sets_shows_and_checks_the_new_settings() {
     ] {
         assert_eq!(shown[k], v, "{k} in {shown}");
     }
-    let stored = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "strict"))
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = app.client("strict").await.unwrap();
     assert!(stored.require_par && stored.require_signed_request_object && stored.dpop_bound);
     assert_eq!(stored.jwks.as_deref(), None);
+    the_api_refuses_settings_against_the_rfcs(&app, &token).await;
+}
 
+/// Settings against RFC 7591 and the rules are refused by field; http on loopback
+/// is allowed.
+async fn the_api_refuses_settings_against_the_rfcs(app: &TestApp, token: &str) {
+    let post = |body: Value| api(app, token, reqwest::Method::POST, "/clients", Some(body));
     // RFC 7591 §2: jwks and jwks_uri not both; URLs https (http on loopback only).
     for (body, field) in [
         (
@@ -179,13 +171,7 @@ grant_types = ["authorization_code", "password"]
         .await
         .unwrap();
     assert!(out.contains("+ client declared"), "{out}");
-    let c = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "declared"))
-        .await
-        .unwrap()
-        .unwrap();
+    let c = app.client("declared").await.unwrap();
     assert!(c.require_par && c.require_signed_request_object && c.dpop_bound);
     assert_eq!(c.frontchannel_logout_uri.as_deref(), Some("https://rp.example/fc"));
     assert!(c.frontchannel_logout_session_required);
@@ -220,86 +206,55 @@ grant_types = ["authorization_code", "password"]
 #[tokio::test]
 async fn the_client_page_sets_the_settings_and_warns_about_the_password_grant() {
     let app = spawn_app().await;
-    let root = app.add_user("root").await;
-    app.make_admin(root.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    let created = b
-        .post(app.url("/admin/clients"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("client_id", "legacy"),
-            ("kind", "confidential"),
-            ("grant_types", "authorization_code"),
-            ("grant_types", "password"),
-            ("redirect_uris", "https://legacy.example/cb"),
-            ("id_token_signed_response_alg", "RS256"),
-            ("refresh_tokens", "always"),
-            ("frontchannel_logout_uri", "https://legacy.example/fc"),
-            ("frontchannel_logout_session_required", "on"),
-            ("require_pushed_authorization_requests", "on"),
-            ("dpop_bound_access_tokens", "on"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let p = app.admin_portal().await;
+    let created = p
+        .post(
+            "/admin/clients",
+            &[
+                ("client_id", "legacy"),
+                ("kind", "confidential"),
+                ("grant_types", "authorization_code"),
+                ("grant_types", "password"),
+                ("redirect_uris", "https://legacy.example/cb"),
+                ("id_token_signed_response_alg", "RS256"),
+                ("refresh_tokens", "always"),
+                ("frontchannel_logout_uri", "https://legacy.example/fc"),
+                ("frontchannel_logout_session_required", "on"),
+                ("require_pushed_authorization_requests", "on"),
+                ("dpop_bound_access_tokens", "on"),
+            ],
+        )
+        .await;
     assert_eq!(created.status(), 201);
     let html = created.text().await.unwrap();
     let warning = text_of(&html, "password-grant-warning").expect("the warning is shown");
     assert!(warning.contains("RFC 9700"), "{warning}");
-    let c = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "legacy"))
-        .await
-        .unwrap()
-        .unwrap();
+    let c = app.client("legacy").await.unwrap();
     assert!(c.require_par && c.dpop_bound && !c.require_signed_request_object);
     assert!(c.frontchannel_logout_session_required);
     assert_eq!(c.frontchannel_logout_uri.as_deref(), Some("https://legacy.example/fc"));
 
     // Editing keeps what the form shows and drops the warning with the grant.
-    let page = b
-        .get(app.url("/admin/clients/legacy"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = p.page("/admin/clients/legacy").await;
     assert!(text_of(&page, "password-grant-warning").is_some());
     assert_eq!(
         input_value(&page, "frontchannel_logout_uri").as_deref(),
         Some("https://legacy.example/fc")
     );
-    let saved = b
-        .post(app.url("/admin/clients/legacy"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("grant_types", "authorization_code"),
-            ("redirect_uris", "https://legacy.example/cb"),
-            ("id_token_signed_response_alg", "RS256"),
-            ("refresh_tokens", "always"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let saved = p
+        .post(
+            "/admin/clients/legacy",
+            &[
+                ("grant_types", "authorization_code"),
+                ("redirect_uris", "https://legacy.example/cb"),
+                ("id_token_signed_response_alg", "RS256"),
+                ("refresh_tokens", "always"),
+            ],
+        )
+        .await;
     assert_eq!(saved.status(), 302);
-    let page = b
-        .get(app.url("/admin/clients/legacy"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = p.page("/admin/clients/legacy").await;
     assert!(text_of(&page, "password-grant-warning").is_none());
-    let c = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "legacy"))
-        .await
-        .unwrap()
-        .unwrap();
+    let c = app.client("legacy").await.unwrap();
     assert!(!c.require_par && !c.dpop_bound && c.frontchannel_logout_uri.is_none());
 }

@@ -43,6 +43,11 @@ async fn rp() -> Rp {
 }
 
 impl Rp {
+    /// The browser's answer to the authorization URL for `scope` and `extra`.
+    async fn open(&self, scope: &str, extra: &[(&str, &str)]) -> reqwest::Response {
+        self.browser.get(self.url(scope, extra)).send().await.unwrap()
+    }
+
     fn url(&self, scope: &str, extra: &[(&str, &str)]) -> String {
         self.app.authorize_url("conformance", extra).replace(
             "scope=openid+profile+email",
@@ -232,20 +237,10 @@ async fn oidcc_prompt_login() {
 #[tokio::test]
 async fn oidcc_prompt_none_not_logged_in_and_logged_in() {
     let rp = rp().await;
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("prompt", "none")]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("prompt", "none")]).await;
     assert_eq!(redirect_params(&resp)["error"], "login_required");
     rp.flow("openid", &[]).await;
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("prompt", "none")]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("prompt", "none")]).await;
     assert!(redirect_params(&resp).contains_key("code"));
 }
 
@@ -266,24 +261,14 @@ async fn oidcc_id_token_hint() {
     let rp = rp().await;
     let (tokens, _) = rp.flow("openid", &[]).await;
     let hint = tokens["id_token"].as_str().unwrap();
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("prompt", "none"), ("id_token_hint", hint)]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("prompt", "none"), ("id_token_hint", hint)]).await;
     assert!(redirect_params(&resp).contains_key("code"));
 }
 
 #[tokio::test]
 async fn oidcc_login_hint() {
     let rp = rp().await;
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("login_hint", "alice")]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("login_hint", "alice")]).await;
     assert_eq!(form_fields(&resp.text().await.unwrap())["username"], "alice");
 }
 
@@ -363,20 +348,10 @@ async fn oidcc_redirect_uri_query_ok_mismatch_and_added() {
 async fn oidcc_unsigned_request_object_and_request_uri_by_url_rejected() {
     let rp = rp().await;
     let unsigned = "eyJhbGciOiJub25lIn0.eyJjbGllbnRfaWQiOiJjb25mb3JtYW5jZSJ9.";
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("request", unsigned)]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("request", unsigned)]).await;
     // RFC 9101 §6.2: request objects are signed; `none` is refused.
     assert_eq!(redirect_params(&resp)["error"], "invalid_request_object");
-    let resp = rp
-        .browser
-        .get(rp.url("openid", &[("request_uri", "https://rp.example/r")]))
-        .send()
-        .await
-        .unwrap();
+    let resp = rp.open("openid", &[("request_uri", "https://rp.example/r")]).await;
     assert_eq!(redirect_params(&resp)["error"], "request_uri_not_supported");
     let doc: Value = plain_client()
         .get(rp.app.url("/.well-known/openid-configuration"))

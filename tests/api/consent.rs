@@ -398,13 +398,7 @@ async fn a_client_switched_to_asking_for_consent_asks_at_once() {
         .await
         .unwrap();
     assert!(redirect_params(&resp).contains_key("code"));
-    let mut client = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "app"))
-        .await
-        .unwrap()
-        .unwrap();
+    let mut client = app.client("app").await.unwrap();
     client.consent_required = true;
     app.state
         .db

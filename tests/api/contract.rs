@@ -285,12 +285,7 @@ async fn a_unique_name_stays_unique_under_parallel_inserts_and_case() {
             "{}: usernames are unique without regard to case",
             label(&backend)
         );
-        let found = app
-            .state
-            .db
-            .read(|c| db::users::find_by_username(c, "GRACE"))
-            .await
-            .unwrap();
+        let found = app.user("GRACE").await;
         assert!(found.is_some(), "{}: found without regard to case", label(&backend));
     }
 }
@@ -599,95 +594,100 @@ async fn parallel_rotations_leave_one_key_that_signs_next() {
 async fn parallel_claims_of_due_mail_never_share_one_and_a_link_is_spent_once() {
     for backend in backends() {
         let app = spawn_on(&backend).await;
-        let now = app.clock.now();
-        app.state
-            .db
-            .write(move |c| {
-                for i in 0..70 {
-                    let to = format!("person{i}@example.com");
-                    let mail = db::outbox::NewMail {
-                        to: &to,
-                        subject: "s",
-                        text: "t",
-                        html: "h",
-                        kind: "notice",
-                        user_id: None,
-                        // Ten decoys among them, which no mailer may claim.
-                        decoy: i % 7 == 3,
-                    };
-                    db::outbox::queue(c, &mail, now)?;
-                }
-                Ok(())
-            })
-            .await
-            .unwrap();
-        let claim = |db: tessera::db::Db| async move {
-            db.write(move |c| db::outbox::claim_due(c, now, now + 180, 15))
-                .await
-                .unwrap()
-        };
-        let tasks: Vec<_> = (0..6).map(|_| tokio::spawn(claim(app.state.db.clone()))).collect();
-        let mut ids = Vec::new();
-        for t in tasks {
-            ids.extend(t.await.unwrap().into_iter().map(|m| m.id));
-        }
-        loop {
-            let more = claim(app.state.db.clone()).await;
-            if more.is_empty() {
-                break;
-            }
-            ids.extend(more.into_iter().map(|m| m.id));
-        }
-        let claimed = ids.len();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), claimed, "{}: no mail claimed twice", label(&backend));
-        assert_eq!(
-            claimed,
-            60,
-            "{}: every due mail claimed once, no decoy",
-            label(&backend)
-        );
-
-        // Twenty parallel uses of one mailed link: one wins.
-        let user = app.add_user("ada").await;
-        let digest = tessera::crypto::TokenHash::of("a-link-secret");
-        let id = app
-            .state
-            .db
-            .write(move |c| {
-                db::email_tokens::create(
-                    c,
-                    &db::email_tokens::NewToken {
-                        digest: &digest,
-                        purpose: db::email_tokens::RESET,
-                        user_id: Some(user.id),
-                        email: "ada@example.com",
-                        data: "{}",
-                        code: None,
-                        request: None,
-                        expires_at: now + 3600,
-                    },
-                    now,
-                )
-            })
-            .await
-            .unwrap();
-        let uses: Vec<_> = (0..20)
-            .map(|_| {
-                let db = app.state.db.clone();
-                tokio::spawn(async move {
-                    db.write(move |c| db::email_tokens::claim(c, id, now))
-                        .await
-                        .unwrap()
-                        .won()
-                })
-            })
-            .collect();
-        let mut won = 0;
-        for u in uses {
-            won += usize::from(u.await.unwrap());
-        }
-        assert_eq!(won, 1, "{}: one of twenty parallel uses wins", label(&backend));
+        parallel_mailers_claim_each_due_mail_once(&app, &backend).await;
+        one_of_twenty_parallel_uses_of_a_link_wins(&app, &backend).await;
     }
+}
+
+/// Six mailers claiming in parallel, then one until none is left: every due mail
+/// once, no decoy.
+async fn parallel_mailers_claim_each_due_mail_once(app: &TestApp, backend: &Backend) {
+    let now = app.clock.now();
+    app.state
+        .db
+        .write(move |c| {
+            for i in 0..70 {
+                let to = format!("person{i}@example.com");
+                let mail = db::outbox::NewMail {
+                    to: &to,
+                    subject: "s",
+                    text: "t",
+                    html: "h",
+                    kind: "notice",
+                    user_id: None,
+                    // Ten decoys among them, which no mailer may claim.
+                    decoy: i % 7 == 3,
+                };
+                db::outbox::queue(c, &mail, now)?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+    let claim = |db: tessera::db::Db| async move {
+        db.write(move |c| db::outbox::claim_due(c, now, now + 180, 15))
+            .await
+            .unwrap()
+    };
+    let tasks: Vec<_> = (0..6).map(|_| tokio::spawn(claim(app.state.db.clone()))).collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap().into_iter().map(|m| m.id));
+    }
+    loop {
+        let more = claim(app.state.db.clone()).await;
+        if more.is_empty() {
+            break;
+        }
+        ids.extend(more.into_iter().map(|m| m.id));
+    }
+    let claimed = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), claimed, "{}: no mail claimed twice", label(backend));
+    assert_eq!(claimed, 60, "{}: every due mail claimed once, no decoy", label(backend));
+}
+
+/// Twenty parallel uses of one mailed link: one wins.
+async fn one_of_twenty_parallel_uses_of_a_link_wins(app: &TestApp, backend: &Backend) {
+    let now = app.clock.now();
+    let user = app.add_user("ada").await;
+    let digest = tessera::crypto::TokenHash::of("a-link-secret");
+    let id = app
+        .state
+        .db
+        .write(move |c| {
+            db::email_tokens::create(
+                c,
+                &db::email_tokens::NewToken {
+                    digest: &digest,
+                    purpose: db::email_tokens::RESET,
+                    user_id: Some(user.id),
+                    email: "ada@example.com",
+                    data: "{}",
+                    code: None,
+                    request: None,
+                    expires_at: now + 3600,
+                },
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    let uses: Vec<_> = (0..20)
+        .map(|_| {
+            let db = app.state.db.clone();
+            tokio::spawn(async move {
+                db.write(move |c| db::email_tokens::claim(c, id, now))
+                    .await
+                    .unwrap()
+                    .won()
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for u in uses {
+        won += usize::from(u.await.unwrap());
+    }
+    assert_eq!(won, 1, "{}: one of twenty parallel uses wins", label(backend));
 }

@@ -54,23 +54,12 @@ async fn delete(app: &TestApp, b: &reqwest::Client, form: &[(&str, &str)]) -> re
 }
 
 async fn exists(app: &TestApp, username: &str) -> bool {
-    let name = username.to_string();
-    app.state
-        .db
-        .read(move |c| tessera::db::users::find_by_username(c, &name))
-        .await
-        .unwrap()
-        .is_some()
+    app.user(username).await.is_some()
 }
 
 async fn refresh(s: &Setup, tokens: &Value) -> reqwest::Response {
     let r = tokens["refresh_token"].as_str().expect("a refresh token");
-    s.app
-        .token(
-            Some(("app", &s.secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", r)],
-        )
-        .await
+    s.app.refresh(("app", &s.secret), r, &[]).await
 }
 
 #[tokio::test]
@@ -188,14 +177,7 @@ async fn with_approval_a_request_waits_until_an_administrator_approves_it() {
     let (client_browser, tokens) = signed_in_to_the_client(&s).await;
     let b = browser();
     let csrf = s.app.portal_login(&b, "ada", PASSWORD).await;
-    let ada = s
-        .app
-        .state
-        .db
-        .read(|c| tessera::db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap();
+    let ada = s.app.user("ada").await.unwrap();
     assert!(account_page(&s.app, &b).await.contains("Ask to delete my account"));
     assert_eq!(
         user_json(&s.app, &token, ada.id).await["deletion_requested_at"],
@@ -243,14 +225,7 @@ async fn with_approval_a_rejected_or_withdrawn_request_keeps_the_account() {
     let token = admin_token(&s.app).await;
     let b = browser();
     let csrf = s.app.portal_login(&b, "ada", PASSWORD).await;
-    let ada = s
-        .app
-        .state
-        .db
-        .read(|c| tessera::db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap();
+    let ada = s.app.user("ada").await.unwrap();
     let (approve, reject) = (
         format!("/users/{}/deletion/approve", ada.id),
         format!("/users/{}/deletion", ada.id),
@@ -305,14 +280,7 @@ async fn administrators_see_requests_on_the_user_pages_and_approve_them_there() 
     let b = browser();
     let csrf = s.app.portal_login(&b, "ada", PASSWORD).await;
     delete(&s.app, &b, &[("csrf", csrf.as_str()), ("password", PASSWORD)]).await;
-    let ada = s
-        .app
-        .state
-        .db
-        .read(|c| tessera::db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap();
+    let ada = s.app.user("ada").await.unwrap();
 
     let admin = browser();
     let admin_csrf = s.app.portal_login(&admin, "boss", PASSWORD).await;

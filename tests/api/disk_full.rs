@@ -90,71 +90,9 @@ async fn a_full_disk_refuses_writes_with_503_keeps_reads_and_recovers_without_re
     let mut current = body["refresh_token"].as_str().unwrap().to_string();
 
     let filler = disk.fill();
-    // Refreshes write (rotation): the first ones may still fit in the log's reused
-    // space; one soon needs the disk to grow.
-    let mut refused = None;
-    for _ in 0..2000 {
-        let resp = refresh(&address, &secret, &current).await;
-        match resp.status().as_u16() {
-            200 => {
-                let body: serde_json::Value = resp.json().await.unwrap();
-                current = body["refresh_token"].as_str().unwrap().to_string();
-            }
-            503 => {
-                refused = Some(resp);
-                break;
-            }
-            other => panic!(
-                "a write on a full disk answered {other}: {}",
-                resp.text().await.unwrap()
-            ),
-        }
-    }
-    let refused = refused.expect("a write needed room on the full disk and was refused");
-    assert!(refused.headers().contains_key("retry-after"), "503 without Retry-After");
-    let error: serde_json::Value = refused.json().await.unwrap();
-    assert_eq!(error["error"], "temporarily_unavailable", "{error}");
-
-    // Reads go on: the keys, discovery, introspection and userinfo need no write.
-    let client = plain_client();
-    for path in ["/jwks", "/.well-known/openid-configuration", "/healthz"] {
-        let resp = client.get(format!("{address}{path}")).send().await.unwrap();
-        assert_eq!(resp.status(), 200, "{path} on a full disk");
-    }
-    assert!(active(&address, &secret, &access).await, "introspection on a full disk");
-    let info = client
-        .get(format!("{address}/userinfo"))
-        .bearer_auth(&access)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(info.status(), 200, "userinfo on a full disk");
-    // A person who opens the sign-in page (which parks the request: a write) gets a
-    // page that says to come back, not an error the server cannot explain. A
-    // checkpoint can free room in the log now and then, so a page may still fit.
-    let authorize = format!(
-        "{address}/authorize?client_id=app&redirect_uri={REDIRECT}&response_type=code&scope=openid\
-         &code_challenge={}&code_challenge_method=S256",
-        pkce.challenge
-    );
-    let mut busy_page = None;
-    for _ in 0..200 {
-        let page = browser().get(&authorize).send().await.unwrap();
-        match page.status().as_u16() {
-            200 => continue,
-            503 => {
-                busy_page = Some(page);
-                break;
-            }
-            other => panic!("the sign-in page on a full disk answered {other}"),
-        }
-    }
-    let page = busy_page.expect("the sign-in page was refused on the full disk");
-    assert!(page.headers().contains_key("retry-after"));
-    assert!(page.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .starts_with("text/html"));
+    refresh_until_a_write_is_refused(&address, &secret, &mut current).await;
+    reads_go_on_on_a_full_disk(&address, &secret, &access).await;
+    the_sign_in_page_says_to_come_back(&address, &pkce).await;
 
     // Room again: the refused refresh token still works (nothing of the refused
     // rotation was kept), and so does a new sign-in, in the same process.
@@ -185,4 +123,79 @@ async fn a_full_disk_refuses_writes_with_503_keeps_reads_and_recovers_without_re
     );
     assert!(log.contains("there is room on the disk again"), "{log}");
     assert!(!log.contains("panicked"), "{log}");
+}
+
+/// Refreshes write (rotation) until one needs the full disk to grow and is refused
+/// with a 503 that says to retry; `current` follows the rotations.
+async fn refresh_until_a_write_is_refused(address: &str, secret: &str, current: &mut String) {
+    // Refreshes write (rotation): the first ones may still fit in the log's reused
+    // space; one soon needs the disk to grow.
+    let mut refused = None;
+    for _ in 0..2000 {
+        let resp = refresh(address, secret, current).await;
+        match resp.status().as_u16() {
+            200 => {
+                let body: serde_json::Value = resp.json().await.unwrap();
+                *current = body["refresh_token"].as_str().unwrap().to_string();
+            }
+            503 => {
+                refused = Some(resp);
+                break;
+            }
+            other => panic!(
+                "a write on a full disk answered {other}: {}",
+                resp.text().await.unwrap()
+            ),
+        }
+    }
+    let refused = refused.expect("a write needed room on the full disk and was refused");
+    assert!(refused.headers().contains_key("retry-after"), "503 without Retry-After");
+    let error: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(error["error"], "temporarily_unavailable", "{error}");
+}
+
+async fn reads_go_on_on_a_full_disk(address: &str, secret: &str, access: &str) {
+    // Reads go on: the keys, discovery, introspection and userinfo need no write.
+    let client = plain_client();
+    for path in ["/jwks", "/.well-known/openid-configuration", "/healthz"] {
+        let resp = client.get(format!("{address}{path}")).send().await.unwrap();
+        assert_eq!(resp.status(), 200, "{path} on a full disk");
+    }
+    assert!(active(address, secret, access).await, "introspection on a full disk");
+    let info = client
+        .get(format!("{address}/userinfo"))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(info.status(), 200, "userinfo on a full disk");
+}
+
+async fn the_sign_in_page_says_to_come_back(address: &str, pkce: &Pkce) {
+    // A person who opens the sign-in page (which parks the request: a write) gets a
+    // page that says to come back, not an error the server cannot explain. A
+    // checkpoint can free room in the log now and then, so a page may still fit.
+    let authorize = format!(
+        "{address}/authorize?client_id=app&redirect_uri={REDIRECT}&response_type=code&scope=openid\
+         &code_challenge={}&code_challenge_method=S256",
+        pkce.challenge
+    );
+    let mut busy_page = None;
+    for _ in 0..200 {
+        let page = browser().get(&authorize).send().await.unwrap();
+        match page.status().as_u16() {
+            200 => continue,
+            503 => {
+                busy_page = Some(page);
+                break;
+            }
+            other => panic!("the sign-in page on a full disk answered {other}"),
+        }
+    }
+    let page = busy_page.expect("the sign-in page was refused on the full disk");
+    assert!(page.headers().contains_key("retry-after"));
+    assert!(page.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
 }

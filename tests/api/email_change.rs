@@ -9,12 +9,7 @@ use crate::helpers::*;
 const NEW: &str = "ada@new.example";
 
 async fn ada(app: &TestApp) -> db::users::User {
-    app.state
-        .db
-        .read(|c| db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap()
+    app.user("ada").await.unwrap()
 }
 
 async fn save_profile(app: &TestApp, b: &reqwest::Client, csrf: &str, name: &str, email: &str) -> reqwest::Response {

@@ -33,6 +33,16 @@ async fn email_mfa_form(app: &TestApp, b: &reqwest::Client, action: &str, passwo
         .unwrap()
 }
 
+/// An app that mails, with the client `rp` and ada, whose verified address gets a
+/// code at each sign-in: the app, its mail sink and rp's secret.
+async fn ada_with_codes_by_mail() -> (TestApp, crate::smtp::SmtpSink, String) {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    verified_ada(&app).await;
+    turn_on(&app).await;
+    (app, sink, secret)
+}
+
 /// Turns codes by mail on for ada from a fresh portal session.
 async fn turn_on(app: &TestApp) {
     let b = browser();
@@ -118,10 +128,7 @@ async fn codes_by_mail_need_the_password_and_a_confirmed_address() {
 
 #[tokio::test]
 async fn a_sign_in_asks_for_the_code_from_the_mail_and_it_works() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    verified_ada(&app).await;
-    turn_on(&app).await;
+    let (app, sink, secret) = ada_with_codes_by_mail().await;
 
     let b = browser();
     let page = to_code_page(&app, &b).await;
@@ -158,10 +165,7 @@ async fn a_sign_in_asks_for_the_code_from_the_mail_and_it_works() {
 
 #[tokio::test]
 async fn a_new_code_is_sent_at_most_once_a_minute() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    verified_ada(&app).await;
-    turn_on(&app).await;
+    let (app, sink, secret) = ada_with_codes_by_mail().await;
     let b = browser();
     let page = to_code_page(&app, &b).await;
     let first = code_mail(&sink, 1).await;
@@ -253,10 +257,7 @@ async fn trusted_ids(app: &TestApp, b: &reqwest::Client) -> Vec<String> {
 
 #[tokio::test]
 async fn a_remembered_device_skips_the_second_step_until_revoked_or_the_password_changes() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    verified_ada(&app).await;
-    turn_on(&app).await;
+    let (app, sink, secret) = ada_with_codes_by_mail().await;
 
     let b = browser();
     let page = to_code_page(&app, &b).await;

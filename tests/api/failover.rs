@@ -149,10 +149,36 @@ async fn five_seconds_without_postgresql_answer_busy_then_resume_losing_nothing(
 
     proxy.set_cut(false);
     let restored_at = Instant::now();
+    the_refresh_token_renews_once_the_database_is_back(&app, &secret, &refresh, restored_at).await;
+    let ready = answer("readyz after", plain_client().get(app.url("/readyz"))).await;
+    assert_eq!(ready.status, 200);
+    // The sign-in parked before the outage completes: its request and CSRF token live.
+    let resp = person.post(app.url("/login")).form(&form).send().await.unwrap();
+    assert_eq!(resp.status(), 303, "{}", resp.text().await.unwrap());
+    let code = redirect_params(&resp)["code"].clone();
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", pkce.verifier.as_str()),
+    ];
+    assert_eq!(app.token(Some(("app", &secret)), &exchange).await.status(), 200);
+
+    the_metrics_count_the_busy_answers(&app).await;
+}
+
+/// The same refresh token, retried until its first answer that is not "busy": new
+/// tokens, within seconds of `restored_at`.
+async fn the_refresh_token_renews_once_the_database_is_back(
+    app: &TestApp,
+    secret: &str,
+    refresh: &str,
+    restored_at: Instant,
+) {
     // The same refresh token, retried as a client told `Retry-After: 1` would: the
     // refusals consumed nothing, so its first answer that is not "busy" is new tokens.
     let renewed = loop {
-        let a = answer("refresh after", refresh_request(&app.address, &secret, &refresh)).await;
+        let a = answer("refresh after", refresh_request(&app.address, secret, refresh)).await;
         if a.status != 503 {
             break a;
         }
@@ -169,30 +195,12 @@ async fn five_seconds_without_postgresql_answer_busy_then_resume_losing_nothing(
         recovered < Duration::from_secs(5),
         "resumed within seconds: {recovered:?}"
     );
-    let ready = answer("readyz after", plain_client().get(app.url("/readyz"))).await;
-    assert_eq!(ready.status, 200);
-    // The sign-in parked before the outage completes: its request and CSRF token live.
-    let resp = person.post(app.url("/login")).form(&form).send().await.unwrap();
-    assert_eq!(resp.status(), 303, "{}", resp.text().await.unwrap());
-    let code = redirect_params(&resp)["code"].clone();
-    let exchange = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("code_verifier", pkce.verifier.as_str()),
-    ];
-    assert_eq!(app.token(Some(("app", &secret)), &exchange).await.status(), 200);
+}
 
+async fn the_metrics_count_the_busy_answers(app: &TestApp) {
     // The operator's view: the requests turned away are counted, and the pool is
     // open again.
-    let metrics = plain_client()
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.get_text("/metrics").await;
     let value = |name: &str| -> u64 {
         metrics
             .lines()

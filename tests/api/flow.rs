@@ -2,8 +2,9 @@
 
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreUserInfoClaims};
 use openidconnect::{
-    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, RedirectUrl, RefreshToken, Scope, TokenResponse,
+    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
+    EndpointSet, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, RedirectUrl, RefreshToken, Scope,
+    TokenResponse,
 };
 
 use crate::helpers::*;
@@ -15,6 +16,23 @@ fn rp_http() -> openidconnect::reqwest::Client {
         .unwrap()
 }
 
+/// A client as discovery configures it: authorization endpoint set, token and
+/// userinfo endpoints as the document says.
+type Rp = CoreClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointMaybeSet, EndpointMaybeSet>;
+
+/// grafana's client, configured from the discovery document.
+async fn discovered_client(app: &TestApp, secret: &str, http: &openidconnect::reqwest::Client) -> Rp {
+    let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.address.clone()).unwrap(), http)
+        .await
+        .unwrap();
+    CoreClient::from_provider_metadata(
+        metadata,
+        ClientId::new("grafana".into()),
+        Some(ClientSecret::new(secret.to_string())),
+    )
+    .set_redirect_uri(RedirectUrl::new(REDIRECT.into()).unwrap())
+}
+
 #[tokio::test]
 async fn a_relying_party_signs_a_user_in_and_uses_every_token() {
     let app = spawn_app().await;
@@ -22,15 +40,7 @@ async fn a_relying_party_signs_a_user_in_and_uses_every_token() {
     let secret = app.add_client("grafana", false).await.unwrap();
     let http = rp_http();
 
-    let metadata = CoreProviderMetadata::discover_async(IssuerUrl::new(app.address.clone()).unwrap(), &http)
-        .await
-        .unwrap();
-    let client = CoreClient::from_provider_metadata(
-        metadata,
-        ClientId::new("grafana".into()),
-        Some(ClientSecret::new(secret.clone())),
-    )
-    .set_redirect_uri(RedirectUrl::new(REDIRECT.into()).unwrap());
+    let client = discovered_client(&app, &secret, &http).await;
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (auth_url, csrf, nonce) = client
         .authorize_url(
@@ -78,10 +88,7 @@ async fn a_relying_party_signs_a_user_in_and_uses_every_token() {
     assert_eq!(info.email().unwrap().as_str(), "alice@example.com");
 
     let access = tokens.access_token().secret().clone();
-    let active = app.introspect(("grafana", &secret), &access).await;
-    assert_eq!(active["active"], true);
-    assert_eq!(active["client_id"], "grafana");
-    assert_eq!(active["sub"], user.sub.as_str());
+    the_access_token_is_active(&app, &secret, &access, &user.sub).await;
 
     let refresh = tokens.refresh_token().expect("a refresh token").clone();
     let refreshed = client
@@ -99,24 +106,41 @@ async fn a_relying_party_signs_a_user_in_and_uses_every_token() {
         .unwrap();
     assert_eq!(refreshed_claims.subject(), claims.subject(), "same sub across tokens");
 
-    let revoked = app
-        .post_form(
-            "/revoke",
-            Some(("grafana", &secret)),
-            &[("token", new_refresh.secret()), ("token_type_hint", "refresh_token")],
-        )
-        .await;
-    assert_eq!(revoked.status(), 200);
-    let gone = app
-        .introspect(("grafana", &secret), refreshed.access_token().secret())
-        .await;
-    assert_eq!(gone["active"], false, "revoking the refresh token revokes its grant");
+    revoking_the_refresh_token_revokes_its_grant(
+        &app,
+        &secret,
+        new_refresh.secret(),
+        refreshed.access_token().secret(),
+    )
+    .await;
     let again = client
         .exchange_refresh_token(&RefreshToken::new(new_refresh.secret().clone()))
         .unwrap()
         .request_async(&http)
         .await;
     assert!(again.is_err());
+}
+
+/// Introspection says `access` is grafana's, for `sub`, and active.
+async fn the_access_token_is_active(app: &TestApp, secret: &str, access: &str, sub: &str) {
+    let active = app.introspect(("grafana", secret), access).await;
+    assert_eq!(active["active"], true);
+    assert_eq!(active["client_id"], "grafana");
+    assert_eq!(active["sub"], sub);
+}
+
+/// Revoking the rotated refresh token ends the access token issued with it.
+async fn revoking_the_refresh_token_revokes_its_grant(app: &TestApp, secret: &str, refresh: &str, access: &str) {
+    let revoked = app
+        .post_form(
+            "/revoke",
+            Some(("grafana", secret)),
+            &[("token", refresh), ("token_type_hint", "refresh_token")],
+        )
+        .await;
+    assert_eq!(revoked.status(), 200);
+    let gone = app.introspect(("grafana", secret), access).await;
+    assert_eq!(gone["active"], false, "revoking the refresh token revokes its grant");
 }
 
 #[tokio::test]

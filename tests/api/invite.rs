@@ -9,27 +9,7 @@ use crate::helpers::*;
 
 const NEW_PASSWORD: &str = "a brand new secret";
 
-/// An admin client's `tessera:admin` token.
-pub(crate) async fn admin_token(app: &TestApp) -> String {
-    let secret = app
-        .add_client_with("ops", false, |c| {
-            c.admin = true;
-            c.grant_types = vec!["client_credentials".into()];
-        })
-        .await
-        .unwrap();
-    let resp = app
-        .token(
-            Some(("ops", &secret)),
-            &[("grant_type", "client_credentials"), ("scope", "tessera:admin")],
-        )
-        .await;
-    assert_eq!(resp.status(), 200);
-    resp.json::<Value>().await.unwrap()["access_token"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
+pub(crate) use crate::admin_api::admin_token;
 
 /// Calls the admin API: the status and the JSON answer (`Null` for none).
 pub(crate) async fn api(
@@ -39,15 +19,7 @@ pub(crate) async fn api(
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut req = plain_client()
-        .request(method, app.url(&format!("/admin/api{path}")))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    app.admin_api(token, method, path, body).await
 }
 
 async fn invite(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
@@ -467,72 +439,74 @@ async fn administrators_invite_and_revoke_on_the_admin_page() {
     let boss = app.add_user("boss").await;
     app.make_admin(boss.id).await;
     app.add_user("eve").await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "boss", PASSWORD).await;
+    let p = app.portal("boss", PASSWORD).await;
 
-    let page = b.get(app.url("/admin/invitations")).send().await.unwrap();
+    let page = p.get("/admin/invitations").await;
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("No invitations are waiting"));
-    let no_csrf = b
-        .post(app.url("/admin/invitations"))
-        .form(&[("email", "new@example.org")])
-        .send()
-        .await
-        .unwrap();
+    let no_csrf =
+        p.b.post(app.url("/admin/invitations"))
+            .form(&[("email", "new@example.org")])
+            .send()
+            .await
+            .unwrap();
     assert_eq!(no_csrf.status(), 403);
+    let link = invite_from_the_page(&p, &sink).await;
+    revoke_from_the_page(&p, &link).await;
+    others_get_neither_page_nor_actions(&app).await;
+}
 
-    let made = b
-        .post(app.url("/admin/invitations"))
-        .form(&[("csrf", csrf.as_str()), ("email", "new@example.org"), ("admin", "on")])
-        .send()
-        .await
-        .unwrap();
+/// An invitation made on the page: its link shown once and mailed; a bad address
+/// refused. The link.
+async fn invite_from_the_page(p: &Portal<'_>, sink: &crate::smtp::SmtpSink) -> String {
+    let made = p
+        .post("/admin/invitations", &[("email", "new@example.org"), ("admin", "on")])
+        .await;
     assert_eq!(made.status(), 200);
     let html = made.text().await.unwrap();
     let link = text_of(&html, "invitation-link").expect("the link is shown once");
-    assert!(link.starts_with(&format!("{}/invite?token=", app.address)));
+    assert!(link.starts_with(&format!("{}/invite?token=", p.app.address)));
     assert!(html.contains("The link was mailed"));
     assert_eq!(sink.nth("new@example.org", 1).await.link("/invite"), link);
-    let again = b
-        .get(app.url("/admin/invitations"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let again = p.page("/admin/invitations").await;
     assert!(text_of(&again, "invitation-link").is_none(), "shown only when made");
     assert!(text_of(&again, "invitations").unwrap().contains("new@example.org"));
     assert!(text_of(&again, "invitations").unwrap().contains("administrator"));
 
-    let bad = b
-        .post(app.url("/admin/invitations"))
-        .form(&[("csrf", csrf.as_str()), ("email", "nope")])
-        .send()
-        .await
-        .unwrap();
+    let bad = p.post("/admin/invitations", &[("email", "nope")]).await;
     assert_eq!(bad.status(), 400);
     assert!(text_of(&bad.text().await.unwrap(), "invite-email-error").is_some());
+    link
+}
 
-    // Revoking needs the CSRF token; then the link is dead.
+/// Revoking needs the CSRF token; then the link is dead.
+async fn revoke_from_the_page(p: &Portal<'_>, link: &str) {
+    let app = p.app;
     let (_, live) = {
-        let token = admin_token(&app).await;
-        api(&app, &token, reqwest::Method::GET, "/invitations", None).await
+        let token = admin_token(app).await;
+        api(app, &token, reqwest::Method::GET, "/invitations", None).await
     };
     let id = live[0]["id"].as_i64().unwrap();
-    let path = app.url(&format!("/admin/invitations/{id}/revoke"));
+    let path = format!("/admin/invitations/{id}/revoke");
     assert_eq!(
-        b.post(&path).form(&[("csrf", "guess")]).send().await.unwrap().status(),
+        p.b.post(app.url(&path))
+            .form(&[("csrf", "guess")])
+            .send()
+            .await
+            .unwrap()
+            .status(),
         403
     );
-    let revoked = b.post(&path).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    let revoked = p.post(&path, &[]).await;
     assert_eq!(revoked.status(), 302);
     assert_eq!(location(&revoked), "/admin/invitations?done=revoked");
-    assert_eq!(browser().get(&link).send().await.unwrap().status(), 410);
-    let gone = b.post(&path).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!(browser().get(link).send().await.unwrap().status(), 410);
+    let gone = p.post(&path, &[]).await;
     assert_eq!(gone.status(), 404);
+}
 
-    // Someone who is not an administrator gets neither the page nor the actions.
+/// Someone who is not an administrator gets neither the page nor the actions.
+async fn others_get_neither_page_nor_actions(app: &TestApp) {
     let e = browser();
     app.portal_login(&e, "eve", PASSWORD).await;
     assert_eq!(e.get(app.url("/admin/invitations")).send().await.unwrap().status(), 403);

@@ -66,24 +66,14 @@ async fn a_flow_alternating_between_three_nodes_behaves_as_on_one() {
     let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
 
     // Refresh on B, introspect on C, reuse of the old refresh token on A revokes all.
-    let resp = b
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
-        )
-        .await;
+    let resp = b.refresh(("app", &secret), refresh.as_str(), &[]).await;
     assert_eq!(resp.status(), 200);
     let renewed: serde_json::Value = resp.json().await.unwrap();
     let access = renewed["access_token"].as_str().unwrap().to_string();
     assert_eq!(c.introspect(("app", &secret), &access).await["active"], true);
     // Past the retry window of confidential clients, on A's clock.
     a.clock.advance(tessera::oidc::token::REFRESH_RETRY_GRACE + 1);
-    let reuse = a
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
-        )
-        .await;
+    let reuse = a.refresh(("app", &secret), refresh.as_str(), &[]).await;
     assert_eq!(reuse.status(), 400);
     assert_eq!(
         b.introspect(("app", &secret), &access).await["active"],
@@ -206,12 +196,7 @@ async fn a_rotated_key_is_in_every_nodes_jwks_before_any_token_carries_it() {
         saw_unpublished |= published.contains(&false);
         let node = &nodes[round % 3];
         round += 1;
-        let resp = node
-            .token(
-                Some(("app", &secret)),
-                &[("grant_type", "refresh_token"), ("refresh_token", refresh.as_str())],
-            )
-            .await;
+        let resp = node.refresh(("app", &secret), refresh.as_str(), &[]).await;
         assert_eq!(resp.status(), 200);
         let tokens: serde_json::Value = resp.json().await.unwrap();
         refresh = tokens["refresh_token"].as_str().unwrap().to_string();
@@ -252,26 +237,7 @@ async fn mfa_and_logout_alternating_between_nodes_deliver_one_back_channel_logou
         .await
         .unwrap();
 
-    // Enrol TOTP: the account page on A, the key shown by B, the code confirmed on C.
-    let portal = browser();
-    let csrf = a.portal_login(&portal, "ada", PASSWORD).await;
-    let html = portal
-        .get(b.url("/account/totp"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = text_of(&html, "totp-secret").expect("the key is shown");
-    let enrol = totp::code_at(&key, c.clock.now()).unwrap();
-    let done = portal
-        .post(c.url("/account/totp"))
-        .form(&[("csrf", csrf.as_str()), ("code", enrol.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(done.status(), 200, "the pending key enrolled on B is confirmed on C");
+    let key = enrol_totp_across_nodes(a, b, c).await;
 
     // Authorize on A, password on B, second factor on C, code on A.
     let rp = browser();
@@ -287,14 +253,7 @@ async fn mfa_and_logout_alternating_between_nodes_deliver_one_back_channel_logou
     let (_, id) = jwt_parts(tokens["id_token"].as_str().unwrap());
     assert_eq!(id["amr"], serde_json::json!(["pwd", "otp", "mfa"]));
 
-    // The same TOTP step in another sign-in, on yet another node: a replay.
-    let other = browser();
-    let fields = b.open_login(&other, &b.authorize_url("app", &[])).await;
-    let resp = c.submit_login(&other, fields, "ada", PASSWORD).await;
-    let mut fields = form_fields(&resp.text().await.unwrap());
-    fields.insert("code".into(), step);
-    let replay = other.post(a.url("/login/mfa")).form(&fields).send().await.unwrap();
-    assert_eq!(replay.status(), 401, "a TOTP step is used once across the cluster");
+    a_totp_step_is_used_once_across_nodes(&nodes, &step).await;
 
     // Refresh on B, introspect on C, log out on A.
     let resp = b
@@ -336,4 +295,42 @@ async fn mfa_and_logout_alternating_between_nodes_deliver_one_back_channel_logou
             .unwrap();
         assert!(!redirect_params(&resp).contains_key("code"), "signed out everywhere");
     }
+}
+
+/// Enrol TOTP: the account page on A, the key shown by B, the code confirmed on C;
+/// the key.
+async fn enrol_totp_across_nodes(a: &TestApp, b: &TestApp, c: &TestApp) -> String {
+    use tessera::auth::totp;
+    let portal = browser();
+    let csrf = a.portal_login(&portal, "ada", PASSWORD).await;
+    let html = portal
+        .get(b.url("/account/totp"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let key = text_of(&html, "totp-secret").expect("the key is shown");
+    let enrol = totp::code_at(&key, c.clock.now()).unwrap();
+    let done = portal
+        .post(c.url("/account/totp"))
+        .form(&[("csrf", csrf.as_str()), ("code", enrol.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), 200, "the pending key enrolled on B is confirmed on C");
+    key
+}
+
+/// The same TOTP step in another sign-in, on yet another node: a replay.
+async fn a_totp_step_is_used_once_across_nodes(nodes: &[TestApp], step: &str) {
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let other = browser();
+    let fields = b.open_login(&other, &b.authorize_url("app", &[])).await;
+    let resp = c.submit_login(&other, fields, "ada", PASSWORD).await;
+    let mut fields = form_fields(&resp.text().await.unwrap());
+    fields.insert("code".into(), step.to_string());
+    let replay = other.post(a.url("/login/mfa")).form(&fields).send().await.unwrap();
+    assert_eq!(replay.status(), 401, "a TOTP step is used once across the cluster");
 }

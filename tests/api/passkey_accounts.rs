@@ -8,7 +8,6 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Value};
 use tessera::config::{PasskeyMode, Signup};
-use tessera::crypto::webauthn::RelyingParty;
 use tessera::crypto::webauthn_testing::Authenticator;
 use tessera::db;
 
@@ -18,27 +17,6 @@ use crate::passkeys::{passkey_sign_in, passkey_sign_in_at};
 
 fn b64(b: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(b)
-}
-
-fn authenticator(app: &TestApp) -> Authenticator {
-    Authenticator::new(&RelyingParty::of_issuer(&app.address).unwrap()).unwrap()
-}
-
-async fn user(app: &TestApp, username: &str) -> Option<db::users::User> {
-    let name = username.to_string();
-    app.state
-        .db
-        .read(move |c| db::users::find_by_username(c, &name))
-        .await
-        .unwrap()
-}
-
-async fn passkey_count(app: &TestApp, user_id: i64) -> i64 {
-    app.state
-        .db
-        .read(move |c| db::passkeys::count_for_user(c, user_id))
-        .await
-        .unwrap()
 }
 
 /// Asks a link page's options (`path`/options) with `form`: the status and the JSON.
@@ -96,10 +74,10 @@ async fn accept_with_passkey(app: &TestApp, token: &str, username: &str, a: &mut
 async fn passkey_account(app: &TestApp, username: &str, email: &str) -> (db::users::User, Authenticator) {
     let admin = admin_token(app).await;
     let token = invitation(app, &admin, email).await;
-    let mut a = authenticator(app);
+    let mut a = app.authenticator();
     let done = accept_with_passkey(app, &token, username, &mut a).await;
     assert_eq!(done.status(), 200);
-    (user(app, username).await.unwrap(), a)
+    (app.user(username).await.unwrap(), a)
 }
 
 #[tokio::test]
@@ -130,11 +108,59 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
         "no password fields under passkey-only"
     );
 
+    the_invitation_refuses_a_password_and_bad_names(&app, &b, &token).await;
+
+    let form = [("token", token.as_str()), ("username", "grace")];
+    let (status, o) = options(&app, &b, "/invite/passkey", &form).await;
+    assert_eq!(status, 200);
+    assert_eq!(o["authenticatorSelection"]["residentKey"], "required");
+    let mut a = app.authenticator();
+    let (cdj, att) = a.create(o["challenge"].as_str().unwrap());
+    let posted = [
+        ("token", token.clone()),
+        ("username", "grace".to_string()),
+        ("client_data", b64(&cdj)),
+        ("attestation_object", b64(&att)),
+    ];
+    let done = b.post(app.url("/invite/passkey")).form(&posted).send().await.unwrap();
+    assert_eq!(done.status(), 200);
+    assert!(done.text().await.unwrap().contains("Your account is ready"));
+
+    let grace = app.user("grace").await.expect("the account exists");
+    assert!(!tessera::crypto::password::has_password(&grace.password_hash));
+    assert!(grace.email_verified, "the link proved the address");
+    assert_eq!(app.passkey_count(grace.id).await, 1);
+    let handle = URL_SAFE_NO_PAD.decode(o["user"]["id"].as_str().unwrap()).unwrap();
+    assert_eq!(handle, grace.sub.as_bytes(), "the user handle is the account's subject");
+
+    // The same ceremony again: the link is spent.
+    let again = browser()
+        .post(app.url("/invite/passkey"))
+        .form(&posted)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 410);
+
+    only_the_passkey_signs_grace_in(&app, &mut a).await;
+
+    let events = app.audit().await;
+    assert!(events
+        .iter()
+        .any(|(e, a, _)| e == "passkey.added" && a.as_deref() == Some("grace")));
+    assert!(events
+        .iter()
+        .any(|(e, a, _)| e == "account.invitation_accepted" && a.as_deref() == Some("grace")));
+}
+
+/// A password posted anyway is refused and makes nothing; a bad username or a dead
+/// link gets no challenge.
+async fn the_invitation_refuses_a_password_and_bad_names(app: &TestApp, b: &reqwest::Client, token: &str) {
     // A password posted anyway is refused, and makes nothing.
     let forced = b
         .post(app.url("/invite"))
         .form(&[
-            ("token", token.as_str()),
+            ("token", token),
             ("username", "grace"),
             ("password", "a brand new secret"),
             ("confirm", "a brand new secret"),
@@ -148,54 +174,18 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
         text_of(&said, "passkey-error").is_some_and(|e| e.contains("passkeys")),
         "{said}"
     );
-    assert!(user(&app, "grace").await.is_none());
+    assert!(app.user("grace").await.is_none());
 
     // The username is checked before the ceremony starts.
-    let (status, refused) = options(&app, &b, "/invite/passkey", &[("token", &token), ("username", "a b")]).await;
+    let (status, refused) = options(app, b, "/invite/passkey", &[("token", token), ("username", "a b")]).await;
     assert_eq!(status, 400);
     assert!(refused["error_description"].as_str().is_some_and(|d| !d.is_empty()));
-    let (status, _) = options(
-        &app,
-        &b,
-        "/invite/passkey",
-        &[("token", "forged"), ("username", "grace")],
-    )
-    .await;
+    let (status, _) = options(app, b, "/invite/passkey", &[("token", "forged"), ("username", "grace")]).await;
     assert_eq!(status, 410, "a dead link gets no challenge");
+}
 
-    let form = [("token", token.as_str()), ("username", "grace")];
-    let (status, o) = options(&app, &b, "/invite/passkey", &form).await;
-    assert_eq!(status, 200);
-    assert_eq!(o["authenticatorSelection"]["residentKey"], "required");
-    let mut a = authenticator(&app);
-    let (cdj, att) = a.create(o["challenge"].as_str().unwrap());
-    let posted = [
-        ("token", token.clone()),
-        ("username", "grace".to_string()),
-        ("client_data", b64(&cdj)),
-        ("attestation_object", b64(&att)),
-    ];
-    let done = b.post(app.url("/invite/passkey")).form(&posted).send().await.unwrap();
-    assert_eq!(done.status(), 200);
-    assert!(done.text().await.unwrap().contains("Your account is ready"));
-
-    let grace = user(&app, "grace").await.expect("the account exists");
-    assert!(!tessera::crypto::password::has_password(&grace.password_hash));
-    assert!(grace.email_verified, "the link proved the address");
-    assert_eq!(passkey_count(&app, grace.id).await, 1);
-    let handle = URL_SAFE_NO_PAD.decode(o["user"]["id"].as_str().unwrap()).unwrap();
-    assert_eq!(handle, grace.sub.as_bytes(), "the user handle is the account's subject");
-
-    // The same ceremony again: the link is spent.
-    let again = browser()
-        .post(app.url("/invite/passkey"))
-        .form(&posted)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(again.status(), 410);
-
-    // Username-first asks for the passkey alone: no password to fall back on.
+/// Username-first asks for the passkey alone: no password to fall back on.
+async fn only_the_passkey_signs_grace_in(app: &TestApp, a: &mut Authenticator) {
     let b = browser();
     let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
     let step = b
@@ -213,7 +203,7 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
         .unwrap();
     assert!(step.contains("id=\"passkey-login\""), "{step}");
     assert!(!step.contains("name=\"password\""), "{step}");
-    let (resp, _) = passkey_sign_in(&app, &mut a).await;
+    let (resp, _) = passkey_sign_in(app, a).await;
     assert_eq!(resp.status(), 303, "the passkey signs in");
     assert!(redirect_params(&resp).contains_key("code"));
 
@@ -221,14 +211,6 @@ async fn under_passkey_only_an_invitation_makes_an_account_without_a_password_th
     let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
     let refused = app.submit_login(&b, fields, "grace", "").await;
     assert_eq!(refused.status(), 401, "no password verifies against the account");
-
-    let events = app.audit().await;
-    assert!(events
-        .iter()
-        .any(|(e, a, _)| e == "passkey.added" && a.as_deref() == Some("grace")));
-    assert!(events
-        .iter()
-        .any(|(e, a, _)| e == "account.invitation_accepted" && a.as_deref() == Some("grace")));
 }
 
 #[tokio::test]
@@ -254,7 +236,7 @@ async fn a_ceremony_started_for_one_link_or_name_does_not_accept_another() {
     );
 
     let (_, o) = options(&app, &b, "/invite/passkey", &[("token", &first), ("username", "one")]).await;
-    let mut a = authenticator(&app);
+    let mut a = app.authenticator();
     let crossed = make(
         &app,
         &b,
@@ -266,7 +248,7 @@ async fn a_ceremony_started_for_one_link_or_name_does_not_accept_another() {
     .await;
     assert_eq!(crossed.status(), 400, "bound to the first link");
     assert!(text_of(&crossed.text().await.unwrap(), "passkey-error").is_some());
-    assert!(user(&app, "one").await.is_none());
+    assert!(app.user("one").await.is_none());
 
     // A name taken between the options and the passkey: refused, the link still works.
     let (_, o) = options(&app, &b, "/invite/passkey", &[("token", &first), ("username", "ada")]).await;
@@ -274,7 +256,7 @@ async fn a_ceremony_started_for_one_link_or_name_does_not_accept_another() {
     let taken = make(
         &app,
         &b,
-        &mut authenticator(&app),
+        &mut app.authenticator(),
         "/invite/passkey",
         &o,
         &[("token", &first), ("username", "ada")],
@@ -282,9 +264,9 @@ async fn a_ceremony_started_for_one_link_or_name_does_not_accept_another() {
     .await;
     assert_eq!(taken.status(), 400);
     assert!(text_of(&taken.text().await.unwrap(), "username-error").is_some());
-    let done = accept_with_passkey(&app, &first, "one", &mut authenticator(&app)).await;
+    let done = accept_with_passkey(&app, &first, "one", &mut app.authenticator()).await;
     assert_eq!(done.status(), 200);
-    assert!(user(&app, "one").await.is_some());
+    assert!(app.user("one").await.is_some());
 }
 
 #[tokio::test]
@@ -329,11 +311,11 @@ async fn a_reset_link_makes_a_new_passkey_for_a_passkey_only_account_and_ends_it
         Some(1),
         "the passkey it has is left out"
     );
-    let mut new = authenticator(&app);
+    let mut new = app.authenticator();
     let done = make(&app, &b, &mut new, "/password/reset/passkey", &o, &[("token", &token)]).await;
     assert_eq!(done.status(), 200);
     assert!(text_of(&done.text().await.unwrap(), "reset-done").is_some());
-    assert_eq!(passkey_count(&app, grace.id).await, 2);
+    assert_eq!(app.passkey_count(grace.id).await, 2);
     let sessions = app
         .state
         .db
@@ -348,7 +330,7 @@ async fn a_reset_link_makes_a_new_passkey_for_a_passkey_only_account_and_ends_it
     let spent = make(
         &app,
         &b,
-        &mut authenticator(&app),
+        &mut app.authenticator(),
         "/password/reset/passkey",
         &o,
         &[("token", &token)],
@@ -377,10 +359,10 @@ async fn under_passkey_only_a_reset_replaces_a_password_with_a_passkey() {
     let token = token_of(&sink.nth(&email, 1).await.link("/password/reset"));
     let b = browser();
     let (_, o) = options(&app, &b, "/password/reset/passkey", &[("token", &token)]).await;
-    let mut a = authenticator(&app);
+    let mut a = app.authenticator();
     let done = make(&app, &b, &mut a, "/password/reset/passkey", &o, &[("token", &token)]).await;
     assert_eq!(done.status(), 200);
-    let after = user(&app, "ada").await.unwrap();
+    let after = app.user("ada").await.unwrap();
     assert!(
         !tessera::crypto::password::has_password(&after.password_hash),
         "the password is gone"
@@ -412,7 +394,7 @@ async fn a_sign_up_with_a_passkey_confirms_its_address_by_making_it() {
         .unwrap();
     assert_eq!(sent.status(), 200);
     assert!(text_of(&sent.text().await.unwrap(), "signup-sent").is_some());
-    let lin = user(&app, "lin").await.unwrap();
+    let lin = app.user("lin").await.unwrap();
     assert!(!tessera::crypto::password::has_password(&lin.password_hash));
 
     let link = sink.nth("lin@example.org", 1).await.link("/email/verify");
@@ -427,17 +409,17 @@ async fn a_sign_up_with_a_passkey_confirms_its_address_by_making_it() {
         .await
         .unwrap();
     assert_eq!(plain.status(), 400);
-    assert!(!user(&app, "lin").await.unwrap().email_verified);
+    assert!(!app.user("lin").await.unwrap().email_verified);
 
     let (status, o) = options(&app, &b, "/email/verify/passkey", &[("token", &token)]).await;
     assert_eq!(status, 200);
-    let mut a = authenticator(&app);
+    let mut a = app.authenticator();
     let done = make(&app, &b, &mut a, "/email/verify/passkey", &o, &[("token", &token)]).await;
     assert_eq!(done.status(), 200);
     assert!(text_of(&done.text().await.unwrap(), "verified").is_some());
-    let lin = user(&app, "lin").await.unwrap();
+    let lin = app.user("lin").await.unwrap();
     assert!(lin.email_verified);
-    assert_eq!(passkey_count(&app, lin.id).await, 1);
+    assert_eq!(app.passkey_count(lin.id).await, 1);
     assert_eq!(passkey_sign_in(&app, &mut a).await.0.status(), 303);
 }
 
@@ -467,7 +449,7 @@ async fn a_passkey_only_account_confirms_with_its_passkey_and_keeps_its_last_one
         .await
         .unwrap();
     assert_eq!(last.status(), 409);
-    assert_eq!(passkey_count(&app, grace.id).await, 1, "the last way in stays");
+    assert_eq!(app.passkey_count(grace.id).await, 1, "the last way in stays");
 
     let refused = b
         .post(app.url("/account/passkeys/options"))
@@ -501,7 +483,7 @@ async fn a_passkey_only_account_confirms_with_its_passkey_and_keeps_its_last_one
     app.add_user("bob").await;
     let bob = browser();
     let bob_csrf = app.portal_login(&bob, "bob", PASSWORD).await;
-    let mut bobs = authenticator(&app);
+    let mut bobs = app.authenticator();
     let added = crate::passkeys::register(&app, &bob, &bob_csrf, &mut bobs, "Bob's").await;
     assert_eq!(added.status(), 201);
     let wrong = confirm_with(&app, &b, &csrf, &mut bobs, &o).await;
@@ -509,7 +491,7 @@ async fn a_passkey_only_account_confirms_with_its_passkey_and_keeps_its_last_one
     let confirmed = confirm_with(&app, &b, &csrf, &mut a, &o).await;
     assert!(confirmed.status().is_redirection(), "{}", confirmed.status());
     assert_eq!(location(&confirmed), "/account#passkeys-h");
-    let mut second = authenticator(&app);
+    let mut second = app.authenticator();
     let added = crate::passkeys::register(&app, &b, &csrf, &mut second, "Phone").await;
     assert_eq!(added.status(), 201, "{}", added.text().await.unwrap());
 }

@@ -301,11 +301,18 @@ async fn username_first_asks_an_account_with_a_passkey_for_it_and_any_other_for_
     let (_, claims) = jwt_parts(tokens["id_token"].as_str().unwrap());
     assert_eq!(claims["amr"], json!(["swk", "user", "mfa"]));
 
+    others_are_asked_for_a_password_alike(&app).await;
+}
+
+/// An account without a passkey, and a name no account has, are asked for a password
+/// alike; a wrong password keeps the step, another account starts over, the right one
+/// signs in.
+async fn others_are_asked_for_a_password_alike(app: &TestApp) {
     // An account without one, and a name no account has, are asked for a password alike.
     let b = browser();
     let fields = app.open_login(&b, &app.authorize_url("rp", &[])).await;
     for name in ["bob", "nobody"] {
-        let page = name_step(&app, &b, &fields, name).await;
+        let page = name_step(app, &b, &fields, name).await;
         assert!(text_of(&page, "or-password").is_none(), "{name}: no passkey first");
         assert!(
             has_input(&page, "password", "password"),
@@ -322,7 +329,7 @@ async fn username_first_asks_an_account_with_a_passkey_for_it_and_any_other_for_
     let wrong = wrong.text().await.unwrap();
     assert!(text_of(&wrong, "login-error").is_some());
     assert!(text_of(&wrong, "signing-in-as").unwrap().contains("bob"), "{wrong}");
-    let again = name_step(&app, &b, &fields, "").await;
+    let again = name_step(app, &b, &fields, "").await;
     assert!(again.contains("action=\"/login/username\"") && !again.contains("name=\"password\""));
     let done = app.submit_login(&b, fields, "bob", PASSWORD).await;
     assert_eq!(done.status(), 303);

@@ -92,12 +92,7 @@ async fn the_right_password_gets_tokens_like_a_code_exchange_without_a_session()
     let refresh = body["refresh_token"]
         .as_str()
         .expect("a refresh token with offline_access");
-    let resp = app
-        .token(
-            Some(("legacy", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
-        )
-        .await;
+    let resp = app.refresh(("legacy", &secret), refresh, &[]).await;
     assert_eq!(resp.status(), 200);
     // No openid: an access token only.
     let body: Value = password(&app, &secret, "alice", PASSWORD, "profile")

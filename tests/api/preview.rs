@@ -72,6 +72,29 @@ async fn the_preview_has_its_exact_shape_with_reasons_and_refusals() {
     for t in ["id_token", "access_token", "userinfo"] {
         assert_eq!(keys(&p[t]), keys(&p["reasons"][t]), "every claim of {t} has its reason");
     }
+    the_preview_gives_claims_and_reasons(&app, &p, &alice.sub);
+    the_preview_says_what_is_refused(&p);
+
+    // A member who consented: no refusal left; a custom scope nobody knows is one.
+    let sid = staff.id;
+    app.state
+        .db
+        .write(move |c| db::consents::grant(c, sid, "grafana", "openid profile email", "", 0))
+        .await
+        .unwrap();
+    let (_, p) = preview(&app, &token, "grafana/preview?user=staffer&scope=openid+bogus").await;
+    assert_eq!(
+        p["refused"],
+        json!([{"what": "scope bogus", "why": "neither a scope of this server nor one of the client's claim mapping: dropped from the request"}])
+    );
+    assert_eq!(p["id_token"]["role"], "Viewer");
+    assert!(p["id_token"].get("email").is_none(), "email was not asked for");
+
+    the_preview_refuses_disabled_unknown_and_bad_requests(&app, &token).await;
+}
+
+/// Each claim of the ID token, the access token and userinfo, with its reason.
+fn the_preview_gives_claims_and_reasons(app: &TestApp, p: &Value, sub: &str) {
     let id = &p["id_token"];
     let why = &p["reasons"]["id_token"];
     assert_eq!(id["role"], "Admin");
@@ -81,7 +104,7 @@ async fn the_preview_has_its_exact_shape_with_reasons_and_refusals() {
     assert_eq!(why["preferred_username"], "scope profile");
     assert_eq!(
         (id["sub"].as_str().unwrap(), why["sub"].as_str().unwrap()),
-        (alice.sub.as_str(), "always")
+        (sub, "always")
     );
     assert_eq!(id["iss"].as_str().unwrap(), &*app.state.issuer);
     assert_eq!(id["aud"], "grafana");
@@ -108,7 +131,10 @@ async fn the_preview_has_its_exact_shape_with_reasons_and_refusals() {
     assert!(at.get("email").is_none() && at.get("role").is_none());
     assert_eq!(p["userinfo"]["role"], "Admin");
     assert!(p["userinfo"].get("iss").is_none());
+}
 
+/// What the preview refuses for alice, each with why.
+fn the_preview_says_what_is_refused(p: &Value) {
     let refused = p["refused"].as_array().unwrap();
     let whats: Vec<&str> = refused.iter().map(|r| r["what"].as_str().unwrap()).collect();
     assert_eq!(
@@ -124,42 +150,31 @@ async fn the_preview_has_its_exact_shape_with_reasons_and_refusals() {
     for r in refused {
         assert_eq!(keys(r), ["what", "why"]);
     }
+}
 
-    // A member who consented: no refusal left; a custom scope nobody knows is one.
-    let sid = staff.id;
-    app.state
-        .db
-        .write(move |c| db::consents::grant(c, sid, "grafana", "openid profile email", "", 0))
-        .await
-        .unwrap();
-    let (_, p) = preview(&app, &token, "grafana/preview?user=staffer&scope=openid+bogus").await;
-    assert_eq!(
-        p["refused"],
-        json!([{"what": "scope bogus", "why": "neither a scope of this server nor one of the client's claim mapping: dropped from the request"}])
-    );
-    assert_eq!(p["id_token"]["role"], "Viewer");
-    assert!(p["id_token"].get("email").is_none(), "email was not asked for");
-
+/// A disabled person, a scope without openid, an unknown person or client, and bad
+/// queries.
+async fn the_preview_refuses_disabled_unknown_and_bad_requests(app: &TestApp, token: &str) {
     app.add_user("bob").await;
     app.state
         .db
         .write(move |c| db::users::set_disabled(c, "bob", true, 0))
         .await
         .unwrap();
-    let (_, p) = preview(&app, &token, "grafana/preview?user=bob").await;
+    let (_, p) = preview(app, token, "grafana/preview?user=bob").await;
     assert_eq!(p["refused"][0]["what"], "user bob");
 
-    let (_, p) = preview(&app, &token, "grafana/preview?user=alice&scope=profile").await;
+    let (_, p) = preview(app, token, "grafana/preview?user=alice&scope=profile").await;
     assert_eq!(p["id_token"], json!({}));
     assert!(p["refused"].to_string().contains("scope openid"));
 
-    let (s, e) = preview(&app, &token, "grafana/preview?user=nobody").await;
+    let (s, e) = preview(app, token, "grafana/preview?user=nobody").await;
     assert_eq!((s, e["error"].as_str()), (404, Some("not_found")), "{e}");
-    let (s, _) = preview(&app, &token, "nothere/preview?user=alice").await;
+    let (s, _) = preview(app, token, "nothere/preview?user=alice").await;
     assert_eq!(s, 404);
-    let (s, _) = preview(&app, &token, "grafana/preview").await;
+    let (s, _) = preview(app, token, "grafana/preview").await;
     assert_eq!(s, 400);
-    let (s, _) = preview(&app, &token, "grafana/preview?user=alice&scope=a%22b").await;
+    let (s, _) = preview(app, token, "grafana/preview?user=alice&scope=a%22b").await;
     assert_eq!(s, 400);
 }
 
@@ -198,17 +213,14 @@ async fn the_preview_equals_the_claims_of_real_tokens() {
     assert_eq!(seen.id["role"], "Editor", "the comparison covers the mapping");
 }
 
-/// An administrator's browser, signed in; its CSRF token.
-
 #[tokio::test]
 async fn the_client_page_edits_rules_and_shows_the_preview() {
     let app = spawn_app().await;
     let alice = app.add_user("alice").await;
     join(&app, alice.id, "grafana-editors").await;
     app.add_client("grafana", false).await;
-    let (b, csrf) = app.admin_browser().await;
+    let p = app.admin_portal().await;
     let form = [
-        ("csrf", csrf.as_str()),
         ("claim", "role"),
         ("source", "group_values"),
         ("in", "id_token"),
@@ -216,48 +228,27 @@ async fn the_client_page_edits_rules_and_shows_the_preview() {
         ("values", "grafana-editors=Editor\n"),
         ("default", "Viewer"),
     ];
-    let resp = b
-        .post(app.url("/admin/clients/grafana/claims"))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/clients/grafana/claims", &form).await;
     assert_eq!(resp.status(), 302);
-    let html = b
-        .get(app.url("/admin/clients/grafana"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = p.page("/admin/clients/grafana").await;
     let table = text_of(&html, "claim-rules").unwrap();
     assert!(table.contains("grafana-editors → Editor; otherwise Viewer"), "{table}");
     assert!(html.contains("href=\"/admin/clients/grafana/preview\""));
 
-    let bad = [("csrf", csrf.as_str()), ("claim", "nonce"), ("source", "email")];
-    let resp = b
-        .post(app.url("/admin/clients/grafana/claims"))
-        .form(&bad)
-        .send()
-        .await
-        .unwrap();
+    let bad = [("claim", "nonce"), ("source", "email")];
+    let resp = p.post("/admin/clients/grafana/claims", &bad).await;
     assert_eq!(resp.status(), 400);
     assert!(resp.text().await.unwrap().contains("protocol claim"));
     let forged = [("csrf", "wrong"), ("claim", "x"), ("source", "email")];
-    let resp = b
-        .post(app.url("/admin/clients/grafana/claims"))
-        .form(&forged)
-        .send()
-        .await
-        .unwrap();
+    let resp =
+        p.b.post(app.url("/admin/clients/grafana/claims"))
+            .form(&forged)
+            .send()
+            .await
+            .unwrap();
     assert_eq!(resp.status(), 403);
 
-    let page = b
-        .get(app.url("/admin/clients/grafana/preview?user=alice"))
-        .send()
-        .await
-        .unwrap();
+    let page = p.get("/admin/clients/grafana/preview?user=alice").await;
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     let id = text_of(&html, "id-token").unwrap();
@@ -267,28 +258,12 @@ async fn the_client_page_edits_rules_and_shows_the_preview() {
     );
     assert!(text_of(&html, "access-token").unwrap().contains("\"Editor\""));
     assert!(!text_of(&html, "userinfo").unwrap().contains("Editor"));
-    let page = b
-        .get(app.url("/admin/clients/grafana/preview?user=ghost"))
-        .send()
-        .await
-        .unwrap();
+    let page = p.get("/admin/clients/grafana/preview?user=ghost").await;
     assert_eq!(page.status(), 404);
 
-    let resp = b
-        .post(app.url("/admin/clients/grafana/claims/role/delete"))
-        .form(&[("csrf", csrf.as_str())])
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/clients/grafana/claims/role/delete", &[]).await;
     assert_eq!(resp.status(), 302);
-    let html = b
-        .get(app.url("/admin/clients/grafana"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = p.page("/admin/clients/grafana").await;
     assert!(html.contains("No rules"));
 }
 

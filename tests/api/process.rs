@@ -430,35 +430,7 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
     let log = dir.path().join("log");
     let server = Server::start(&db, &log, 0);
 
-    // A password typed into the username box, at a sign-in that names no account.
-    let b = browser();
-    let probe = Pkce::new();
-    let query = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("client_id", "app")
-        .append_pair("redirect_uri", REDIRECT)
-        .append_pair("response_type", "code")
-        .append_pair("scope", "openid")
-        .append_pair("code_challenge", &probe.challenge)
-        .append_pair("code_challenge_method", "S256")
-        .finish();
-    let page = b
-        .get(format!("{}/authorize?{query}", server.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(page.status(), 200, "{:?}", page.headers().get("location"));
-    let page = page.text().await.unwrap();
-    let mut fields = form_fields(&page);
-    assert!(fields.contains_key("request_id"), "{page}");
-    fields.insert("username".into(), "Sup3r-Secret-Passw0rd".into());
-    fields.insert("password".into(), "x".into());
-    let resp = b
-        .post(format!("{}/login", server.address))
-        .form(&fields)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 401);
+    a_password_typed_as_a_name(&server.address).await;
 
     let pkce = Pkce::new();
     let signed_in = browser();
@@ -492,9 +464,38 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
     assert_eq!(claims["iss"], server.address, "the server's issuer, not a CLI default");
     assert!(claims["exp"].as_i64().unwrap() > claims["iat"].as_i64().unwrap());
 
+    the_log_and_audit_name_nobody_by_what_was_typed(&server.log, &db).await;
+}
+
+/// A password typed into the username box, at a sign-in that names no account.
+async fn a_password_typed_as_a_name(address: &str) {
+    let b = browser();
+    let probe = Pkce::new();
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("client_id", "app")
+        .append_pair("redirect_uri", REDIRECT)
+        .append_pair("response_type", "code")
+        .append_pair("scope", "openid")
+        .append_pair("code_challenge", &probe.challenge)
+        .append_pair("code_challenge_method", "S256")
+        .finish();
+    let page = b.get(format!("{}/authorize?{query}", address)).send().await.unwrap();
+    assert_eq!(page.status(), 200, "{:?}", page.headers().get("location"));
+    let page = page.text().await.unwrap();
+    let mut fields = form_fields(&page);
+    assert!(fields.contains_key("request_id"), "{page}");
+    fields.insert("username".into(), "Sup3r-Secret-Passw0rd".into());
+    fields.insert("password".into(), "x".into());
+    let resp = b.post(format!("{}/login", address)).form(&fields).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+}
+
+/// The log records the delivery and an unknown name only by pseudonym; neither the
+/// log nor the audit table holds what was typed.
+async fn the_log_and_audit_name_nobody_by_what_was_typed(log: &std::path::Path, db: &std::path::Path) {
     let mut text = String::new();
     for _ in 0..50 {
-        text = std::fs::read_to_string(&server.log).unwrap();
+        text = std::fs::read_to_string(log).unwrap();
         if text.contains("back-channel logout delivered") {
             break;
         }
@@ -512,7 +513,7 @@ async fn logs_name_unknown_sign_in_names_by_pseudonym_and_record_deliveries() {
     );
     let filter = tessera::db::audit::Filter::default();
     let (entries, _) =
-        tessera::db::testing::with_file(&db, |c| tessera::db::audit::list(c, &filter, 10_000, 0)).unwrap();
+        tessera::db::testing::with_file(db, |c| tessera::db::audit::list(c, &filter, 10_000, 0)).unwrap();
     let leaked = entries.iter().any(|e| {
         let who = format!("{:?}{:?}", e.actor, e.target).to_lowercase();
         who.contains("sup3r")

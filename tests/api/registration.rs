@@ -415,13 +415,7 @@ async fn a_wrong_registration_access_token_is_refused_without_revealing_ids() {
     app.add_client("admin-made", true).await;
     let (status, _, _) = error_of(manage(&app, reqwest::Method::DELETE, "admin-made", &token, None).await).await;
     assert_eq!(status, 401);
-    assert!(app
-        .state
-        .db
-        .read(|c| db::clients::find(c, "admin-made"))
-        .await
-        .unwrap()
-        .is_some());
+    assert!(app.client("admin-made").await.is_some());
     let resp = plain_client()
         .get(app.url(&format!("/register/{id}")))
         .send()

@@ -69,20 +69,23 @@ enum Behind {
     ReportedLag,
 }
 
-/// Sign-ins and code exchanges until killed; every token with the time it was given.
-/// Returns how many shipments the server had made.
-async fn load_then_kill_then_restore(target: &str, env: Vec<(&'static str, String)>, behind: Behind) -> f64 {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, secret) = setup(dir.path());
-    let mut serve_env = env.clone();
-    serve_env.push(("TESSERA_REPLICATE_TO", target.to_string()));
-    let server = Server::start_with(&db, &dir.path().join("log1"), 0, &env_refs(&serve_env));
-    let port = server.port();
-    let tokens: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+/// Tokens given out so far, each with when.
+type Given = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Four workers signing in and exchanging codes at `address` until `stop` is set.
+fn start_load(
+    address: &str,
+    secret: &str,
+) -> (
+    Given,
+    Arc<std::sync::atomic::AtomicBool>,
+    Vec<tokio::task::JoinHandle<()>>,
+) {
+    let tokens: Given = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut workers = Vec::new();
     for _ in 0..4 {
-        let (address, secret, tokens, stop) = (server.address.clone(), secret.clone(), tokens.clone(), stop.clone());
+        let (address, secret, tokens, stop) = (address.to_string(), secret.to_string(), tokens.clone(), stop.clone());
         workers.push(tokio::spawn(async move {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let pkce = Pkce::new();
@@ -97,6 +100,19 @@ async fn load_then_kill_then_restore(target: &str, env: Vec<(&'static str, Strin
             }
         }));
     }
+    (tokens, stop, workers)
+}
+
+/// Sign-ins and code exchanges until killed; every token with the time it was given.
+/// Returns how many shipments the server had made.
+async fn load_then_kill_then_restore(target: &str, env: Vec<(&'static str, String)>, behind: Behind) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, secret) = setup(dir.path());
+    let mut serve_env = env.clone();
+    serve_env.push(("TESSERA_REPLICATE_TO", target.to_string()));
+    let server = Server::start_with(&db, &dir.path().join("log1"), 0, &env_refs(&serve_env));
+    let port = server.port();
+    let (tokens, stop, workers) = start_load(&server.address, &secret);
     tokio::time::sleep(Duration::from_millis(6000)).await;
     let shipments = metric(&server.address, "tessera_replication_steps_total").await;
     let lag = metric(&server.address, "tessera_replication_lag_seconds").await;
@@ -275,17 +291,26 @@ async fn a_point_in_time_restore_brings_back_a_deleted_client_and_the_replica_is
     tessera_ok(&["--db", dbs, "client", "delete", "doomed"], &keyed, None);
     wait_shipped(&target, &keyed, step);
 
-    let past = dir.path().join("past.db");
+    let latest = restore_before_and_after_the_delete(dir.path(), &target, &at);
+    the_replica_is_sealed_and_restores_refuse_in_one_line(&replica, &target, &latest);
+
+    let status = tessera_ok(&["replica", "status", &target], &keyed, None);
+    assert!(
+        status.contains("encrypted:      yes") && status.contains("last shipped:"),
+        "{status}"
+    );
+    let drill = tessera_ok(&["backup", "verify", &target], &keyed, None);
+    assert!(drill.contains("integrity ok"), "{drill}");
+    drop(server);
+}
+
+/// Restores at `at` (the client `doomed` is back) and at the latest (it is gone, bob
+/// is there); the latest restore's file.
+fn restore_before_and_after_the_delete(dir: &Path, target: &str, at: &str) -> std::path::PathBuf {
+    let keyed = [("TESSERA_MASTER_KEY", MASTER_KEY)];
+    let past = dir.join("past.db");
     let out = tessera_ok(
-        &[
-            "restore",
-            "--from",
-            &target,
-            "--to",
-            past.to_str().unwrap(),
-            "--at",
-            &at,
-        ],
+        &["restore", "--from", target, "--to", past.to_str().unwrap(), "--at", at],
         &keyed,
         None,
     );
@@ -295,9 +320,9 @@ async fn a_point_in_time_restore_brings_back_a_deleted_client_and_the_replica_is
         clients.contains("doomed"),
         "the client is back as it was at {at}: {clients}"
     );
-    let latest = dir.path().join("latest.db");
+    let latest = dir.join("latest.db");
     tessera_ok(
-        &["restore", "--from", &target, "--to", latest.to_str().unwrap()],
+        &["restore", "--from", target, "--to", latest.to_str().unwrap()],
         &keyed,
         None,
     );
@@ -308,28 +333,35 @@ async fn a_point_in_time_restore_brings_back_a_deleted_client_and_the_replica_is
     );
     let users = tessera_ok(&["--db", latest.to_str().unwrap(), "user", "list"], &keyed, None);
     assert!(users.contains("bob.private@example.org"), "{users}");
+    latest
+}
 
-    // Sealed: no address and no password hash in any object.
-    assert!(!any_file_contains(&replica, b"bob.private@example.org"));
-    assert!(!any_file_contains(&replica, b"$2b$"));
-    assert!(!any_file_contains(&replica, b"PRIVATE KEY"));
+/// Sealed: no address and no password hash in any object. Without the key, with
+/// another one, over an existing file, at a bad or too early time: one clear line.
+fn the_replica_is_sealed_and_restores_refuse_in_one_line(
+    replica: &std::path::Path,
+    target: &str,
+    latest: &std::path::Path,
+) {
+    let keyed = [("TESSERA_MASTER_KEY", MASTER_KEY)];
+    let dir = replica.parent().unwrap();
+    assert!(!any_file_contains(replica, b"bob.private@example.org"));
+    assert!(!any_file_contains(replica, b"$2b$"));
+    assert!(!any_file_contains(replica, b"PRIVATE KEY"));
     // Without the key, or with another one: one clear line, and no file.
-    let nokey = dir.path().join("nokey.db");
-    let (ok, _, err) = run(&["restore", "--from", &target, "--to", nokey.to_str().unwrap()], &[]);
+    let nokey = dir.join("nokey.db");
+    let (ok, _, err) = run(&["restore", "--from", target, "--to", nokey.to_str().unwrap()], &[]);
     assert!(!ok && err.trim().lines().count() == 1, "{err}");
     assert!(err.contains("encrypted") && err.contains("master key"), "{err}");
     assert!(!nokey.exists());
     let other = [("TESSERA_MASTER_KEY", "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=")];
-    let (ok, _, err) = run(&["restore", "--from", &target, "--to", nokey.to_str().unwrap()], &other);
+    let (ok, _, err) = run(&["restore", "--from", target, "--to", nokey.to_str().unwrap()], &other);
     assert!(!ok && err.contains("does not open"), "{err}");
     // Never over an existing file.
-    let (ok, _, err) = run(
-        &["restore", "--from", &target, "--to", latest.to_str().unwrap()],
-        &keyed,
-    );
+    let (ok, _, err) = run(&["restore", "--from", target, "--to", latest.to_str().unwrap()], &keyed);
     assert!(!ok && err.contains("already exists"), "{err}");
     let (ok, _, err) = run(
-        &["restore", "--from", &target, "--to", "x.db", "--at", "yesterday"],
+        &["restore", "--from", target, "--to", "x.db", "--at", "yesterday"],
         &keyed,
     );
     assert!(!ok && err.contains("RFC 3339"), "{err}");
@@ -338,7 +370,7 @@ async fn a_point_in_time_restore_brings_back_a_deleted_client_and_the_replica_is
         &[
             "restore",
             "--from",
-            &target,
+            target,
             "--to",
             nokey.to_str().unwrap(),
             "--at",
@@ -347,15 +379,6 @@ async fn a_point_in_time_restore_brings_back_a_deleted_client_and_the_replica_is
         &keyed,
     );
     assert!(!ok && err.contains("begins at"), "{err}");
-
-    let status = tessera_ok(&["replica", "status", &target], &keyed, None);
-    assert!(
-        status.contains("encrypted:      yes") && status.contains("last shipped:"),
-        "{status}"
-    );
-    let drill = tessera_ok(&["backup", "verify", &target], &keyed, None);
-    assert!(drill.contains("integrity ok"), "{drill}");
-    drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

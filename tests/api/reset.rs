@@ -69,12 +69,7 @@ async fn a_mailed_link_sets_a_new_password_once_and_ends_every_session_and_grant
     assert!(text_of(&done.text().await.unwrap(), "reset-done").is_some());
 
     // Whoever held the old password's session or tokens is out.
-    let refreshed = app
-        .token(
-            Some(("rp", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", &refresh)],
-        )
-        .await;
+    let refreshed = app.refresh(("rp", &secret), &refresh, &[]).await;
     assert_eq!(refreshed.status(), 400, "the refresh token was revoked");
     let introspected = app
         .introspect(("rp", &secret), tokens["access_token"].as_str().unwrap())
@@ -252,13 +247,7 @@ async fn a_stranger_with_the_change_link_but_not_the_session_cannot_confirm_it()
         .await
         .unwrap()
         .contains("Sign in to confirm the new address"));
-    let ada = app
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap();
+    let ada = app.user("ada").await.unwrap();
     assert_eq!(ada.email.as_deref(), Some("ada@example.com"));
     assert!(app.audit().await.iter().all(|e| e.0 != "account.email_changed"));
 

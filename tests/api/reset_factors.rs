@@ -8,7 +8,6 @@ use base64::Engine;
 use serde_json::Value;
 use tessera::auth::totp;
 use tessera::config::{PasskeyMode, Signup};
-use tessera::crypto::webauthn::RelyingParty;
 use tessera::crypto::webauthn_testing::Authenticator;
 use tessera::db;
 
@@ -45,10 +44,6 @@ async fn reset_token(app: &TestApp, sink: &SmtpSink, who: &str, to: &str, n: usi
     token_of(&sink.nth(to, n).await.link("/password/reset"))
 }
 
-fn authenticator(app: &TestApp) -> Authenticator {
-    Authenticator::new(&RelyingParty::of_issuer(&app.address).unwrap()).unwrap()
-}
-
 /// Asks the reset passkey's options, makes it with `a`, and posts it with `code`.
 async fn reset_with_passkey(app: &TestApp, token: &str, a: &mut Authenticator, code: &str) -> reqwest::Response {
     let b = browser();
@@ -69,14 +64,6 @@ async fn reset_with_passkey(app: &TestApp, token: &str, a: &mut Authenticator, c
     b.post(app.url("/password/reset/passkey"))
         .form(&fields)
         .send()
-        .await
-        .unwrap()
-}
-
-async fn passkeys_of(app: &TestApp, user_id: i64) -> i64 {
-    app.state
-        .db
-        .read(move |c| db::passkeys::count_for_user(c, user_id))
         .await
         .unwrap()
 }
@@ -102,8 +89,8 @@ async fn passkey_reset_asks_the_app(app: &TestApp, token: &str, key: &str, user_
         html.contains("id=\"reset-passkey\"") && html.contains("id=\"reset-code-lead\""),
         "{html}"
     );
-    let before = passkeys_of(app, user_id).await;
-    let mut a = authenticator(app);
+    let before = app.passkey_count(user_id).await;
+    let mut a = app.authenticator();
     assert!(code_error(reset_with_passkey(app, token, &mut a, "").await)
         .await
         .contains("authenticator"));
@@ -111,7 +98,7 @@ async fn passkey_reset_asks_the_app(app: &TestApp, token: &str, key: &str, user_
         .await
         .contains("not valid"));
     assert_eq!(
-        passkeys_of(app, user_id).await,
+        app.passkey_count(user_id).await,
         before,
         "nothing stored without the code"
     );
@@ -119,7 +106,7 @@ async fn passkey_reset_asks_the_app(app: &TestApp, token: &str, key: &str, user_
     let done = reset_with_passkey(app, token, &mut a, &code).await;
     assert_eq!(done.status(), 200);
     assert!(text_of(&done.text().await.unwrap(), "reset-done").is_some());
-    assert_eq!(passkeys_of(app, user_id).await, before + 1);
+    assert_eq!(app.passkey_count(user_id).await, before + 1);
     let events: Vec<String> = app.audit().await.into_iter().map(|e| e.0).collect();
     assert!(events.contains(&"mfa.failed".to_string()) && events.contains(&"mfa.ok".to_string()));
 }
@@ -158,19 +145,13 @@ async fn a_reset_of_an_account_with_passkeys_and_no_password_asks_its_authentica
         .json()
         .await
         .unwrap();
-    let (cdj, att) = authenticator(&app).create(o["challenge"].as_str().unwrap());
+    let (cdj, att) = app.authenticator().create(o["challenge"].as_str().unwrap());
     let (cd, at) = (URL_SAFE_NO_PAD.encode(cdj), URL_SAFE_NO_PAD.encode(att));
     let mut fields = form.to_vec();
     fields.extend([("client_data", cd.as_str()), ("attestation_object", at.as_str())]);
     let made = b.post(app.url("/invite/passkey")).form(&fields).send().await.unwrap();
     assert_eq!(made.status(), 200);
-    let grace = app
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, "grace"))
-        .await
-        .unwrap()
-        .unwrap();
+    let grace = app.user("grace").await.unwrap();
     let key = seed_totp(&app, grace.id).await;
     let token = reset_token(&app, &sink, "grace", "grace@example.org", 2).await;
     passkey_reset_asks_the_app(&app, &token, &key, grace.id).await;

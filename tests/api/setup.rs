@@ -61,13 +61,7 @@ async fn the_setup_link_creates_the_first_administrator_once() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Administrator created"));
-    let user = app
-        .state
-        .db
-        .read(|c| tessera::db::users::find_by_username(c, "root"))
-        .await
-        .unwrap()
-        .unwrap();
+    let user = app.user("root").await.unwrap();
     assert!(user.is_admin);
 
     let (status, _) = submit(

@@ -93,6 +93,25 @@ async fn signin_mail(sink: &SmtpSink, n: usize) -> Received {
     mail_about(sink, ADA, "Your sign-in link", n).await
 }
 
+/// An app that mails, with the client `rp` and the person `ada`: the app, its mail
+/// sink and rp's secret.
+async fn mailing_app_with_ada() -> (TestApp, SmtpSink, String) {
+    let (app, sink) = spawn_mail(|_| {}).await;
+    let secret = app.add_client("rp", false).await.unwrap();
+    app.add_user("ada").await;
+    (app, sink, secret)
+}
+
+/// ada's first sign-in link, asked for and opened in `b`: the page that then asks for
+/// her second factor.
+async fn second_factor_page_after_a_link(app: &TestApp, sink: &SmtpSink, b: &reqwest::Client) -> String {
+    ask_by_mail(app, b, "ada").await;
+    let link = signin_mail(sink, 1).await.link("/login/email/link");
+    let mfa = open_and_confirm(b, &link).await;
+    assert_eq!(mfa.status(), 200);
+    mfa.text().await.unwrap()
+}
+
 async fn outbox_rows(app: &TestApp) -> i64 {
     app.state
         .db
@@ -103,9 +122,7 @@ async fn outbox_rows(app: &TestApp) -> i64 {
 
 #[tokio::test]
 async fn a_mailed_link_signs_in_the_browser_that_asked_and_its_code_exchanges() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let b = browser();
     let (status, page) = ask_by_mail(&app, &b, "ada").await;
     assert_eq!(status, 200);
@@ -130,9 +147,7 @@ async fn a_mailed_link_signs_in_the_browser_that_asked_and_its_code_exchanges() 
 
 #[tokio::test]
 async fn the_mailed_code_signs_in_on_the_page_that_asked() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let b = browser();
     // By address as well as by username.
     let (_, page) = ask_by_mail(&app, &b, "ADA@example.com").await;
@@ -149,9 +164,7 @@ async fn the_mailed_code_signs_in_on_the_page_that_asked() {
 
 #[tokio::test]
 async fn an_unknown_account_gets_the_same_page_and_no_mail() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let (known, unknown) = (browser(), browser());
     let (s1, real) = ask_by_mail(&app, &known, "ada").await;
     let (s2, decoy) = ask_by_mail(&app, &unknown, "nobody").await;
@@ -180,9 +193,7 @@ async fn an_unknown_account_gets_the_same_page_and_no_mail() {
 
 #[tokio::test]
 async fn five_wrong_codes_void_the_code() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let code = signin_mail(&sink, 1).await.code();
@@ -211,9 +222,7 @@ async fn five_wrong_codes_void_the_code() {
 
 #[tokio::test]
 async fn a_used_or_forged_link_is_refused() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let b = browser();
     ask_by_mail(&app, &b, "ada").await;
     let link = signin_mail(&sink, 1).await.link("/login/email/link");
@@ -240,9 +249,7 @@ async fn a_used_or_forged_link_is_refused() {
 
 #[tokio::test]
 async fn a_link_opened_in_another_browser_points_back_to_the_code() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let mail = signin_mail(&sink, 1).await;
@@ -270,9 +277,7 @@ async fn a_link_opened_in_another_browser_points_back_to_the_code() {
 
 #[tokio::test]
 async fn the_link_and_code_expire_after_their_lifetime() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let mail = signin_mail(&sink, 1).await;
@@ -295,16 +300,10 @@ async fn the_link_and_code_expire_after_their_lifetime() {
 
 #[tokio::test]
 async fn the_second_factor_is_still_asked_after_a_link() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let key = enrol_totp(&app, "ada").await;
     let b = browser();
-    ask_by_mail(&app, &b, "ada").await;
-    let link = signin_mail(&sink, 1).await.link("/login/email/link");
-    let mfa = open_and_confirm(&b, &link).await;
-    assert_eq!(mfa.status(), 200);
-    let html = mfa.text().await.unwrap();
+    let html = second_factor_page_after_a_link(&app, &sink, &b).await;
     assert!(
         html.contains("action=\"/login/mfa\""),
         "asks for the app's code: {html}"
@@ -413,9 +412,7 @@ pub async fn change_address(app: &TestApp, b: &reqwest::Client, sink: &SmtpSink,
 
 #[tokio::test]
 async fn a_link_and_code_mailed_before_an_address_change_work_until_the_change_is_confirmed() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let account = browser();
     app.portal_login(&account, "ada", PASSWORD).await;
     let b = browser();
@@ -440,9 +437,7 @@ async fn a_link_and_code_mailed_before_an_address_change_work_until_the_change_i
 
 #[tokio::test]
 async fn a_link_and_code_mailed_before_an_address_change_stay_dead_after_it_is_changed_back() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let mail = signin_mail(&sink, 1).await;
@@ -497,9 +492,7 @@ async fn a_link_or_code_for_an_address_the_account_no_longer_has_is_refused() {
 
 #[tokio::test]
 async fn ten_parallel_wrong_codes_compare_at_most_five_and_void_the_code() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let code = signin_mail(&sink, 1).await.code();
@@ -526,9 +519,7 @@ async fn ten_parallel_wrong_codes_compare_at_most_five_and_void_the_code() {
 
 #[tokio::test]
 async fn a_try_is_counted_before_its_code_is_compared() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_client("rp", false).await;
-    app.add_user("ada").await;
+    let (app, sink, _) = mailing_app_with_ada().await;
     let b = browser();
     let (_, page) = ask_by_mail(&app, &b, "ada").await;
     let code = signin_mail(&sink, 1).await.code();
@@ -553,16 +544,10 @@ async fn a_try_is_counted_before_its_code_is_compared() {
 
 #[tokio::test]
 async fn a_second_link_asked_in_another_tab_leaves_the_first_sign_in_by_mail() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let secret = app.add_client("rp", false).await.unwrap();
-    app.add_user("ada").await;
+    let (app, sink, secret) = mailing_app_with_ada().await;
     let key = enrol_totp(&app, "ada").await;
     let b = browser();
-    ask_by_mail(&app, &b, "ada").await;
-    let link = signin_mail(&sink, 1).await.link("/login/email/link");
-    let mfa = open_and_confirm(&b, &link).await;
-    assert_eq!(mfa.status(), 200);
-    let html = mfa.text().await.unwrap();
+    let html = second_factor_page_after_a_link(&app, &sink, &b).await;
     assert!(html.contains("action=\"/login/mfa\""), "{html}");
 
     // Another tab of the same browser asks for another link (voiding the first's).

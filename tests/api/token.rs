@@ -52,79 +52,15 @@ async fn a_code_is_single_use_and_its_reuse_revokes_what_it_issued() {
     expect_error(app.token(Some(("app", &secret)), &form).await, 400, "invalid_grant").await;
     assert_eq!(app.introspect(("app", &secret), access).await["active"], false);
     let refresh = first["refresh_token"].as_str().unwrap();
-    let resp = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
-        )
-        .await;
+    let resp = app.refresh(("app", &secret), refresh, &[]).await;
     expect_error(resp, 400, "invalid_grant").await;
 }
 
 #[tokio::test]
 async fn a_code_is_bound_to_its_client_redirect_verifier_and_lifetime() {
     let Setup { app, secret } = setup().await;
-    let other_secret = {
-        let s = tessera::domain::Secret::generate();
-        let hash = s.hash();
-        app.state
-            .db
-            .write(move |c| tessera::db::clients::set_secret(c, "other", &hash, None, 0))
-            .await
-            .unwrap();
-        s.expose().to_string()
-    };
-    let cases: Vec<(&str, FormMaker, (String, String))> = vec![
-        (
-            "wrong verifier",
-            Box::new(|c, _| {
-                vec![
-                    kv("code", c),
-                    kv("redirect_uri", REDIRECT),
-                    kv("code_verifier", &Pkce::new().verifier),
-                ]
-            }),
-            ("app".into(), secret.clone()),
-        ),
-        (
-            "missing verifier",
-            Box::new(|c, _| vec![kv("code", c), kv("redirect_uri", REDIRECT)]),
-            ("app".into(), secret.clone()),
-        ),
-        (
-            "wrong redirect",
-            Box::new(|c, p| {
-                vec![
-                    kv("code", c),
-                    kv("redirect_uri", "http://localhost:8080/other"),
-                    kv("code_verifier", &p.verifier),
-                ]
-            }),
-            ("app".into(), secret.clone()),
-        ),
-        (
-            "another client",
-            Box::new(|c, p| {
-                vec![
-                    kv("code", c),
-                    kv("redirect_uri", REDIRECT),
-                    kv("code_verifier", &p.verifier),
-                ]
-            }),
-            ("other".into(), other_secret.clone()),
-        ),
-        (
-            "unknown code",
-            Box::new(|_, p| {
-                vec![
-                    kv("code", "nope"),
-                    kv("redirect_uri", REDIRECT),
-                    kv("code_verifier", &p.verifier),
-                ]
-            }),
-            ("app".into(), secret.clone()),
-        ),
-    ];
+    let other_secret = set_a_secret_for_other(&app).await;
+    let cases = misbound_codes(&secret, &other_secret);
     for (name, make, (id, sec)) in cases {
         let (code, pkce) = code(&app).await;
         let mut form = make(&code, &pkce);
@@ -150,6 +86,73 @@ async fn a_code_is_bound_to_its_client_redirect_verifier_and_lifetime() {
         )
         .await;
     expect_error(resp, 400, "invalid_grant").await;
+}
+
+/// Gives the client `other` a new secret; the secret.
+async fn set_a_secret_for_other(app: &TestApp) -> String {
+    let s = tessera::domain::Secret::generate();
+    let hash = s.hash();
+    app.state
+        .db
+        .write(move |c| tessera::db::clients::set_secret(c, "other", &hash, None, 0))
+        .await
+        .unwrap();
+    s.expose().to_string()
+}
+
+/// Token requests for a code that does not fit: each named, its form, and who asks.
+fn misbound_codes(secret: &str, other_secret: &str) -> Vec<(&'static str, FormMaker, (String, String))> {
+    vec![
+        (
+            "wrong verifier",
+            Box::new(|c, _| {
+                vec![
+                    kv("code", c),
+                    kv("redirect_uri", REDIRECT),
+                    kv("code_verifier", &Pkce::new().verifier),
+                ]
+            }),
+            ("app".into(), secret.to_string()),
+        ),
+        (
+            "missing verifier",
+            Box::new(|c, _| vec![kv("code", c), kv("redirect_uri", REDIRECT)]),
+            ("app".into(), secret.to_string()),
+        ),
+        (
+            "wrong redirect",
+            Box::new(|c, p| {
+                vec![
+                    kv("code", c),
+                    kv("redirect_uri", "http://localhost:8080/other"),
+                    kv("code_verifier", &p.verifier),
+                ]
+            }),
+            ("app".into(), secret.to_string()),
+        ),
+        (
+            "another client",
+            Box::new(|c, p| {
+                vec![
+                    kv("code", c),
+                    kv("redirect_uri", REDIRECT),
+                    kv("code_verifier", &p.verifier),
+                ]
+            }),
+            ("other".into(), other_secret.to_string()),
+        ),
+        (
+            "unknown code",
+            Box::new(|_, p| {
+                vec![
+                    kv("code", "nope"),
+                    kv("redirect_uri", REDIRECT),
+                    kv("code_verifier", &p.verifier),
+                ]
+            }),
+            ("app".into(), secret.to_string()),
+        ),
+    ]
 }
 
 /// Builds a token request form from a fresh code and its PKCE pair.
@@ -252,49 +255,23 @@ async fn refresh_rotation_detects_reuse_and_refuses_scope_growth() {
     let first = app.tokens("app", &secret, "alice").await;
     let r1 = first["refresh_token"].as_str().unwrap();
 
-    let narrow = app
-        .token(
-            Some(("app", &secret)),
-            &[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", r1),
-                ("scope", "openid"),
-            ],
-        )
-        .await;
+    let narrow = app.refresh(("app", &secret), r1, &[("scope", "openid")]).await;
     assert_eq!(narrow.status(), 200);
     let second: serde_json::Value = narrow.json().await.unwrap();
     assert_eq!(second["scope"], "openid", "scope narrowing on refresh");
     let r2 = second["refresh_token"].as_str().unwrap();
 
     let wider = app
-        .token(
-            Some(("app", &secret)),
-            &[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", r2),
-                ("scope", "openid offline_access admin"),
-            ],
-        )
+        .refresh(("app", &secret), r2, &[("scope", "openid offline_access admin")])
         .await;
     expect_error(wider, 400, "invalid_scope").await;
 
     // r1 again: after the retry window, reuse of a rotated token revokes the whole
     // family, r2 included.
     app.clock.advance(tessera::oidc::token::REFRESH_RETRY_GRACE + 1);
-    let reuse = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", r1)],
-        )
-        .await;
+    let reuse = app.refresh(("app", &secret), r1, &[]).await;
     expect_error(reuse, 400, "invalid_grant").await;
-    let after = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", r2)],
-        )
-        .await;
+    let after = app.refresh(("app", &secret), r2, &[]).await;
     expect_error(after, 400, "invalid_grant").await;
     let at = second["access_token"].as_str().unwrap();
     assert_eq!(app.introspect(("app", &secret), at).await["active"], false);
@@ -306,23 +283,13 @@ async fn another_client_cannot_use_or_burn_a_refresh_token() {
     let other = app.add_client("third", false).await.unwrap();
     let tokens = app.tokens("app", &secret, "alice").await;
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    let stolen = app
-        .token(
-            Some(("third", &other)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
-        )
-        .await;
+    let stolen = app.refresh(("third", &other), refresh, &[]).await;
     expect_error(stolen, 400, "invalid_grant").await;
     let revoke = app
         .post_form("/revoke", Some(("third", &other)), &[("token", refresh)])
         .await;
     expect_error(revoke, 400, "unauthorized_client").await;
-    let owner = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
-        )
-        .await;
+    let owner = app.refresh(("app", &secret), refresh, &[]).await;
     assert_eq!(owner.status(), 200);
 }
 
@@ -459,12 +426,7 @@ async fn disabling_a_user_ends_their_tokens_and_sign_in() {
     let at = tokens["access_token"].as_str().unwrap();
     assert_eq!(app.introspect(("app", &secret), at).await["active"], false);
     let rt = tokens["refresh_token"].as_str().unwrap();
-    let resp = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", rt)],
-        )
-        .await;
+    let resp = app.refresh(("app", &secret), rt, &[]).await;
     expect_error(resp, 400, "invalid_grant").await;
     let b = browser();
     let fields = app.open_login(&b, &app.authorize_url("app", &[])).await;
@@ -483,12 +445,7 @@ async fn a_retried_refresh_within_the_grace_window_does_not_revoke_the_family() 
     let retried: serde_json::Value = retry.json().await.unwrap();
     let r2 = retried["refresh_token"].as_str().unwrap();
     assert_ne!(r2, lost["refresh_token"].as_str().unwrap());
-    let next = app
-        .token(
-            Some(("app", &secret)),
-            &[("grant_type", "refresh_token"), ("refresh_token", r2)],
-        )
-        .await;
+    let next = app.refresh(("app", &secret), r2, &[]).await;
     assert_eq!(next.status(), 200, "the family is intact");
 }
 

@@ -66,13 +66,7 @@ async fn confirm(app: &TestApp, b: &reqwest::Client, link: &str) -> u16 {
 }
 
 async fn verified(app: &TestApp) -> bool {
-    app.state
-        .db
-        .read(|c| db::users::find_by_username(c, "lin"))
-        .await
-        .unwrap()
-        .unwrap()
-        .email_verified
+    app.user("lin").await.unwrap().email_verified
 }
 
 #[tokio::test]
@@ -138,13 +132,7 @@ async fn links_to_an_address_the_account_no_longer_has_are_dead() {
     held_sign_in(&app, &b).await;
     let second = sink.nth(LIN, 2).await.link("/email/verify");
 
-    let lin = app
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, "lin"))
-        .await
-        .unwrap()
-        .unwrap();
+    let lin = app.user("lin").await.unwrap();
     let (id, now) = (lin.id, app.clock.now());
     app.state
         .db

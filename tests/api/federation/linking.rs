@@ -77,13 +77,27 @@ async fn refused_as_not_linked(pair: &Pair, username: &str) {
     assert!(error.contains("is not linked to an account here"), "{error}");
 }
 
+/// A pair whose upstream links by verified address, with or without just-in-time
+/// accounts.
+async fn linking_by_email(jit: bool) -> Pair {
+    pair(|s| {
+        s.link_by_email = true;
+        s.jit = jit;
+    })
+    .await
+}
+
+/// lovelace is refused as not linked, and nothing was linked to `local_id` or signed in.
+async fn refused_and_nothing_linked(pair: &Pair, local_id: i64) {
+    refused_as_not_linked(pair, "lovelace").await;
+    assert!(identities(&pair.down, local_id).await.is_empty());
+    assert_eq!(links_of(&pair.down, "up").await, 0);
+    assert_eq!(live_sessions(&pair.down).await, 0);
+}
+
 #[tokio::test]
 async fn an_address_verified_on_both_sides_links_to_the_existing_account() {
-    let pair = pair(|s| {
-        s.link_by_email = true;
-        s.jit = false;
-    })
-    .await;
+    let pair = linking_by_email(false).await;
     let local = user_with_email(&pair.down, "ada", "ada@corp.example", true).await;
     // Another username upstream: the address links, not the name.
     user_with_email(&pair.up, "lovelace", "ada@corp.example", true).await;
@@ -111,41 +125,23 @@ async fn an_address_verified_on_both_sides_links_to_the_existing_account() {
 
 #[tokio::test]
 async fn an_unverified_upstream_address_links_nothing() {
-    let pair = pair(|s| {
-        s.link_by_email = true;
-        s.jit = false;
-    })
-    .await;
+    let pair = linking_by_email(false).await;
     let local = user_with_email(&pair.down, "ada", "ada@corp.example", true).await;
     user_with_email(&pair.up, "lovelace", "ada@corp.example", false).await;
-    refused_as_not_linked(&pair, "lovelace").await;
-    assert!(identities(&pair.down, local.id).await.is_empty());
-    assert_eq!(links_of(&pair.down, "up").await, 0);
-    assert_eq!(live_sessions(&pair.down).await, 0);
+    refused_and_nothing_linked(&pair, local.id).await;
 }
 
 #[tokio::test]
 async fn an_unverified_local_address_is_not_linked_to() {
-    let pair = pair(|s| {
-        s.link_by_email = true;
-        s.jit = false;
-    })
-    .await;
+    let pair = linking_by_email(false).await;
     let local = user_with_email(&pair.down, "ada", "ada@corp.example", false).await;
     user_with_email(&pair.up, "lovelace", "ada@corp.example", true).await;
-    refused_as_not_linked(&pair, "lovelace").await;
-    assert!(identities(&pair.down, local.id).await.is_empty());
-    assert_eq!(links_of(&pair.down, "up").await, 0);
-    assert_eq!(live_sessions(&pair.down).await, 0);
+    refused_and_nothing_linked(&pair, local.id).await;
 }
 
 #[tokio::test]
 async fn with_jit_an_unverified_upstream_address_gets_an_account_of_its_own() {
-    let pair = pair(|s| {
-        s.link_by_email = true;
-        s.jit = true;
-    })
-    .await;
+    let pair = linking_by_email(true).await;
     let local = user_with_email(&pair.down, "ada", "ada@corp.example", true).await;
     user_with_email(&pair.up, "lovelace", "ada@corp.example", false).await;
     let claims = pair.id_token(&pair.sign_in(&browser(), "lovelace").await).await;

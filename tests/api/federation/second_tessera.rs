@@ -109,14 +109,7 @@ async fn an_rp_gets_an_id_token_for_a_just_in_time_account_made_from_the_upstrea
     assert_eq!(claims["email_verified"], true);
     assert_eq!(claims["amr"], serde_json::json!(["pwd", "fed"]));
     assert_ne!(claims["sub"], ada.sub, "the local account has its own subject");
-    let local = pair
-        .down
-        .state
-        .db
-        .read(|c| db::users::find_by_username(c, "ada"))
-        .await
-        .unwrap()
-        .unwrap();
+    let local = pair.down.user("ada").await.unwrap();
     let mut local = local;
     pair.down
         .state

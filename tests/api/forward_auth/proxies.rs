@@ -88,6 +88,13 @@ impl Stack {
             _proxy: running,
             _dir: dir,
         };
+        stack.add_people_and_apps();
+        Some(stack)
+    }
+
+    /// alice is staff (and ops), carol is staff with no address and no name, bob is in
+    /// no group; `app` lets staff in, `wiki` anyone signed in.
+    fn add_people_and_apps(&self) {
         // alice is staff (and ops), carol is staff with no address and no name, bob
         // is in no group.
         for (user, extra) in [
@@ -110,20 +117,19 @@ impl Stack {
             if user != "bob" {
                 args.extend_from_slice(&["--group", "staff"]);
             }
-            stack.cli_stdin(&args, &format!("{PASSWORD}\n"));
+            self.cli_stdin(&args, &format!("{PASSWORD}\n"));
         }
         // After the users: `user add --group` makes the group the app names.
-        stack.cli(&[
+        self.cli(&[
             "app",
             "add",
             "app",
             "--url",
-            &stack.origin(proxy.app_host()),
+            &self.origin(self.proxy.app_host()),
             "--allowed-group",
             "staff",
         ]);
-        stack.cli(&["app", "add", "wiki", "--url", &stack.origin(OPEN_HOST)]);
-        Some(stack)
+        self.cli(&["app", "add", "wiki", "--url", &self.origin(OPEN_HOST)]);
     }
 
     fn cli(&self, args: &[&str]) -> String {

@@ -60,6 +60,18 @@ async fn the_app_commands_register_show_list_and_delete() {
     );
     assert!(ok, "{err}");
     assert!(out.contains("app wiki protected: https://wiki.example.org"), "{out}");
+    the_app_commands_refuse_in_one_line(&app);
+    the_app_commands_list_and_show_wiki(&app);
+    let (ok, _, _) = tessera(&app, &["app", "delete", "wiki"]);
+    assert!(ok);
+    let (_, out, _) = tessera(&app, &["app", "list", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!([]));
+    let events: Vec<String> = app.audit().await.into_iter().map(|(e, _, _)| e).collect();
+    assert!(events.contains(&"admin.app_created".to_string()) && events.contains(&"admin.app_deleted".to_string()));
+}
+
+/// Each bad `app` command fails with one line saying why.
+fn the_app_commands_refuse_in_one_line(app: &TestApp) {
     for (args, needle) in [
         (
             vec!["app", "add", "again", "--url", "https://wiki.example.org"],
@@ -96,12 +108,16 @@ async fn the_app_commands_register_show_list_and_delete() {
         (vec!["app", "add", "Bad Id", "--url", "https://y.example.org"], "id"),
         (vec!["app", "show", "nope"], "no app with id nope"),
     ] {
-        let (ok, _, err) = tessera(&app, &args);
+        let (ok, _, err) = tessera(app, &args);
         assert!(!ok, "{args:?} succeeded");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
-    let (ok, out, _) = tessera(&app, &["app", "list", "--json"]);
+}
+
+/// `app list` and `app show` show wiki as registered.
+fn the_app_commands_list_and_show_wiki(app: &TestApp) {
+    let (ok, out, _) = tessera(app, &["app", "list", "--json"]);
     assert!(ok);
     let list: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(list[0]["id"], "wiki");
@@ -109,39 +125,22 @@ async fn the_app_commands_register_show_list_and_delete() {
     assert_eq!(list[0]["allowed_groups"], json!(["staff"]));
     assert_eq!(list[0]["require_mfa"], true);
     assert_eq!(list[0]["header_prefix"], "X-Auth-");
-    let (ok, out, _) = tessera(&app, &["app", "list"]);
+    let (ok, out, _) = tessera(app, &["app", "list"]);
     assert!(ok && out.contains("wiki") && out.contains("staff"), "{out}");
-    let (ok, out, _) = tessera(&app, &["app", "show", "wiki", "--json"]);
+    let (ok, out, _) = tessera(app, &["app", "show", "wiki", "--json"]);
     assert!(ok);
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap()["url"],
         "https://wiki.example.org"
     );
-    let (ok, _, _) = tessera(&app, &["app", "delete", "wiki"]);
-    assert!(ok);
-    let (_, out, _) = tessera(&app, &["app", "list", "--json"]);
-    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!([]));
-    let events: Vec<String> = app.audit().await.into_iter().map(|(e, _, _)| e).collect();
-    assert!(events.contains(&"admin.app_created".to_string()) && events.contains(&"admin.app_deleted".to_string()));
 }
 
 #[tokio::test]
 async fn the_admin_api_and_pages_manage_apps() {
     let app = spawn_app().await;
     let token = admin_token(&app).await;
-    let api = |method: reqwest::Method, path: &str, body: Option<Value>| {
-        let mut req = plain_client()
-            .request(method, app.url(&format!("/admin/api{path}")))
-            .bearer_auth(&token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        async move {
-            let resp = req.send().await.unwrap();
-            let status = resp.status().as_u16();
-            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
-        }
-    };
+    let api =
+        |method: reqwest::Method, path: &'static str, body: Option<Value>| app.admin_api(&token, method, path, body);
     let (status, body) = api(
         reqwest::Method::POST,
         "/apps",
@@ -173,58 +172,34 @@ async fn the_admin_api_and_pages_manage_apps() {
     assert_eq!(api(reqwest::Method::DELETE, "/apps/grafana", None).await.0, 204);
     assert_eq!(api(reqwest::Method::GET, "/apps/grafana", None).await.0, 404);
 
-    // The pages: an administrator adds an app through the form and deletes it.
-    let admin = app.add_user("root").await;
-    app.make_admin(admin.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "root", PASSWORD).await;
-    let page = b
-        .get(app.url("/admin/apps"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    the_pages_add_and_delete_an_app(&app).await;
+    assert_eq!(api(reqwest::Method::GET, "/apps/wiki", None).await.0, 404);
+}
+
+/// The pages: an administrator adds an app through the form and deletes it.
+async fn the_pages_add_and_delete_an_app(app: &TestApp) {
+    let p = app.admin_portal().await;
+    let page = p.page("/admin/apps").await;
     assert!(
         page.contains("no-cookie-domain"),
         "the page says forward-auth needs a cookie domain"
     );
-    let resp = b
-        .post(app.url("/admin/apps"))
-        .form(&[("csrf", csrf.as_str()), ("id", "wiki"), ("url", "not a url")])
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/apps", &[("id", "wiki"), ("url", "not a url")]).await;
     assert_eq!(resp.status(), 400);
     assert!(resp.text().await.unwrap().contains("url-error"));
-    let resp = b
-        .post(app.url("/admin/apps"))
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("id", "wiki"),
-            ("url", "https://wiki.example.org"),
-            ("require_mfa", "on"),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let resp = p
+        .post(
+            "/admin/apps",
+            &[
+                ("id", "wiki"),
+                ("url", "https://wiki.example.org"),
+                ("require_mfa", "on"),
+            ],
+        )
+        .await;
     assert_eq!(resp.status(), 302);
-    let page = b
-        .get(app.url("/admin/apps/wiki"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = p.page("/admin/apps/wiki").await;
     assert!(page.contains("wiki.example.org") && page.contains("required"), "{page}");
-    let resp = b
-        .post(app.url("/admin/apps/wiki/delete"))
-        .form(&[("csrf", csrf.as_str()), ("confirm", "on")])
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/apps/wiki/delete", &[("confirm", "on")]).await;
     assert_eq!(resp.status(), 302);
-    assert_eq!(api(reqwest::Method::GET, "/apps/wiki", None).await.0, 404);
 }

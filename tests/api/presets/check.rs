@@ -4,20 +4,30 @@
 use serde_json::{json, Value};
 
 use super::expected::{Expected, Want};
-use super::parse::parse;
-use crate::helpers::{plain_client, TestApp};
+use super::parse::{parse, Flat};
+use crate::helpers::TestApp;
+
+/// What a registration answered, read once for the checks.
+struct Registered<'a> {
+    disco: Value,
+    issuer: String,
+    discovery_url: String,
+    secret: &'a str,
+    client_id: &'a str,
+    snippet: Flat,
+    redirects: Vec<&'a str>,
+    post_logout: Vec<&'a str>,
+}
+
+/// The strings of a JSON array.
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect()
+}
 
 /// Checks a registration's snippet and client against the live discovery document.
 pub async fn check(app: &TestApp, e: &Expected, registered: &Value) {
-    let disco: Value = plain_client()
-        .get(app.url("/.well-known/openid-configuration"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let issuer = disco["issuer"].as_str().unwrap();
+    let disco = app.discovery().await;
+    let issuer = disco["issuer"].as_str().unwrap().to_string();
     let discovery_url = format!("{issuer}/.well-known/openid-configuration");
     let secret = registered["client_secret"]
         .as_str()
@@ -27,36 +37,48 @@ pub async fn check(app: &TestApp, e: &Expected, registered: &Value) {
         registered["format"].as_str().unwrap(),
         registered["snippet"].as_str().unwrap(),
     );
-    let redirects: Vec<&str> = registered["redirect_uris"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let redirects = strings(&registered["redirect_uris"]);
     assert_eq!(redirects, e.redirect_uris, "{}: the redirect URIs registered", e.preset);
-    let post_logout: Vec<&str> = registered["post_logout_redirect_uris"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let post_logout = strings(&registered["post_logout_redirect_uris"]);
+    let r = Registered {
+        disco,
+        issuer,
+        discovery_url,
+        secret,
+        client_id,
+        snippet,
+        redirects,
+        post_logout,
+    };
+    check_keys(e, &r);
+    check_urls(e, &r);
+    check_stored(app, e, &r).await;
+}
+
+/// Each key the preset names has the value it should.
+fn check_keys(e: &Expected, r: &Registered<'_>) {
     for (key, want) in e.keys {
-        let got = snippet
+        let got = r
+            .snippet
             .get(*key)
-            .unwrap_or_else(|| panic!("{}: no `{key}` in {snippet:?}", e.preset));
+            .unwrap_or_else(|| panic!("{}: no `{key}` in {:?}", e.preset, r.snippet));
         let expected = match want {
-            Want::Endpoint(name) => disco[name].as_str().unwrap().to_string(),
-            Want::Issuer => issuer.to_string(),
-            Want::Discovery => discovery_url.clone(),
-            Want::Redirect => redirects[0].to_string(),
+            Want::Endpoint(name) => r.disco[name].as_str().unwrap().to_string(),
+            Want::Issuer => r.issuer.clone(),
+            Want::Discovery => r.discovery_url.clone(),
+            Want::Redirect => r.redirects[0].to_string(),
             Want::App => e.app_url.to_string(),
-            Want::ClientId => client_id.to_string(),
-            Want::Secret => secret.to_string(),
+            Want::ClientId => r.client_id.to_string(),
+            Want::Secret => r.secret.to_string(),
             Want::Is(v) => v.to_string(),
         };
         assert_eq!(got, &expected, "{}: `{key}`", e.preset);
     }
-    // Every URL in the snippet is one of ours from discovery or one registered.
+}
+
+/// Every URL in the snippet is one of ours from discovery or one registered.
+fn check_urls(e: &Expected, r: &Registered<'_>) {
+    let issuer = r.issuer.as_str();
     let endpoints: Vec<&str> = [
         "authorization_endpoint",
         "token_endpoint",
@@ -65,22 +87,22 @@ pub async fn check(app: &TestApp, e: &Expected, registered: &Value) {
         "jwks_uri",
     ]
     .iter()
-    .map(|k| disco[*k].as_str().unwrap())
+    .map(|k| r.disco[*k].as_str().unwrap())
     .collect();
-    for (key, value) in &snippet {
+    for (key, value) in &r.snippet {
         if !(value.starts_with("http://") || value.starts_with("https://") || value.starts_with("app.")) {
             continue;
         }
         let (base, query) = value.split_once('?').unwrap_or((value, ""));
         if base.starts_with(issuer) {
             assert!(
-                base == issuer || base == discovery_url || endpoints.contains(&base),
+                base == issuer || base == r.discovery_url || endpoints.contains(&base),
                 "{}: `{key}` = {value} is none of the discovery document's URLs",
                 e.preset
             );
         } else {
             assert!(
-                base == e.app_url || redirects.contains(&base) || post_logout.contains(&base),
+                base == e.app_url || r.redirects.contains(&base) || r.post_logout.contains(&base),
                 "{}: `{key}` = {value} is not registered",
                 e.preset
             );
@@ -88,25 +110,24 @@ pub async fn check(app: &TestApp, e: &Expected, registered: &Value) {
         for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
             if k == "post_logout_redirect_uri" {
                 assert!(
-                    post_logout.contains(&v.as_ref()),
+                    r.post_logout.contains(&v.as_ref()),
                     "{}: {v} is a registered post-logout URI",
                     e.preset
                 );
             }
         }
     }
-    // The client as stored.
-    let stored = app.state.db.read({
-        let id = client_id.to_string();
-        move |c| tessera::db::clients::find(c, &id)
-    });
-    let stored = stored.await.unwrap().expect("the client is stored");
+}
+
+/// The client as stored.
+async fn check_stored(app: &TestApp, e: &Expected, r: &Registered<'_>) {
+    let stored = app.client(r.client_id).await.expect("the client is stored");
     assert_eq!(stored.redirect_uris, e.redirect_uris, "{}", e.preset);
     assert_eq!(stored.auth_method, e.auth_method, "{}", e.preset);
     assert_eq!(stored.grant_types, e.grant_types, "{}", e.preset);
     let claims: Vec<&str> = stored.claim_rules.iter().map(|r| r.claim.as_str()).collect();
     assert_eq!(claims, e.claims, "{}: claim rules", e.preset);
-    assert!(disco["token_endpoint_auth_methods_supported"]
+    assert!(r.disco["token_endpoint_auth_methods_supported"]
         .as_array()
         .unwrap()
         .contains(&json!(e.auth_method)));

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use crate::admin_api::admin_token;
-use crate::helpers::{browser, jwt_parts, location, plain_client, spawn_app, tessera_ok, Pkce, TestApp, PASSWORD};
+use crate::helpers::{browser, jwt_parts, location, spawn_app, tessera_ok, text_of, Pkce, Portal, TestApp, PASSWORD};
 
 mod check;
 mod expected;
@@ -20,13 +20,8 @@ use expected::EXPECTED;
 use parse::parse;
 
 async fn api(app: &TestApp, token: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = plain_client().request(method, app.url(path)).bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    let under_api = path.strip_prefix("/admin/api").expect("an admin API path");
+    app.admin_api(token, method, under_api, body).await
 }
 
 #[tokio::test]
@@ -227,6 +222,17 @@ fn tessera_fails(app: &TestApp, args: &[&str]) -> String {
 async fn unknown_presets_bad_app_urls_and_missing_keys_are_refused() {
     let app = spawn_app().await;
     let token = admin_token(&app).await;
+    the_api_refuses_bad_preset_registrations(&app, &token).await;
+    the_cli_refuses_bad_preset_registrations(&app).await;
+}
+
+/// The command line's arguments that add client `id` from `preset` for `app_url`.
+fn add_from_preset<'a>(id: &'a str, preset: &'a str, app_url: &'a str) -> Vec<&'a str> {
+    vec!["client", "add", id, "--preset", preset, "--app-url", app_url]
+}
+
+/// Each bad body is a 400 naming its field, and nothing is stored.
+async fn the_api_refuses_bad_preset_registrations(app: &TestApp, token: &str) {
     let cases = [
         (
             json!({"client_id": "x", "preset": "wordpress", "app_url": "https://a.example.org"}),
@@ -266,8 +272,8 @@ async fn unknown_presets_bad_app_urls_and_missing_keys_are_refused() {
     ];
     for (body, field, words) in cases {
         let (status, answer) = api(
-            &app,
-            &token,
+            app,
+            token,
             Method::POST,
             "/admin/api/clients/from-preset",
             Some(body.clone()),
@@ -278,8 +284,7 @@ async fn unknown_presets_bad_app_urls_and_missing_keys_are_refused() {
         let text = answer.to_string();
         assert!(text.contains(field) && text.contains(words), "{body}: {answer}");
     }
-    let none = app.state.db.read(|c| tessera::db::clients::find(c, "x")).await.unwrap();
-    assert!(none.is_none(), "nothing registered");
+    assert!(app.client("x").await.is_none(), "nothing registered");
     let groups = app
         .state
         .db
@@ -287,104 +292,41 @@ async fn unknown_presets_bad_app_urls_and_missing_keys_are_refused() {
         .await
         .unwrap();
     assert!(groups.is_none(), "no group created for a refused registration");
+}
 
-    let err = tessera_fails(
-        &app,
-        &[
-            "client",
-            "add",
-            "x",
-            "--preset",
-            "wordpress",
-            "--app-url",
-            "https://a.example.org",
-        ],
-    );
+/// The command line refuses in one line; a second client with the same id leaves the
+/// first as it was.
+async fn the_cli_refuses_bad_preset_registrations(app: &TestApp) {
+    let err = tessera_fails(app, &add_from_preset("x", "wordpress", "https://a.example.org"));
     assert!(err.contains("unknown preset `wordpress`"), "{err}");
-    let err = tessera_fails(
-        &app,
-        &[
-            "client",
-            "add",
-            "x",
-            "--preset",
-            "grafana",
-            "--app-url",
-            "ftp://a.example.org",
-        ],
-    );
+    let err = tessera_fails(app, &add_from_preset("x", "grafana", "ftp://a.example.org"));
     assert!(err.contains("app_url"), "{err}");
-    let err = tessera_fails(
-        &app,
-        &[
-            "client",
-            "add",
-            "x",
-            "--preset",
-            "grafana",
-            "--app-url",
-            "https://a.example.org",
-            "--public",
-        ],
-    );
+    let mut public = add_from_preset("x", "grafana", "https://a.example.org");
+    public.push("--public");
+    let err = tessera_fails(app, &public);
     assert!(err.contains("--public"), "{err}");
     // The same id twice: the second is refused and the first stays as it was.
     cli(
-        &app,
-        &[
-            "client",
-            "add",
-            "dup",
-            "--preset",
-            "minio",
-            "--app-url",
-            "https://s3.example.org",
-        ],
+        app,
+        &add_from_preset("dup", "minio", "https://s3.example.org"),
         "https://id.example.org",
     );
-    let err = tessera_fails(
-        &app,
-        &[
-            "client",
-            "add",
-            "dup",
-            "--preset",
-            "grafana",
-            "--app-url",
-            "https://g.example.org",
-        ],
-    );
+    let err = tessera_fails(app, &add_from_preset("dup", "grafana", "https://g.example.org"));
     assert!(err.contains("already exists"), "{err}");
-    let dup = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "dup"))
-        .await
-        .unwrap()
-        .unwrap();
+    let dup = app.client("dup").await.unwrap();
     assert_eq!(dup.redirect_uris, ["https://s3.example.org/oauth_callback"]);
 }
 
 #[tokio::test]
 async fn the_add_an_application_page_registers_and_shows_the_snippet_once() {
     let app = spawn_app().await;
-    let user = app.add_user("root").await;
-    app.make_admin(user.id).await;
-    let b = browser();
-    app.portal_login(&b, "root", PASSWORD).await;
-    let clients = b
-        .get(app.url("/admin/clients"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let p = app.admin_portal().await;
+    let clients = p.page("/admin/clients").await;
     assert!(
         clients.contains("href=\"/admin/clients/new-app\""),
         "linked from the clients list"
     );
-    let page = b.get(app.url("/admin/clients/new-app")).send().await.unwrap();
+    let page = p.get("/admin/clients/new-app").await;
     assert_eq!(page.status(), 200);
     let html = page.text().await.unwrap();
     for e in EXPECTED {
@@ -394,77 +336,59 @@ async fn the_add_an_application_page_registers_and_shows_the_snippet_once() {
             e.preset
         );
     }
-    let csrf = app.csrf(&b).await;
+    the_page_shows_the_secret_and_snippet_once(&p).await;
+    the_page_refuses_a_bad_or_forged_form(&p).await;
+}
+
+/// A registration from the page: the snippet carries the secret, shown this once.
+async fn the_page_shows_the_secret_and_snippet_once(p: &Portal<'_>) {
     let form = [
-        ("csrf", csrf.as_str()),
         ("preset", "grafana"),
         ("client_id", "grafana"),
         ("app_url", "https://grafana.example.org"),
     ];
-    let resp = b
-        .post(app.url("/admin/clients/new-app"))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/clients/new-app", &form).await;
     assert_eq!(resp.status(), 201);
     assert_eq!(resp.headers()["cache-control"], "no-store");
     let html = resp.text().await.unwrap();
-    let secret = crate::helpers::text_of(&html, "client-secret").expect("the secret shown");
-    let snippet = crate::helpers::text_of(&html, "snippet").expect("the snippet shown");
+    let secret = text_of(&html, "client-secret").expect("the secret shown");
+    let snippet = text_of(&html, "snippet").expect("the snippet shown");
     let ini = parse("ini", &snippet);
     assert_eq!(ini["auth.generic_oauth.client_secret"], secret);
     assert_eq!(ini["auth.generic_oauth.client_id"], "grafana");
     // Shown once: the client's page does not show it again.
-    let again = b
-        .get(app.url("/admin/clients/grafana"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let again = p.page("/admin/clients/grafana").await;
     assert!(!again.contains(&secret));
+}
 
+/// A refused form comes back with the problem by its field; a forged one does nothing.
+async fn the_page_refuses_a_bad_or_forged_form(p: &Portal<'_>) {
     // A refused form comes back with the problem by its field and nothing stored.
     let bad = [
-        ("csrf", csrf.as_str()),
         ("preset", "grafana"),
         ("client_id", "g2"),
         ("app_url", "http://grafana.example.org"),
     ];
-    let resp = b
-        .post(app.url("/admin/clients/new-app"))
-        .form(&bad)
-        .send()
-        .await
-        .unwrap();
+    let resp = p.post("/admin/clients/new-app", &bad).await;
     assert_eq!(resp.status(), 400);
     let html = resp.text().await.unwrap();
     assert!(
-        crate::helpers::text_of(&html, "app_url-error").is_some_and(|t| t.contains("https")),
+        text_of(&html, "app_url-error").is_some_and(|t| t.contains("https")),
         "{html}"
     );
-    let none = app
-        .state
-        .db
-        .read(|c| tessera::db::clients::find(c, "g2"))
-        .await
-        .unwrap();
-    assert!(none.is_none());
+    assert!(p.app.client("g2").await.is_none());
     // Without the session's CSRF token nothing happens.
     let forged = [
         ("preset", "minio"),
         ("client_id", "m"),
         ("app_url", "https://m.example.org"),
     ];
-    let resp = b
-        .post(app.url("/admin/clients/new-app"))
-        .form(&forged)
-        .send()
-        .await
-        .unwrap();
+    let resp =
+        p.b.post(p.app.url("/admin/clients/new-app"))
+            .form(&forged)
+            .send()
+            .await
+            .unwrap();
     assert_ne!(resp.status(), 201);
-    let none = app.state.db.read(|c| tessera::db::clients::find(c, "m")).await.unwrap();
-    assert!(none.is_none());
+    assert!(p.app.client("m").await.is_none());
 }

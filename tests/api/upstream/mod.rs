@@ -146,65 +146,9 @@ mod tests {
         let before = jwks(http.clone()).await;
         assert_eq!(before["keys"].as_array().unwrap().len(), 1, "{before}");
 
-        // alice: the login form, automatic consent, back to the callback with a code.
         let alice = browser();
-        let (url, pkce) = authorization(&discovery, &op, "st-1", "n-1");
-        let back = op.sign_in(&alice, &url, "alice").await;
-        assert!(back.status().is_redirection());
-        let callback = location(&back);
-        assert!(callback.as_str().starts_with(CALLBACK), "{callback}");
-        let params = query(&callback);
-        assert_eq!(params["state"], "st-1");
-        assert_eq!(params["iss"], op.issuer.as_str(), "RFC 9207 iss");
-        let tokens = exchange(&discovery, &op, &params["code"], &pkce).await;
-        let (claims, kid) = verified(tokens["id_token"].as_str().unwrap(), &before);
-        assert_eq!(kid, op.signing_kid().await);
-        assert_eq!(claims["iss"], op.issuer.as_str());
-        assert_eq!(claims["aud"], op.client_id.as_str());
-        assert_eq!(claims["sub"], "alice-sub");
-        assert_eq!(claims["nonce"], "n-1");
-        assert_eq!(claims["email"], "alice@example.org");
-        assert_eq!(claims["email_verified"], true);
-        assert_eq!(claims["name"], "Alice Upstream");
-        assert_eq!(claims["preferred_username"], "alice");
-        assert_eq!(claims["groups"], serde_json::json!(["engineering", "staff"]));
-        let sid = claims["sid"].as_str().expect("sid in the ID token").to_string();
-        let userinfo: Value = http
-            .get(discovery["userinfo_endpoint"].as_str().unwrap())
-            .bearer_auth(tokens["access_token"].as_str().unwrap())
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(userinfo["sub"], "alice-sub");
-        assert_eq!(userinfo["groups"], serde_json::json!(["engineering", "staff"]));
-
-        // bob's address is not verified; an unknown login is refused with the form.
-        let bob = browser();
-        let (url, pkce) = authorization(&discovery, &op, "st-2", "n-2");
-        let params = query(&location(&op.sign_in(&bob, &url, "bob").await));
-        let tokens = exchange(&discovery, &op, &params["code"], &pkce).await;
-        let (claims, _) = verified(tokens["id_token"].as_str().unwrap(), &before);
-        assert_eq!(
-            (claims["sub"].as_str(), claims["email_verified"].as_bool()),
-            (Some("bob-sub"), Some(false))
-        );
-        assert_eq!(claims["groups"], serde_json::json!([]));
-        let mallory = browser();
-        let (url, _) = authorization(&discovery, &op, "st-3", "n-3");
-        let interaction = location(&mallory.get(&url).send().await.unwrap());
-        let form = mallory.get(interaction.clone()).send().await.unwrap();
-        assert_eq!(form.status(), 200);
-        assert!(form.text().await.unwrap().contains(r#"name="login""#));
-        let refused = mallory
-            .post(format!("{interaction}/login"))
-            .form(&[("login", "mallory")])
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status(), 401);
+        let sid = alice_signs_in(&op, &discovery, &alice, &before).await;
+        bob_is_unverified_and_mallory_is_refused(&op, &discovery, &before).await;
 
         // Rotation: a new kid signs, the JWKS serves both; alice's session signs her in
         // again without the form.
@@ -245,6 +189,72 @@ mod tests {
         assert_eq!(logout["sid"], sid.as_str());
         assert!(logout["events"]["http://schemas.openid.net/event/backchannel-logout"].is_object());
         assert!(logout.get("nonce").is_none());
+    }
+
+    /// alice: the login form, automatic consent, back to the callback with a code; her
+    /// ID token and userinfo. The ID token's `sid`.
+    async fn alice_signs_in(op: &UpstreamOp, discovery: &Value, alice: &reqwest::Client, before: &Value) -> String {
+        let http = plain_client();
+        let (url, pkce) = authorization(discovery, op, "st-1", "n-1");
+        let back = op.sign_in(alice, &url, "alice").await;
+        assert!(back.status().is_redirection());
+        let callback = location(&back);
+        assert!(callback.as_str().starts_with(CALLBACK), "{callback}");
+        let params = query(&callback);
+        assert_eq!(params["state"], "st-1");
+        assert_eq!(params["iss"], op.issuer.as_str(), "RFC 9207 iss");
+        let tokens = exchange(discovery, op, &params["code"], &pkce).await;
+        let (claims, kid) = verified(tokens["id_token"].as_str().unwrap(), before);
+        assert_eq!(kid, op.signing_kid().await);
+        assert_eq!(claims["iss"], op.issuer.as_str());
+        assert_eq!(claims["aud"], op.client_id.as_str());
+        assert_eq!(claims["sub"], "alice-sub");
+        assert_eq!(claims["nonce"], "n-1");
+        assert_eq!(claims["email"], "alice@example.org");
+        assert_eq!(claims["email_verified"], true);
+        assert_eq!(claims["name"], "Alice Upstream");
+        assert_eq!(claims["preferred_username"], "alice");
+        assert_eq!(claims["groups"], serde_json::json!(["engineering", "staff"]));
+        let sid = claims["sid"].as_str().expect("sid in the ID token").to_string();
+        let userinfo: Value = http
+            .get(discovery["userinfo_endpoint"].as_str().unwrap())
+            .bearer_auth(tokens["access_token"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(userinfo["sub"], "alice-sub");
+        assert_eq!(userinfo["groups"], serde_json::json!(["engineering", "staff"]));
+        sid
+    }
+
+    /// bob's address is not verified; an unknown login is refused with the form.
+    async fn bob_is_unverified_and_mallory_is_refused(op: &UpstreamOp, discovery: &Value, before: &Value) {
+        let bob = browser();
+        let (url, pkce) = authorization(discovery, op, "st-2", "n-2");
+        let params = query(&location(&op.sign_in(&bob, &url, "bob").await));
+        let tokens = exchange(discovery, op, &params["code"], &pkce).await;
+        let (claims, _) = verified(tokens["id_token"].as_str().unwrap(), before);
+        assert_eq!(
+            (claims["sub"].as_str(), claims["email_verified"].as_bool()),
+            (Some("bob-sub"), Some(false))
+        );
+        assert_eq!(claims["groups"], serde_json::json!([]));
+        let mallory = browser();
+        let (url, _) = authorization(discovery, op, "st-3", "n-3");
+        let interaction = location(&mallory.get(&url).send().await.unwrap());
+        let form = mallory.get(interaction.clone()).send().await.unwrap();
+        assert_eq!(form.status(), 200);
+        assert!(form.text().await.unwrap().contains(r#"name="login""#));
+        let refused = mallory
+            .post(format!("{interaction}/login"))
+            .form(&[("login", "mallory")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401);
     }
 
     fn github_users() -> Vec<GitHubUser> {
@@ -327,66 +337,8 @@ mod tests {
         .await;
         assert_eq!(mismatch["error"], "bad_verification_code");
 
-        // The API, as Tessera calls it.
-        let api = |path: &str, token: Option<&str>| {
-            let mut req = plain_client()
-                .get(format!("{}/api/v3{path}", gh.base))
-                .header("Accept", "application/vnd.github+json")
-                .header("User-Agent", "Tessera");
-            if let Some(t) = token {
-                req = req.bearer_auth(t);
-            }
-            req.send()
-        };
-        let user: Value = api("/user", Some(&access)).await.unwrap().json().await.unwrap();
-        assert_eq!(user["id"], 583231);
-        assert_eq!(user["login"], "octocat");
-        assert_eq!(user["name"], "The Octocat");
-        assert_eq!(user["email"], "octocat@example.org");
-        assert_eq!(user["type"], "User");
-        assert_eq!(user["html_url"], format!("{}/octocat", gh.base));
-        let emails: Value = api("/user/emails", Some(&access)).await.unwrap().json().await.unwrap();
-        assert_eq!(
-            emails,
-            serde_json::json!([
-                {"email": "octocat@old.example", "primary": false, "verified": true, "visibility": null},
-                {"email": "octocat@example.org", "primary": true, "verified": true, "visibility": "public"},
-            ])
-        );
-        let anonymous = api("/user", None).await.unwrap();
-        assert_eq!(anonymous.status(), 401);
-        let body: Value = anonymous.json().await.unwrap();
-        assert_eq!(body["message"], "Bad credentials");
-        assert_eq!(api("/user", Some("gho_forged")).await.unwrap().status(), 401);
-
-        // Choosing the account: sign_in_as, then the login hint over it.
-        gh.sign_in_as("unverified");
-        let params = query(&github_code(&gh, &pkce, &[]).await);
-        let token = github_token(&gh, &params["code"], &pkce.verifier, &gh.client_secret).await;
-        let user: Value = api("/user", token["access_token"].as_str())
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!((user["id"].as_u64(), user["email"].is_null()), (Some(9001), true));
-        gh.update_user(GitHubUser::new(9001, "unverified", "unverified@example.org", true));
-        let user: Value = api("/user", token["access_token"].as_str())
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(user["email"], "unverified@example.org");
-        let params = query(&github_code(&gh, &pkce, &[("login", "octocat")]).await);
-        let token = github_token(&gh, &params["code"], &pkce.verifier, &gh.client_secret).await;
-        let user: Value = api("/user", token["access_token"].as_str())
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(user["id"], 583231);
+        the_api_answers_as_github(&gh, &access).await;
+        the_account_is_chosen_by_sign_in_as_then_login_hint(&gh, &pkce).await;
 
         // A refusal by the user comes back as access_denied with the state.
         gh.deny_next();
@@ -400,5 +352,70 @@ mod tests {
         assert_eq!(gh.hits("/login/oauth/authorize"), 5);
         assert_eq!(gh.hits("/login/oauth/access_token"), 6);
         assert_eq!(gh.hits("/api/v3/user/emails"), 1);
+    }
+
+    /// A GET of the stand-in's API at `path`, as Tessera sends it.
+    async fn github_api(gh: &GitHubStandIn, path: &str, token: Option<&str>) -> reqwest::Response {
+        let mut req = plain_client()
+            .get(format!("{}/api/v3{path}", gh.base))
+            .header("Accept", "application/vnd.github+json")
+            .header("User-Agent", "Tessera");
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// The API, as Tessera calls it: the user, their addresses, refusals without a
+    /// good token.
+    async fn the_api_answers_as_github(gh: &GitHubStandIn, access: &str) {
+        let user: Value = github_api(gh, "/user", Some(access)).await.json().await.unwrap();
+        assert_eq!(user["id"], 583231);
+        assert_eq!(user["login"], "octocat");
+        assert_eq!(user["name"], "The Octocat");
+        assert_eq!(user["email"], "octocat@example.org");
+        assert_eq!(user["type"], "User");
+        assert_eq!(user["html_url"], format!("{}/octocat", gh.base));
+        let emails: Value = github_api(gh, "/user/emails", Some(access)).await.json().await.unwrap();
+        assert_eq!(
+            emails,
+            serde_json::json!([
+                {"email": "octocat@old.example", "primary": false, "verified": true, "visibility": null},
+                {"email": "octocat@example.org", "primary": true, "verified": true, "visibility": "public"},
+            ])
+        );
+        let anonymous = github_api(gh, "/user", None).await;
+        assert_eq!(anonymous.status(), 401);
+        let body: Value = anonymous.json().await.unwrap();
+        assert_eq!(body["message"], "Bad credentials");
+        assert_eq!(github_api(gh, "/user", Some("gho_forged")).await.status(), 401);
+    }
+
+    /// Choosing the account: sign_in_as, then the login hint over it.
+    async fn the_account_is_chosen_by_sign_in_as_then_login_hint(gh: &GitHubStandIn, pkce: &Pkce) {
+        gh.sign_in_as("unverified");
+        let params = query(&github_code(gh, pkce, &[]).await);
+        let token = github_token(gh, &params["code"], &pkce.verifier, &gh.client_secret).await;
+        let user: Value = github_api(gh, "/user", token["access_token"].as_str())
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!((user["id"].as_u64(), user["email"].is_null()), (Some(9001), true));
+        gh.update_user(GitHubUser::new(9001, "unverified", "unverified@example.org", true));
+        let user: Value = github_api(gh, "/user", token["access_token"].as_str())
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(user["email"], "unverified@example.org");
+        let params = query(&github_code(gh, pkce, &[("login", "octocat")]).await);
+        let token = github_token(gh, &params["code"], &pkce.verifier, &gh.client_secret).await;
+        let user: Value = github_api(gh, "/user", token["access_token"].as_str())
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(user["id"], 583231);
     }
 }

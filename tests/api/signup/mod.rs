@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use tessera::config::Signup;
-use tessera::db::{self, users::User};
+use tessera::db;
 use tessera::lifecycle::verify::LINK_TTL;
 
 use crate::helpers::{
@@ -16,20 +16,14 @@ use crate::helpers::{
 };
 use crate::smtp::SmtpSink;
 
+mod address_change;
+mod refusals;
+
 /// A password the sign-up rules accept.
 const SECRET: &str = "a long sign-up secret";
 
 async fn open_signup() -> (TestApp, SmtpSink) {
     spawn_mail(|s| s.signup = Signup::Open).await
-}
-
-async fn user(app: &TestApp, username: &str) -> Option<User> {
-    let name = username.to_string();
-    app.state
-        .db
-        .read(move |c| db::users::find_by_username(c, &name))
-        .await
-        .unwrap()
 }
 
 async fn must_verify(app: &TestApp, user_id: i64) -> bool {
@@ -147,7 +141,7 @@ async fn open_sign_up_from_the_login_page_mails_a_link_and_then_signs_in_to_the_
     let (status, page) = sign_up(&app, &b, &parked, "grace", "grace@example.org").await;
     assert_eq!(status, 200, "{page}");
     assert!(text_of(&page, "signup-sent").unwrap().contains("grace@example.org"));
-    let grace = user(&app, "grace").await.expect("the account exists");
+    let grace = app.user("grace").await.expect("the account exists");
     assert!(!grace.email_verified && must_verify(&app, grace.id).await);
     assert_eq!(grace.name.as_deref(), Some("New Person"));
     assert!(events(&app).await.contains(&"account.signup".to_string()));
@@ -165,7 +159,7 @@ async fn open_sign_up_from_the_login_page_mails_a_link_and_then_signs_in_to_the_
     );
     let (status, confirmed) = confirm(&app, &b, &link).await;
     assert_eq!(status, 200, "{confirmed}");
-    let grace = user(&app, "grace").await.unwrap();
+    let grace = app.user("grace").await.unwrap();
     assert!(grace.email_verified && !must_verify(&app, grace.id).await);
     assert!(events(&app).await.contains(&"account.email_verified".to_string()));
 
@@ -318,7 +312,7 @@ async fn sign_up_is_limited_to_the_configured_domains_without_regard_to_case() {
     let (status, page) = sign_up(&app, &b, &HashMap::new(), "eve", "eve@example.com").await;
     assert_eq!(status, 400);
     assert!(text_of(&page, "email-error").unwrap().contains("example.org"), "{page}");
-    assert!(user(&app, "eve").await.is_none());
+    assert!(app.user("eve").await.is_none());
     assert_eq!(outbox_rows(&app).await, 0);
     let (status, _) = sign_up(&app, &b, &HashMap::new(), "eve", "Eve@EXAMPLE.Org").await;
     assert_eq!(status, 200);
@@ -358,7 +352,7 @@ async fn the_form_checks_each_field_with_the_setup_rules() {
         .unwrap();
     let page = resp.text().await.unwrap();
     assert!(text_of(&page, "password-error").unwrap().contains("username"), "{page}");
-    assert!(user(&app, "ana").await.is_none());
+    assert!(app.user("ana").await.is_none());
     assert_eq!(outbox_rows(&app).await, 0);
 }
 
@@ -376,7 +370,7 @@ async fn a_taken_address_gets_the_same_answer_and_its_owner_is_told() {
         fresh.replace("newbie@example.org", "ADDRESS"),
         "the answer says nothing of the account"
     );
-    assert!(user(&app, "copycat").await.is_none(), "no second account");
+    assert!(app.user("copycat").await.is_none(), "no second account");
     let told = sink.nth("ada@example.com", 1).await;
     assert!(
         told.subject().contains("Someone tried to sign up"),
@@ -430,7 +424,7 @@ async fn with_sign_up_off_the_pages_are_not_found_and_nothing_offers_it() {
         assert_eq!(start.status(), 404);
         let (status, _) = sign_up(app, &b, &parked, "zed", "zed@example.org").await;
         assert_eq!(status, 404);
-        assert!(user(app, "zed").await.is_none());
+        assert!(app.user("zed").await.is_none());
         // prompt=create behaves as if it were absent: the login page.
         let create = b
             .get(app.authorize_url("app", &[("prompt", "create")]))
@@ -450,340 +444,4 @@ async fn with_sign_up_off_the_pages_are_not_found_and_nothing_offers_it() {
         let prompts = discovery["prompt_values_supported"].as_array().unwrap();
         assert!(!prompts.iter().any(|p| p == "create"), "{prompts:?}");
     }
-}
-
-async fn mark_verified(app: &TestApp, user_id: i64) {
-    app.state
-        .db
-        .write(move |c| db::users::set_email_verified(c, user_id, true))
-        .await
-        .unwrap();
-}
-
-async fn change_email(app: &TestApp, b: &reqwest::Client, csrf: &str, email: &str) -> String {
-    let resp = b
-        .post(app.url("/account/profile"))
-        .form(&[("csrf", csrf), ("name", "Ada"), ("email", email)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 302);
-    location(&resp)
-}
-
-#[tokio::test]
-async fn a_changed_address_waits_for_its_link_in_the_signed_in_browser_and_the_old_one_is_told() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    let ada = app.add_user("ada").await;
-    mark_verified(&app, ada.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-
-    assert_eq!(
-        change_email(&app, &b, &csrf, "ada@first.example").await,
-        "/account?done=profile-verify"
-    );
-    // Only pending: the account keeps its confirmed address.
-    let ada = user(&app, "ada").await.unwrap();
-    assert_eq!(ada.email.as_deref(), Some("ada@example.com"));
-    assert!(ada.email_verified, "the current address stays confirmed");
-    let page = b.get(app.url("/account?done=profile-verify")).send().await.unwrap();
-    let html = page.text().await.unwrap();
-    assert!(html.contains("We sent a link to your new address"), "{html}");
-    assert_eq!(input_value(&html, "email").as_deref(), Some("ada@example.com"));
-    assert!(text_of(&html, "email-pending").unwrap().contains("ada@first.example"));
-    let notice = sink.nth("ada@example.com", 1).await;
-    assert!(
-        notice
-            .subject()
-            .contains("A change of your email address was requested"),
-        "{}",
-        notice.subject()
-    );
-    assert!(
-        !notice.text().contains("ada@first.example"),
-        "the new address is not told to the old one"
-    );
-    let first = sink.nth("ada@first.example", 1).await.link("/email/verify");
-
-    // A second change replaces the first: its link may not confirm anything.
-    change_email(&app, &b, &csrf, "ada@second.example").await;
-    sink.nth("ada@example.com", 2).await;
-    let second = sink.nth("ada@second.example", 1).await.link("/email/verify");
-    assert_eq!(b.get(&first).send().await.unwrap().status(), 410);
-    let html = b.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
-    assert!(text_of(&html, "email-pending").unwrap().contains("ada@second.example"));
-    assert!(!html.contains("ada@first.example"));
-
-    let (status, confirmed) = confirm(&app, &b, &second).await;
-    assert_eq!(status, 200);
-    assert!(text_of(&confirmed, "continue")
-        .unwrap()
-        .contains("Return to your account"));
-    let ada = user(&app, "ada").await.unwrap();
-    assert_eq!(ada.email.as_deref(), Some("ada@second.example"));
-    assert!(ada.email_verified);
-    let events = events(&app).await;
-    assert!(events.contains(&"account.email_changed".to_string()));
-    assert!(events.contains(&"account.email_verified".to_string()));
-    // The old address is told the change took effect, still without the new address.
-    let changed = sink.nth("ada@example.com", 3).await;
-    assert!(
-        changed.subject().contains("Your email address was changed"),
-        "{}",
-        changed.subject()
-    );
-    assert!(!changed.text().contains("ada@second.example"));
-    let html = b.get(app.url("/account")).send().await.unwrap().text().await.unwrap();
-    assert!(text_of(&html, "email-pending").is_none(), "nothing is pending any more");
-    assert_eq!(
-        b.get(&second).send().await.unwrap().status(),
-        410,
-        "the link works once"
-    );
-
-    // Saving the same address again changes and mails nothing.
-    let rows = outbox_rows(&app).await;
-    assert_eq!(
-        change_email(&app, &b, &csrf, "ada@second.example").await,
-        "/account?done=profile"
-    );
-    assert!(user(&app, "ada").await.unwrap().email_verified);
-    assert_eq!(outbox_rows(&app).await, rows);
-}
-
-#[tokio::test]
-async fn a_change_link_opened_signed_out_asks_for_sign_in_and_comes_back_to_confirm() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_user("ada").await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    change_email(&app, &b, &csrf, "ada@new.example").await;
-    let link = sink.nth("ada@new.example", 1).await.link("/email/verify");
-
-    // Another browser of ada's, signed out: the page asks for sign-in first.
-    let other = browser();
-    let html = other.get(&link).send().await.unwrap().text().await.unwrap();
-    assert!(html.contains("Sign in to confirm the new address"), "{html}");
-    let href = html
-        .split("id=\"sign-in\"")
-        .next()
-        .and_then(|h| h.rsplit("href=\"").next())
-        .and_then(|h| h.split('"').next())
-        .unwrap()
-        .replace("&amp;", "&")
-        .replace("&#38;", "&");
-    assert!(href.starts_with("/email/verify?token="), "{href}");
-    let login = other.get(app.url(&href)).send().await.unwrap().text().await.unwrap();
-    let signed_in = app.submit_login(&other, form_fields(&login), "ada", PASSWORD).await;
-    assert_eq!(signed_in.status(), 302, "{login}");
-    let back = location(&signed_in);
-    assert_eq!(back, href, "back to the same page, token and all");
-    let (status, _) = confirm(&app, &other, &app.url(&back)).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@new.example")
-    );
-}
-
-#[tokio::test]
-async fn a_change_link_opened_as_another_account_is_forbidden_and_changes_nothing() {
-    let (app, sink) = spawn_mail(|_| {}).await;
-    app.add_user("ada").await;
-    app.add_user("bob").await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    change_email(&app, &b, &csrf, "ada@new.example").await;
-    let link = sink.nth("ada@new.example", 1).await.link("/email/verify");
-
-    let bob = browser();
-    app.portal_login(&bob, "bob", PASSWORD).await;
-    let page = bob.get(&link).send().await.unwrap();
-    assert_eq!(page.status(), 403);
-    assert!(page.text().await.unwrap().contains("Signed in as another account"));
-    let token = link.split("token=").nth(1).unwrap();
-    let pressed = bob
-        .post(app.url("/email/verify"))
-        .form(&[("token", token)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(pressed.status(), 403);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@example.com")
-    );
-    // The link still works for ada herself.
-    let (status, _) = confirm(&app, &b, &link).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        user(&app, "ada").await.unwrap().email.as_deref(),
-        Some("ada@new.example")
-    );
-}
-
-#[tokio::test]
-async fn without_mail_a_changed_address_stays_unverified_and_nothing_is_queued() {
-    let app = spawn_app().await;
-    let ada = app.add_user("ada").await;
-    mark_verified(&app, ada.id).await;
-    let b = browser();
-    let csrf = app.portal_login(&b, "ada", PASSWORD).await;
-    assert_eq!(
-        change_email(&app, &b, &csrf, "ada@new.example").await,
-        "/account?done=profile"
-    );
-    let ada = user(&app, "ada").await.unwrap();
-    assert_eq!(
-        ada.email.as_deref(),
-        Some("ada@new.example"),
-        "without mail the change is direct"
-    );
-    assert!(!ada.email_verified);
-    assert_eq!(outbox_rows(&app).await, 0);
-}
-
-#[tokio::test]
-async fn expired_reused_and_forged_links_are_refused_with_a_readable_page() {
-    let (app, sink) = open_signup().await;
-    let b = browser();
-    sign_up(&app, &b, &HashMap::new(), "max", "max@example.org").await;
-    let link = sink.nth("max@example.org", 1).await.link("/email/verify");
-
-    let refused = |resp: reqwest::Response| async move {
-        assert_eq!(resp.status(), 410);
-        let page = resp.text().await.unwrap();
-        assert!(page.contains("new link"), "says how to get a new one: {page}");
-    };
-    for token in ["forged", "", &"x".repeat(500)] {
-        refused(
-            b.get(app.url(&format!("/email/verify?token={token}")))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
-        let posted = b
-            .post(app.url("/email/verify"))
-            .form(&[("token", token)])
-            .send()
-            .await
-            .unwrap();
-        refused(posted).await;
-    }
-
-    // Expired: a day later the link is refused, and the account is still held.
-    let token = link.split("token=").nth(1).unwrap().to_string();
-    app.clock.advance(LINK_TTL + 1);
-    refused(b.get(&link).send().await.unwrap()).await;
-    let posted = b
-        .post(app.url("/email/verify"))
-        .form(&[("token", token.as_str())])
-        .send()
-        .await
-        .unwrap();
-    refused(posted).await;
-    let max = user(&app, "max").await.unwrap();
-    assert!(!max.email_verified && must_verify(&app, max.id).await);
-
-    // A fresh link (from signing in) works once; used again it is refused.
-    let fields = app.open_login(&b, &app.url("/account")).await;
-    assert_eq!(app.submit_login(&b, fields, "max", SECRET).await.status(), 403);
-    let fresh = sink.nth("max@example.org", 2).await.link("/email/verify");
-    let token = fresh.split("token=").nth(1).unwrap().to_string();
-    let (status, _) = confirm(&app, &b, &fresh).await;
-    assert_eq!(status, 200);
-    refused(b.get(&fresh).send().await.unwrap()).await;
-    let again = b
-        .post(app.url("/email/verify"))
-        .form(&[("token", token.as_str())])
-        .send()
-        .await
-        .unwrap();
-    refused(again).await;
-    let verified = events(&app)
-        .await
-        .into_iter()
-        .filter(|e| e == "account.email_verified")
-        .count();
-    assert_eq!(verified, 1, "verified once");
-}
-
-#[tokio::test]
-async fn sign_ups_from_one_address_are_rate_limited() {
-    let (app, _sink) = spawn_mail(|s| {
-        s.signup = Signup::Open;
-        s.rate_limit = true;
-    })
-    .await;
-    let b = browser();
-    let mut statuses = Vec::new();
-    for _ in 0..8 {
-        let resp = b
-            .post(app.url("/signup"))
-            .form(&[("username", "")])
-            .send()
-            .await
-            .unwrap();
-        if resp.status() == 429 {
-            assert!(resp.headers().get("retry-after").is_some());
-        }
-        statuses.push(resp.status().as_u16());
-    }
-    assert_eq!(&statuses[..5], &[400; 5], "{statuses:?}");
-    assert_eq!(statuses[7], 429, "{statuses:?}");
-}
-
-#[tokio::test]
-async fn a_sign_up_form_with_a_forged_request_is_refused() {
-    let (app, _sink) = open_signup().await;
-    app.add_client("app", false).await;
-    let b = browser();
-    let mut parked = app.open_login(&b, &app.authorize_url("app", &[])).await;
-    parked.insert("csrf".into(), "forged".into());
-    let start = b.post(app.url("/signup/start")).form(&parked).send().await.unwrap();
-    assert_eq!(start.status(), 403);
-    let (status, _) = sign_up(&app, &b, &parked, "mallory", "mallory@example.org").await;
-    assert_eq!(status, 403);
-    assert!(user(&app, "mallory").await.is_none());
-}
-
-#[tokio::test]
-async fn a_sign_in_that_expired_meanwhile_still_makes_the_account_and_ends_on_a_plain_page() {
-    let (app, sink) = open_signup().await;
-    app.add_client("app", false).await;
-    let login_request = app.state.settings.lifetimes.login_request;
-    let b = browser();
-    let create = |b: reqwest::Client| {
-        let app = &app;
-        async move {
-            let html = b
-                .get(app.authorize_url("app", &[("prompt", "create")]))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
-            form_fields(&html)
-        }
-    };
-    // Expired before the form was sent: the account is made all the same.
-    let parked = create(b.clone()).await;
-    app.clock.advance(login_request + 1);
-    let (status, page) = sign_up(&app, &b, &parked, "late", "late@example.org").await;
-    assert_eq!(status, 200, "{page}");
-    assert!(user(&app, "late").await.is_some());
-
-    // Expired before the link was followed: verified, then a plain "Sign in".
-    let parked = create(b.clone()).await;
-    sign_up(&app, &b, &parked, "later", "later@example.org").await;
-    let link = sink.nth("later@example.org", 1).await.link("/email/verify");
-    app.clock.advance(login_request + 1);
-    let (status, confirmed) = confirm(&app, &b, &link).await;
-    assert_eq!(status, 200);
-    assert!(!confirmed.contains("Continue to sign in"), "{confirmed}");
-    assert_eq!(text_of(&confirmed, "continue").as_deref(), Some("Sign in"));
-    assert!(user(&app, "later").await.unwrap().email_verified);
 }
