@@ -14,8 +14,8 @@ pub use tools::*;
 use tessera::clock::Clock;
 use tessera::config::Settings;
 use tessera::crypto::random::random_id;
-use tessera::domain::Secret;
 use tessera::db::{self, clients::Client};
+use tessera::domain::Secret;
 use tessera::startup::Application;
 use tessera::state::AppState;
 
