@@ -22,9 +22,11 @@ fmt: ## Format the code
 clippy: ## Lint, warnings are errors
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-lint: ## Format check, the import rules, clippy with warnings as errors, scripts parse
+lint: ## Format check, the import rules, no source file over 500 lines, clippy with warnings as errors (functions at most 80 lines), scripts parse
 	$(CARGO) fmt --all -- --check
 	python3 scripts/check-imports.py
+	find src stress/src tessera-bcrypt/src -name '*.rs' -print0 | xargs -0 wc -l \
+		| awk '$$2 != "total" && $$1 > 500 { print "over 500 lines: " $$2 " (" $$1 ")"; bad = 1 } END { exit bad }'
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	node --check stress/lib/flow.js
 	node --check stress/peer/server.mjs
