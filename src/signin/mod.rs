@@ -16,6 +16,7 @@ pub mod device;
 pub mod first;
 pub mod forward;
 pub mod link;
+pub mod mailed;
 pub mod parked;
 pub mod passkey;
 pub mod portal;

@@ -217,7 +217,14 @@ async fn five_wrong_codes_void_the_code() {
         410,
         "the link went with it"
     );
-    assert!(app.audit().await.iter().all(|e| e.0 != "login.ok"));
+    let audit = app.audit().await;
+    assert!(audit.iter().all(|e| e.0 != "login.ok"));
+    let failed = audit.iter().filter(|e| e.0 == "login.failed").count();
+    assert_eq!(
+        failed,
+        signin::MAX_ATTEMPTS as usize,
+        "each wrong code is audited as a failed sign-in"
+    );
 }
 
 #[tokio::test]

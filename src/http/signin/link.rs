@@ -4,24 +4,22 @@
 //! sign-in goes on as after a password: the second factor, then what it was for.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::audit::Event;
 use crate::auth::limits::Bucket;
 use crate::crypto::TokenHash;
-use crate::db::users::User;
 use crate::http::errors::resume_page as resume_error;
 use crate::http::guard::ip_text;
 use crate::http::pages::bad_request_page;
+use crate::http::signin::steps;
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::i18n::t;
-use crate::signin::link::{self as signin, CodeCheck, LinkUse, LinkView};
-use crate::signin::First;
+use crate::signin::link::{self as signin, LinkView};
+use crate::signin::mailed::{self, Mailed};
 use crate::signin::{Pending, ResumeError};
 use crate::state::AppState;
 
@@ -200,53 +198,28 @@ pub async fn code(req: HttpRequest, state: web::Data<AppState>, body: Bytes) -> 
     let Some(form) = read_form(&req, &body) else {
         return form_refused();
     };
-    let (pending, _) = match resume_login(&req, &state, &form).await {
-        Ok(r) => r,
-        Err(resp) => return resp,
-    };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    let ip = ip_text(&req, &state);
-    let failed = |reason: &'static str| {
-        state.metrics.logins_failed.fetch_add(1, Ordering::Relaxed);
-        Event::new("login.failed")
-            .ip(Some(ip.clone()))
-            .detail(serde_json::json!({"method": "email_code", "reason": reason}))
-    };
+    let browser = steps::browser(&req, &state);
+    let typed = params::field(&form, "code");
     let again = |error| AskPage {
         request_id,
         csrf,
         who: "",
         error: Some(error),
     };
-    match signin::check_code(&state.ctx(), request_id, params::field(&form, "code")).await {
-        Ok(CodeCheck::Passed(user)) => go_on(&req, &state, request_id, pending, &user).await,
-        Ok(CodeCheck::Wrong) => {
-            failed("wrong code").log(&state.db, state.clock.now()).await;
+    match mailed::code(&state.ctx(), (request_id, csrf), typed, &browser).await {
+        Ok(Mailed::Next(step)) => steps::next(&state, *step).await,
+        Ok(Mailed::Wrong) => {
             let error = t().acct_signin_code_wrong;
             sent_page(StatusCode::UNAUTHORIZED, request_id, csrf, Some(error))
         }
-        Ok(CodeCheck::Spent) => {
-            failed("too many wrong codes").log(&state.db, state.clock.now()).await;
-            let error = t().acct_signin_code_spent;
-            pages::render(StatusCode::BAD_REQUEST, &again(error))
+        Ok(Mailed::Spent) => pages::render(StatusCode::BAD_REQUEST, &again(t().acct_signin_code_spent)),
+        Ok(Mailed::Dead | Mailed::OtherBrowser) => {
+            pages::render(StatusCode::BAD_REQUEST, &again(t().acct_signin_code_dead))
         }
-        Ok(CodeCheck::Dead) => {
-            let error = t().acct_signin_code_dead;
-            pages::render(StatusCode::BAD_REQUEST, &again(error))
-        }
-        Ok(CodeCheck::Locked(user)) => locked(&state, &user.username, ip).await,
-        Err(e) => errors::server_page(e),
+        Ok(Mailed::Locked) => too_many(),
+        Err(e) => steps::refused(e),
     }
-}
-
-async fn locked(state: &AppState, username: &str, ip: String) -> HttpResponse {
-    state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
-    Event::new("login.locked")
-        .actor(username)
-        .ip(Some(ip))
-        .log(&state.db, state.clock.now())
-        .await;
-    too_many()
 }
 
 /// `GET /login/email/link?token=…`: a button, never an action (mail scanners fetch
@@ -283,28 +256,12 @@ pub async fn link_confirm(req: HttpRequest, state: web::Data<AppState>, body: By
     let Some(form) = read_form(&req, &body) else {
         return form_refused();
     };
-    let Some(browser) = browser_of(&req, &state) else {
-        return other_browser();
-    };
-    match signin::use_link(&state.ctx(), params::field(&form, "token"), Some(&browser)).await {
-        Ok(LinkUse::Continue(c)) => {
-            let signin::Continued { parked, pending, user } = *c;
-            go_on(&req, &state, parked.request_id.expose(), pending, &user).await
-        }
-        Ok(LinkUse::OtherBrowser) => other_browser(),
-        Ok(LinkUse::Locked(username)) => locked(&state, &username, ip_text(&req, &state)).await,
-        Ok(LinkUse::Dead) => dead_link(),
-        Err(e) => errors::server_page(e),
-    }
-}
-
-/// After a right code or a confirmed link: the second factor if the account has one
-/// (and this browser is not trusted), else the sign-in completes.
-async fn go_on(req: &HttpRequest, state: &AppState, request_id: &str, pending: Pending, user: &User) -> HttpResponse {
-    let browser = crate::http::signin::steps::browser(req, state);
-    let cx = state.ctx();
-    match crate::signin::first::after_factor(&cx, request_id, pending, user, First::Mail, None, &browser).await {
-        Ok(step) => crate::http::signin::steps::next(state, step).await,
-        Err(e) => crate::http::signin::steps::refused(e),
+    let browser = steps::browser(&req, &state);
+    match mailed::link(&state.ctx(), params::field(&form, "token"), &browser).await {
+        Ok(Mailed::Next(step)) => steps::next(&state, *step).await,
+        Ok(Mailed::OtherBrowser) => other_browser(),
+        Ok(Mailed::Locked) => too_many(),
+        Ok(Mailed::Dead | Mailed::Wrong | Mailed::Spent) => dead_link(),
+        Err(e) => steps::refused(e),
     }
 }
