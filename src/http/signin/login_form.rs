@@ -3,14 +3,11 @@
 //! did not happen. Shared by every front that shows the form.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
-use crate::crypto::TokenHash;
 use crate::db::providers::Provider;
 use crate::federation::{self as fed, Button};
-use crate::http::cookies::{browser_cookie, set_browser};
-use crate::http::{errors, pages};
-use crate::oidc::Ctx;
+use crate::http::pages;
 use crate::signin::{Parked, Pending};
 use crate::state::AppState;
 
@@ -59,25 +56,6 @@ pub async fn buttons(state: &AppState) -> Vec<Button> {
             Vec::new()
         }
     }
-}
-
-/// Parks `pending` and shows the login form for it, naming what the sign-in is for.
-pub async fn login_page(
-    req: &HttpRequest,
-    state: &AppState,
-    cx: &Ctx<'_>,
-    pending: Pending,
-    client_name: &str,
-    hint: &str,
-) -> HttpResponse {
-    let (browser, new_cookie) = browser_cookie(req, state);
-    let parked = match crate::signin::park(cx, &pending, &TokenHash::of(&browser)).await {
-        Ok(p) => p,
-        Err(e) => return errors::server_page(e),
-    };
-    let mut resp = login_form(state, &parked, &pending, client_name, hint).await;
-    set_browser(&mut resp, state, new_cookie);
-    resp
 }
 
 /// The login form for a parked step.
