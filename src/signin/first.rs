@@ -57,10 +57,8 @@ pub async fn password(
     form: &PasswordForm<'_>,
     browser: &Browser,
 ) -> Result<Next, NotSignedIn> {
-    let pending = match crate::signin::resume(cx, form.request_id, form.csrf, browser.binding.as_ref()).await? {
-        p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => p,
-        _ => return Err(ResumeError::Expired.into()),
-    };
+    let names = (form.request_id, form.csrf);
+    let pending = crate::signin::resume_login(cx, names, browser.binding.as_ref()).await?;
     // Per-account limits come before any password is hashed.
     if let Err(wait) = limits.check_account(form.username) {
         cx.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);

@@ -30,7 +30,7 @@ pub enum Mailed {
 /// The code typed on the page of the parked sign-in the form names (`names`: its
 /// request id and CSRF token), resumed for this browser first.
 pub async fn code(cx: &Ctx<'_>, names: (&str, &str), code: &str, browser: &Browser) -> Result<Mailed, Refused> {
-    let pending = super::signup::resume_login(cx, names, browser.binding.as_ref()).await?;
+    let pending = super::resume_login(cx, names, browser.binding.as_ref()).await?;
     if browser.binding.is_none() {
         return Err(ResumeError::Forged.into());
     }

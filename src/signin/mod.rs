@@ -25,7 +25,9 @@ pub mod session;
 pub mod signup;
 pub mod upstream;
 
-pub use parked::{consume, park, park_mfa, park_named, park_next, resume, resume_named, Parked, Pending, ResumeError};
+pub use parked::{
+    consume, park, park_mfa, park_named, park_next, resume, resume_login, resume_named, Parked, Pending, ResumeError,
+};
 pub use session::{
     cancel, current_session, decide_consent, finish, finish_session_only, new_session, store_session, AfterLogin,
     SignedIn,

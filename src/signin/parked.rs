@@ -53,6 +53,12 @@ pub enum Pending {
 }
 
 impl Pending {
+    /// A login form's step: on the way to an application, a device or Tessera's own
+    /// pages (the steps a password, passkey, mailed code or sign-up may go on from).
+    pub fn is_login_form(&self) -> bool {
+        matches!(self, Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))
+    }
+
     /// The authorization request's `ui_locales`, through the steps that carry it.
     pub fn ui_locales(&self) -> Option<&str> {
         match self {
@@ -261,6 +267,20 @@ pub async fn resume(
     serde_json::from_str(&parked.params)
         .map(Pending::speak)
         .map_err(|_| ResumeError::Expired)
+}
+
+/// The login form's step a form names (`resume`); any other step reads as expired.
+pub async fn resume_login(
+    cx: &Ctx<'_>,
+    (request_id, csrf): (&str, &str),
+    browser: Option<&TokenHash>,
+) -> Result<Pending, ResumeError> {
+    let pending = resume(cx, request_id, csrf, browser).await?;
+    if pending.is_login_form() {
+        Ok(pending)
+    } else {
+        Err(ResumeError::Expired)
+    }
 }
 
 impl From<Internal> for ResumeError {

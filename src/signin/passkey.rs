@@ -7,7 +7,7 @@ use crate::auth::passkeys::{self, Assertion, PasskeyError};
 use crate::error::Internal;
 use crate::oidc::Ctx;
 use crate::signin::complete::{complete, Done, Resumed};
-use crate::signin::{Browser, Pending, ResumeError, SignIn, AMR_PASSKEY};
+use crate::signin::{Browser, ResumeError, SignIn, AMR_PASSKEY};
 
 /// Why a passkey did not sign in.
 #[derive(Debug)]
@@ -33,10 +33,7 @@ pub async fn sign_in(
     assertion: &Assertion<'_>,
     browser: &Browser,
 ) -> Result<Done, Refusal> {
-    let pending = match crate::signin::resume(cx, request_id, csrf, browser.binding.as_ref()).await? {
-        p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => p,
-        _ => return Err(ResumeError::Expired.into()),
-    };
+    let pending = crate::signin::resume_login(cx, (request_id, csrf), browser.binding.as_ref()).await?;
     let Some(binding) = browser.binding.as_ref() else {
         return Err(ResumeError::Forged.into());
     };

@@ -13,20 +13,7 @@ use crate::lifecycle::signup::{Form, Outcome};
 use crate::lifecycle::verify::{self, Confirmed, Usable};
 use crate::oidc::Ctx;
 use crate::signin::portal::{sign_in_first, viewer, Login};
-use crate::signin::{Parked, Pending, ResumeError};
-
-/// The sign-in a form names (a login form's, on the way to an application, a device
-/// or Tessera's own pages), for this browser with this CSRF token; peeked, not used up.
-pub async fn resume_login(
-    cx: &Ctx<'_>,
-    (request_id, csrf): (&str, &str),
-    binding: Option<&TokenHash>,
-) -> Result<Pending, ResumeError> {
-    match crate::signin::resume(cx, request_id, csrf, binding).await? {
-        p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => Ok(p),
-        _ => Err(ResumeError::Expired),
-    }
-}
+use crate::signin::{resume_login, Parked, Pending, ResumeError};
 
 /// A sign-up form sent.
 pub struct Submitted {
@@ -167,7 +154,7 @@ async fn park_again(cx: &Ctx<'_>, request: &TokenHash, binding: &TokenHash) -> O
     };
     let pending = serde_json::from_str::<Pending>(&params)
         .ok()
-        .filter(|p| matches!(p, Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)))?;
+        .filter(Pending::is_login_form)?;
     match crate::signin::park(cx, &pending, binding).await {
         Ok(parked) => Some(parked),
         Err(e) => {

@@ -45,9 +45,8 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, path: web::Path
     let Some(browser) = browser(&req, &state) else {
         return resume_error(ResumeError::Forged);
     };
-    let pending = match crate::signin::resume(&state.ctx(), request_id, csrf, Some(&browser)).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => p,
-        Ok(_) => return resume_error(ResumeError::Expired),
+    let pending = match crate::signin::resume_login(&state.ctx(), (request_id, csrf), Some(&browser)).await {
+        Ok(p) => p,
         Err(e) => return resume_error(e),
     };
     let parked = Parked {

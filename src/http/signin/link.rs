@@ -115,12 +115,11 @@ async fn resume_login(
 ) -> Result<(Pending, TokenHash), HttpResponse> {
     let (request_id, csrf) = (params::field(form, "request_id"), params::field(form, "csrf"));
     let browser = browser_of(req, state);
-    match crate::signin::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => match browser {
+    match crate::signin::resume_login(&state.ctx(), (request_id, csrf), browser.as_ref()).await {
+        Ok(p) => match browser {
             Some(b) => Ok((p, b)),
             None => Err(resume_error(ResumeError::Forged)),
         },
-        Ok(_) => Err(resume_error(ResumeError::Expired)),
         Err(e) => Err(resume_error(e)),
     }
 }

@@ -20,7 +20,7 @@ use crate::lifecycle::email_mfa::Sent;
 use crate::signin::consent::Decision;
 use crate::signin::first::{NotSignedIn, PasswordForm};
 use crate::signin::second::CodeForm;
-use crate::signin::{Pending, ResumeError};
+use crate::signin::Pending;
 use crate::state::AppState;
 
 fn read_form(req: &HttpRequest, body: &Bytes) -> Option<HashMap<String, String>> {
@@ -91,9 +91,8 @@ async fn reposted(
     let form = read_form(req, body).ok_or_else(|| bad_request_page(crate::i18n::t().err_signin_form))?;
     let browser = params::cookie(req, cookies::browser_name(state)).map(|v| TokenHash::of(&v));
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
-    match crate::signin::resume(&state.ctx(), request_id, csrf, browser.as_ref()).await {
-        Ok(p @ (Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_))) => Ok((form, p)),
-        Ok(_) => Err(resume_error(ResumeError::Expired)),
+    match crate::signin::resume_login(&state.ctx(), (request_id, csrf), browser.as_ref()).await {
+        Ok(p) => Ok((form, p)),
         Err(e) => Err(resume_error(e)),
     }
 }

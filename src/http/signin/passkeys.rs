@@ -14,7 +14,6 @@ use crate::http::errors::resume_page as resume_error;
 use crate::http::signin::passkey_forms::{form_of, json_error, json_viewer};
 use crate::http::{cookies, errors, guard, pages, params};
 use crate::signin::passkey::Refusal;
-use crate::signin::Pending;
 use crate::state::AppState;
 
 pub async fn script() -> HttpResponse {
@@ -120,9 +119,11 @@ pub async fn login_options(req: HttpRequest, state: web::Data<AppState>, body: B
     };
     let get = |n: &str| params::field(&form, n);
     let browser = params::cookie(&req, cookies::browser_name(&state)).map(|v| TokenHash::of(&v));
-    match crate::signin::resume(&cx, get("request_id"), get("csrf"), browser.as_ref()).await {
-        Ok(Pending::Login(_) | Pending::DeviceLogin(_) | Pending::Portal(_)) => {}
-        _ => return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it"),
+    if crate::signin::resume_login(&cx, (get("request_id"), get("csrf")), browser.as_ref())
+        .await
+        .is_err()
+    {
+        return json_error(StatusCode::BAD_REQUEST, "this sign-in page has expired; reload it");
     }
     match passkeys::login_options(&state.ctx(), get("request_id")).await {
         Ok(options) => {

@@ -99,7 +99,7 @@ pub async fn start(req: HttpRequest, state: web::Data<AppState>, body: Bytes) ->
     };
     let (request_id, csrf) = (params::field(&form, "request_id"), params::field(&form, "csrf"));
     let names = (request_id, csrf);
-    let pending = match crate::signin::signup::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
+    let pending = match crate::signin::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
         Ok(p) => p,
         Err(e) => return resume_error(e),
     };
@@ -375,7 +375,7 @@ pub async fn resume_login(req: HttpRequest, state: web::Data<AppState>, body: By
     };
     let (request_id, csrf) = (params::field(&fields, "request_id"), params::field(&fields, "csrf"));
     let names = (request_id, csrf);
-    let pending = match crate::signin::signup::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
+    let pending = match crate::signin::resume_login(&state.ctx(), names, browser(&req, &state).as_ref()).await {
         Ok(p) => p,
         Err(e) => return resume_error(e),
     };
